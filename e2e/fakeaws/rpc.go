@@ -1,0 +1,79 @@
+package fakeaws
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// rpcHandler serves one awsJson operation: it gets the region from the credential scope and the raw body,
+// and returns the response document or an AWS error.
+type rpcHandler func(ctx context.Context, region string, body []byte) (any, *apiError)
+
+type rpcService struct {
+	signingName string
+	ops         map[string]rpcHandler
+}
+
+func (s *Server) rpcServices() map[string]rpcService {
+	return map[string]rpcService{
+		"SageMaker": {signingName: "sagemaker", ops: map[string]rpcHandler{
+			"DescribeCluster":  s.smDescribeCluster,
+			"ListClusterNodes": s.smListClusterNodes,
+			"UpdateCluster":    s.smUpdateCluster,
+			"CreateCluster":    s.smCreateCluster,
+			"DeleteCluster":    s.smDeleteCluster,
+		}},
+		"AWSPriceListService": {signingName: "pricing", ops: map[string]rpcHandler{
+			"GetProducts": s.pricingGetProducts,
+		}},
+	}
+}
+
+// serveJSONRPC serves SageMaker and Pricing, both awsJson1_1: POST / with X-Amz-Target: <Service>.<Operation>.
+func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request, target string) {
+	svcName, opName, _ := strings.Cut(target, ".")
+	svc, ok := s.rpcServices()[svcName]
+	handler := svc.ops[opName]
+	if !ok || handler == nil {
+		writeJSONRPCError(w, errorf(http.StatusBadRequest, "UnknownOperationException", "Unknown operation %s", target))
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeJSONRPCError(w, errorf(http.StatusMethodNotAllowed, "UnknownOperationException",
+			"%s is only served on POST", target))
+		return
+	}
+	body, aerr := readBody(r)
+	if aerr != nil {
+		writeJSONRPCError(w, aerr)
+		return
+	}
+	region, aerr := s.authenticate(r, body, svc.signingName)
+	if aerr != nil {
+		writeJSONRPCError(w, aerr)
+		return
+	}
+	if aerr := s.faults.record(target); aerr != nil {
+		writeJSONRPCError(w, aerr)
+		return
+	}
+	out, aerr := handler(r.Context(), region, body)
+	if aerr != nil {
+		writeJSONRPCError(w, aerr)
+		return
+	}
+	writeJSON(w, "application/x-amz-json-1.1", out)
+}
+
+// decodeInput unmarshals an awsJson request body; an empty body is an empty input.
+func decodeInput(body []byte, in any) *apiError {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, in); err != nil {
+		return serializationError(err)
+	}
+	return nil
+}
