@@ -1,0 +1,320 @@
+package config
+
+// Config is the whole HyperOps configuration file. Load or Parse build one; both apply defaults and validate.
+type Config struct {
+	Slack     Slack     `yaml:"slack"`
+	Redis     Redis     `yaml:"redis"`
+	Clusters  []Cluster `yaml:"clusters"`
+	AWS       AWS       `yaml:"aws"`
+	Agents    []Agent   `yaml:"agents"`
+	Approvals Approvals `yaml:"approvals"`
+	Risk      Risk      `yaml:"risk"`
+	Pricing   Pricing   `yaml:"pricing"`
+	Reports   []Report  `yaml:"reports"`
+	Server    Server    `yaml:"server"`
+	Log       Log       `yaml:"log"`
+}
+
+// Slack configures the Socket Mode connection, where commands are accepted and the bounded worker pool.
+type Slack struct {
+	// AppToken is the app-level token (xapp-…) used by Socket Mode; it comes from ${SLACK_APP_TOKEN}.
+	AppToken string `yaml:"appToken"`
+	// BotToken is the bot token (xoxb-…) used by the Web API; it comes from ${SLACK_BOT_TOKEN}.
+	BotToken string `yaml:"botToken"`
+	// APIURL overrides Slack's Web API base URL (tests, proxies); empty means Slack's. Defaults add a trailing "/".
+	APIURL string `yaml:"apiURL"`
+	// Command is the slash command the app registers (default "/hp").
+	Command string `yaml:"command"`
+	// Channels are the channel IDs where slash commands are accepted.
+	Channels []string `yaml:"channels"`
+	// ApprovalsChannel is where agent-initiated requests are approved (default: the first of Channels).
+	ApprovalsChannel string `yaml:"approvalsChannel"`
+	// AuditChannel, when set, receives a copy of every transition.
+	AuditChannel string `yaml:"auditChannel"`
+	// Workers is the size of the bounded pool that handles envelopes after they are acked (default 8).
+	Workers int `yaml:"workers"`
+	// QueueSize is how many acked envelopes may wait for a worker (default 256).
+	QueueSize int `yaml:"queueSize"`
+}
+
+// Redis configures the state store. An empty URL starts the embedded single-replica server.
+type Redis struct {
+	// URL is a go-redis URL (redis://user:pass@host:6379/0, rediss://…); empty means embedded, not durable.
+	URL string `yaml:"url"`
+	// KeyPrefix is put before every key (default "hyperops").
+	KeyPrefix string `yaml:"keyPrefix"`
+	// RequestTTL is how long request records and idempotency keys live (default 720h).
+	RequestTTL Duration `yaml:"requestTTL"`
+	// DedupeTTL is how long Slack delivery ids are remembered (default 1h).
+	DedupeTTL Duration `yaml:"dedupeTTL"`
+}
+
+// Environment is a cluster's environment; EnvProduction raises the risk of every operation on it by one level.
+type Environment string
+
+// The environments a cluster can be in.
+const (
+	EnvProduction  Environment = "production"
+	EnvStaging     Environment = "staging"
+	EnvDevelopment Environment = "development"
+)
+
+// Cluster is one registered EKS cluster (optionally with SageMaker HyperPod) and its guardrails.
+type Cluster struct {
+	// Name is how people and agents name the cluster (DNS-1123 label).
+	Name string `yaml:"name"`
+	// Kubeconfig is a kubeconfig file; empty means in-cluster, else $KUBECONFIG or ~/.kube/config.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context; empty means the file's current context.
+	Context string `yaml:"context"`
+	// Region is the AWS region; empty means the AWS SDK's default chain.
+	Region string `yaml:"region"`
+	// Environment is production, staging or development (default production, the cautious choice).
+	Environment Environment `yaml:"environment"`
+	// HyperPod names the SageMaker HyperPod cluster and the templates bootstrap-cluster may create it from.
+	HyperPod HyperPod `yaml:"hyperpod"`
+	// EKS names the EKS cluster (for managed node groups).
+	EKS EKS `yaml:"eks"`
+	// Namespaces are the only namespaces operations may touch.
+	Namespaces []string `yaml:"namespaces"`
+	// DefaultNamespace is used when a request names none (default: the first of Namespaces).
+	DefaultNamespace string `yaml:"defaultNamespace"`
+	// InstanceTypes are the instance types capacity may use; empty means none.
+	InstanceTypes []string `yaml:"instanceTypes"`
+	// Images are globs (path.Match) of the images workloads may run; empty means none.
+	Images []string `yaml:"images"`
+	// Limits caps sizes; each 0 means the operation it caps is not allowed.
+	Limits Limits `yaml:"limits"`
+	// GPUNodes is how workloads are placed on GPU nodes.
+	GPUNodes GPUNodes `yaml:"gpuNodes"`
+	// Kueue names the LocalQueue training jobs are submitted to; empty means Kueue is not used.
+	Kueue Kueue `yaml:"kueue"`
+	// Profiles are the execution identities requests choose by name (default {default: {serviceAccount: default}}).
+	Profiles map[string]Profile `yaml:"profiles"`
+	// Impersonate makes the executor impersonate slack:<userID> so cluster RBAC and audit see who asked.
+	Impersonate bool `yaml:"impersonate"`
+	// RequiredLabels are put on every object HyperOps creates.
+	RequiredLabels map[string]string `yaml:"requiredLabels"`
+	// StorageClasses are the storage classes create-storage may use; empty means any.
+	StorageClasses []string `yaml:"storageClasses"`
+}
+
+// HyperPod names a cluster's SageMaker HyperPod cluster and its creation templates.
+type HyperPod struct {
+	// ClusterName is the HyperPod cluster's name; empty means the cluster has no HyperPod.
+	ClusterName string `yaml:"clusterName"`
+	// Templates are what bootstrap-cluster may create, chosen by name.
+	Templates map[string]Template `yaml:"templates"`
+}
+
+// Template is a registered HyperPod CreateCluster shape.
+type Template struct {
+	// InstanceGroups are the groups the cluster starts with.
+	InstanceGroups []InstanceGroup `yaml:"instanceGroups"`
+	// LifecycleScript is the S3 prefix holding the lifecycle scripts ("s3://bucket/prefix/").
+	LifecycleScript string `yaml:"lifecycleScript"`
+	// OnCreate is the script under LifecycleScript run on node creation (default "on_create.sh").
+	OnCreate string `yaml:"onCreate"`
+	// ExecutionRole names a role in aws.roles; roles are never taken from a request.
+	ExecutionRole string `yaml:"executionRole"`
+}
+
+// InstanceGroup is one HyperPod instance group in a Template.
+type InstanceGroup struct {
+	Name          string `yaml:"name"`
+	InstanceType  string `yaml:"instanceType"`
+	InstanceCount int    `yaml:"instanceCount"`
+	// ThreadsPerCore is 1 or 2; 0 means the instance type's default.
+	ThreadsPerCore int `yaml:"threadsPerCore,omitempty"`
+	// VolumeSizeGB is the extra EBS volume per instance; 0 means none.
+	VolumeSizeGB int `yaml:"volumeSizeGB,omitempty"`
+}
+
+// EKS names a cluster's EKS control plane.
+type EKS struct {
+	// ClusterName is the EKS cluster's name as AWS knows it.
+	ClusterName string `yaml:"clusterName"`
+}
+
+// Limits are a cluster's caps. A value of 0 forbids what it caps (fail closed); negative values are invalid.
+type Limits struct {
+	MaxNodesPerGroup     int `yaml:"maxNodesPerGroup"`
+	MaxTrainingReplicas  int `yaml:"maxTrainingReplicas"`
+	MaxGPUsPerJob        int `yaml:"maxGPUsPerJob"`
+	MaxTrainingHours     int `yaml:"maxTrainingHours"`
+	MaxInferenceReplicas int `yaml:"maxInferenceReplicas"`
+}
+
+// GPUNodes is how GPU workloads are placed.
+type GPUNodes struct {
+	// NodeSelector is added to every GPU pod.
+	NodeSelector map[string]string `yaml:"nodeSelector"`
+	// Tolerations are added to every GPU pod.
+	Tolerations []Toleration `yaml:"tolerations"`
+	// GPUsPerNode is the GPUs of one node, for cost shares; 0 means read it from the nodes.
+	GPUsPerNode int `yaml:"gpusPerNode,omitempty"`
+}
+
+// Toleration mirrors a Kubernetes toleration.
+type Toleration struct {
+	Key string `yaml:"key"`
+	// Operator is Equal (default) or Exists.
+	Operator string `yaml:"operator"`
+	Value    string `yaml:"value"`
+	// Effect is NoSchedule, PreferNoSchedule, NoExecute, or empty for all.
+	Effect string `yaml:"effect"`
+}
+
+// Kueue configures submission through Kueue.
+type Kueue struct {
+	// Queue is the LocalQueue name; empty means Kueue is not used.
+	Queue string `yaml:"queue"`
+}
+
+// Profile is a registered execution identity.
+type Profile struct {
+	// ServiceAccount is the service account workloads run as.
+	ServiceAccount string `yaml:"serviceAccount"`
+}
+
+// AWS holds the IAM roles HyperOps may pass and endpoint overrides.
+type AWS struct {
+	// Roles maps a role name (used in templates) to its IAM role ARN.
+	Roles map[string]string `yaml:"roles"`
+	// Endpoints override AWS service endpoints; empty means AWS's.
+	Endpoints Endpoints `yaml:"endpoints"`
+}
+
+// Endpoints are AWS service endpoint overrides (tests, VPC endpoints).
+type Endpoints struct {
+	SageMaker string `yaml:"sagemaker"`
+	EKS       string `yaml:"eks"`
+	Pricing   string `yaml:"pricing"`
+}
+
+// Agent is a registered AI agent: its Slack user or bot ID and the operations it may request.
+type Agent struct {
+	Name      string `yaml:"name"`
+	SlackUser string `yaml:"slackUser"`
+	// Operations are globs (path.Match) of operation names.
+	Operations []string `yaml:"operations"`
+}
+
+// Approvals holds approver groups and the rules that decide how many approvals a request needs.
+type Approvals struct {
+	Groups map[string]ApproverGroup `yaml:"groups"`
+	// RequireChannelMembership makes approvers also be members of the approvals channel.
+	RequireChannelMembership bool `yaml:"requireChannelMembership"`
+	// Rules are tried in order; the first match wins.
+	Rules []ApprovalRule `yaml:"rules"`
+}
+
+// ApproverGroup is a set of Slack users and Slack user groups.
+type ApproverGroup struct {
+	Users      []string `yaml:"users"`
+	UserGroups []string `yaml:"userGroups"`
+}
+
+// The initiator kinds an ApprovalRule can match.
+const (
+	InitiatorHuman = "human"
+	InitiatorAgent = "agent"
+)
+
+// ApprovalRule decides the approvals of the requests it matches. An empty matcher list matches anything.
+type ApprovalRule struct {
+	Risk []string `yaml:"risk"`
+	// Operation are globs (path.Match) of operation names.
+	Operation []string `yaml:"operation"`
+	Cluster   []string `yaml:"cluster"`
+	Namespace []string `yaml:"namespace"`
+	// Initiator is "human", "agent", or empty for both.
+	Initiator string `yaml:"initiator"`
+	// Approvers names a group in Approvals.Groups.
+	Approvers string `yaml:"approvers"`
+	// Required is the quorum; 0 means no approval.
+	Required int `yaml:"required"`
+	// ExpiresAfter is how long the request waits for approval (default 1h when Required > 0).
+	ExpiresAfter Duration `yaml:"expiresAfter"`
+	// AllowSelfApproval lets the requester count towards the quorum (default false).
+	AllowSelfApproval bool `yaml:"allowSelfApproval"`
+}
+
+// The risk levels, lowest first.
+const (
+	RiskLow      = "low"
+	RiskMedium   = "medium"
+	RiskHigh     = "high"
+	RiskCritical = "critical"
+)
+
+// RiskLevels lists the risk levels, lowest first.
+var RiskLevels = []string{RiskLow, RiskMedium, RiskHigh, RiskCritical}
+
+// Risk holds the thresholds that raise a plan's risk.
+type Risk struct {
+	HourlyCost HourlyCost `yaml:"hourlyCost"`
+}
+
+// HourlyCost thresholds in US dollars per hour: a plan whose Δ cost reaches Medium is medium risk, High is high.
+type HourlyCost struct {
+	Medium float64 `yaml:"medium"`
+	High   float64 `yaml:"high"`
+}
+
+// The pricing sources.
+const (
+	PricingBuiltin = "builtin"
+	PricingAWS     = "aws"
+)
+
+// Pricing configures where on-demand prices come from.
+type Pricing struct {
+	// Source is "builtin" (default: the table compiled in) or "aws" (the Pricing API, cached in Redis).
+	Source string `yaml:"source"`
+	// Overrides are $/hour by instance type, taking precedence over either source.
+	Overrides map[string]float64 `yaml:"overrides"`
+	// CacheTTL is how long AWS prices are cached (default 24h).
+	CacheTTL Duration `yaml:"cacheTTL"`
+}
+
+// ReportSections are the sections a Report may list, in the order they are rendered.
+var ReportSections = []string{"instance-groups", "gpus", "pending", "workloads", "spend", "chart"}
+
+// Report is a scheduled capacity report.
+type Report struct {
+	Name string `yaml:"name"`
+	// Schedule is a standard 5-field cron expression (minute hour day-of-month month day-of-week) or a @descriptor.
+	Schedule string `yaml:"schedule"`
+	// Timezone is an IANA zone the schedule is read in (default "UTC").
+	Timezone string `yaml:"timezone"`
+	// Channel is the Slack channel ID the report is posted to.
+	Channel string `yaml:"channel"`
+	// Clusters are the clusters covered; empty means all.
+	Clusters []string `yaml:"clusters"`
+	// Sections are the sections shown (see ReportSections); empty means all.
+	Sections []string `yaml:"sections"`
+	// Samples is how many past runs of this report the chart plots (default 30).
+	Samples int `yaml:"samples,omitempty"`
+}
+
+// Server configures the HTTP listener for /healthz, /readyz and /metrics.
+type Server struct {
+	// Listen is host:port (default ":8080").
+	Listen string `yaml:"listen"`
+}
+
+// The log formats.
+const (
+	LogJSON    = "json"
+	LogConsole = "console"
+	LogAuto    = "auto"
+)
+
+// Log configures logging.
+type Log struct {
+	// Level is trace, debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is json, console, or auto (default: console on a terminal, json otherwise).
+	Format string `yaml:"format"`
+}

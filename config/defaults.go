@@ -1,0 +1,100 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// The defaults ApplyDefaults fills in; example.yaml documents each next to its key.
+const (
+	DefaultCommand           = "/hp"
+	DefaultWorkers           = 8
+	DefaultQueueSize         = 256
+	DefaultKeyPrefix         = "hyperops"
+	DefaultRequestTTL        = Duration(720 * time.Hour)
+	DefaultDedupeTTL         = Duration(time.Hour)
+	DefaultEnvironment       = EnvProduction
+	DefaultProfile           = "default"
+	DefaultOnCreate          = "on_create.sh"
+	DefaultApprovalExpiry    = Duration(time.Hour)
+	DefaultMediumHourlyCost  = 50.0
+	DefaultHighHourlyCost    = 500.0
+	DefaultPricingSource     = PricingBuiltin
+	DefaultPricingCacheTTL   = Duration(24 * time.Hour)
+	DefaultReportTimezone    = "UTC"
+	DefaultReportSamples     = 30
+	DefaultListen            = ":8080"
+	DefaultLogLevel          = "info"
+	DefaultLogFormat         = LogAuto
+	defaultProfileServiceAcc = "default"
+)
+
+// ApplyDefaults fills every unset (zero) value that has a default. Parse calls it before Validate; call it yourself
+// on a Config built in code. Negative numbers are left alone so that Validate reports them.
+func (c *Config) ApplyDefaults() {
+	c.Slack.applyDefaults()
+	c.Redis.applyDefaults()
+	for i := range c.Clusters {
+		c.Clusters[i].applyDefaults()
+	}
+	for i := range c.Approvals.Rules {
+		r := &c.Approvals.Rules[i]
+		if r.Required > 0 && r.ExpiresAfter == 0 {
+			r.ExpiresAfter = DefaultApprovalExpiry
+		}
+	}
+	setDefault(&c.Risk.HourlyCost.Medium, DefaultMediumHourlyCost)
+	setDefault(&c.Risk.HourlyCost.High, DefaultHighHourlyCost)
+	setDefault(&c.Pricing.Source, DefaultPricingSource)
+	setDefault(&c.Pricing.CacheTTL, DefaultPricingCacheTTL)
+	for i := range c.Reports {
+		setDefault(&c.Reports[i].Timezone, DefaultReportTimezone)
+		setDefault(&c.Reports[i].Samples, DefaultReportSamples)
+	}
+	setDefault(&c.Server.Listen, DefaultListen)
+	setDefault(&c.Log.Level, DefaultLogLevel)
+	setDefault(&c.Log.Format, DefaultLogFormat)
+}
+
+func (s *Slack) applyDefaults() {
+	setDefault(&s.Command, DefaultCommand)
+	setDefault(&s.Workers, DefaultWorkers)
+	setDefault(&s.QueueSize, DefaultQueueSize)
+	if s.ApprovalsChannel == "" && len(s.Channels) > 0 {
+		s.ApprovalsChannel = s.Channels[0]
+	}
+	// slack-go joins method names to the base URL, so it must end with a slash.
+	if s.APIURL != "" && !strings.HasSuffix(s.APIURL, "/") {
+		s.APIURL += "/"
+	}
+}
+
+func (r *Redis) applyDefaults() {
+	setDefault(&r.KeyPrefix, DefaultKeyPrefix)
+	setDefault(&r.RequestTTL, DefaultRequestTTL)
+	setDefault(&r.DedupeTTL, DefaultDedupeTTL)
+}
+
+func (cl *Cluster) applyDefaults() {
+	setDefault(&cl.Environment, DefaultEnvironment)
+	if cl.DefaultNamespace == "" && len(cl.Namespaces) > 0 {
+		cl.DefaultNamespace = cl.Namespaces[0]
+	}
+	if len(cl.Profiles) == 0 {
+		cl.Profiles = map[string]Profile{DefaultProfile: {ServiceAccount: defaultProfileServiceAcc}}
+	}
+	for name, t := range cl.HyperPod.Templates {
+		if t.OnCreate == "" {
+			t.OnCreate = DefaultOnCreate
+			cl.HyperPod.Templates[name] = t
+		}
+	}
+}
+
+// setDefault sets *v to def when *v is the zero value.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}

@@ -1,0 +1,129 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads the configuration file at path; see Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse builds a Config from YAML. It replaces ${NAME} with the environment variable NAME (unset means ""), decodes
+// strictly (unknown keys are errors), applies defaults and validates. Every problem found is returned at once as
+// Problems, each with its path and, when known, its line; source names the origin in those messages.
+func Parse(data []byte, source string) (*Config, error) {
+	expanded, problems := expandEnv(data)
+	idx, fatal := indexYAML(expanded)
+	if fatal != nil {
+		return nil, withSource(append(problems, *fatal), source)
+	}
+	var cfg Config
+	decodeProblems := decodeStrict(expanded, &cfg, idx)
+	problems = append(problems, decodeProblems...)
+
+	cfg.ApplyDefaults()
+	var invalid Problems
+	if err := cfg.Validate(); err != nil && !errors.As(err, &invalid) {
+		return nil, fmt.Errorf("validate config: %w", err)
+	}
+	for _, p := range invalid {
+		if coveredBy(p.Path, decodeProblems) {
+			continue // the value did not decode; saying it is also invalid would only repeat that
+		}
+		p.Line = idx.lineFor(p.Path)
+		problems = append(problems, p)
+	}
+	if len(problems) > 0 {
+		return nil, withSource(problems, source)
+	}
+	return &cfg, nil
+}
+
+func withSource(ps Problems, source string) Problems {
+	for i := range ps {
+		ps[i].Source = source
+	}
+	ps.sortByLine()
+	return ps
+}
+
+// coveredBy reports whether path is at or under the path of one of ps.
+func coveredBy(path string, ps Problems) bool {
+	for _, p := range ps {
+		if p.Path == "" {
+			continue
+		}
+		if path == p.Path || strings.HasPrefix(path, p.Path+".") || strings.HasPrefix(path, p.Path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces ${NAME} with the value of the environment variable NAME; an unset variable becomes "". A value
+// holding a line break would change the file's shape (and every line number after it), so it is refused.
+func expandEnv(data []byte) ([]byte, Problems) {
+	var problems Problems
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		lines[i] = envRef.ReplaceAllFunc(line, func(ref []byte) []byte {
+			name := string(envRef.FindSubmatch(ref)[1])
+			value := os.Getenv(name)
+			if strings.ContainsAny(value, "\r\n") {
+				problems = append(problems, Problem{Line: i + 1, Message: fmt.Sprintf(
+					"environment variable %s (used as ${%s}) contains a line break; put a single-line value in it", name, name)})
+				return nil
+			}
+			return []byte(value)
+		})
+	}
+	return bytes.Join(lines, nil), problems
+}
+
+// decodeStrict decodes data into cfg with unknown keys refused. yaml.v3 keeps going after an unknown key or a value of
+// the wrong type and returns them all in one *yaml.TypeError; each becomes a Problem with its path.
+func decodeStrict(data []byte, cfg *Config, idx *yamlIndex) Problems {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(cfg)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return Problems{syntaxProblem(err)}
+	}
+	problems := make(Problems, 0, len(te.Errors))
+	for _, msg := range te.Errors {
+		problems = append(problems, idx.explain(msg))
+	}
+	return problems
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// syntaxProblem turns a YAML syntax error into a Problem with the line the parser named.
+func syntaxProblem(err error) Problem {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Problem{Line: line, Message: "invalid YAML: " + m[2]}
+	}
+	return Problem{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}

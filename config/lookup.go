@@ -1,0 +1,102 @@
+package config
+
+import (
+	"path"
+	"slices"
+)
+
+// Cluster returns the registered cluster called name.
+func (c *Config) Cluster(name string) (*Cluster, bool) {
+	for i := range c.Clusters {
+		if c.Clusters[i].Name == name {
+			return &c.Clusters[i], true
+		}
+	}
+	return nil, false
+}
+
+// DefaultCluster returns the first registered cluster, used when a request names none; nil when there is none.
+func (c *Config) DefaultCluster() *Cluster {
+	if len(c.Clusters) == 0 {
+		return nil
+	}
+	return &c.Clusters[0]
+}
+
+// Agent returns the agent registered for the Slack user or bot ID slackUserID.
+func (c *Config) Agent(slackUserID string) (*Agent, bool) {
+	for i := range c.Agents {
+		if c.Agents[i].SlackUser == slackUserID {
+			return &c.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// Allows reports whether the agent may request operation: some pattern of its Operations matches it (path.Match).
+func (a *Agent) Allows(operation string) bool {
+	return matchAny(a.Operations, operation)
+}
+
+// AllowsNamespace reports whether ns is one of the cluster's namespaces.
+func (cl *Cluster) AllowsNamespace(ns string) bool {
+	return ns != "" && slices.Contains(cl.Namespaces, ns)
+}
+
+// AllowsImage reports whether image matches one of the cluster's image globs (path.Match: '*' stops at '/').
+// No globs means no image is allowed.
+func (cl *Cluster) AllowsImage(image string) bool {
+	return image != "" && matchAny(cl.Images, image)
+}
+
+// AllowsInstanceType reports whether instanceType is one of the cluster's instance types.
+func (cl *Cluster) AllowsInstanceType(instanceType string) bool {
+	return instanceType != "" && slices.Contains(cl.InstanceTypes, instanceType)
+}
+
+// AllowsStorageClass reports whether create-storage may use storageClass; no StorageClasses means any.
+func (cl *Cluster) AllowsStorageClass(storageClass string) bool {
+	return len(cl.StorageClasses) == 0 || slices.Contains(cl.StorageClasses, storageClass)
+}
+
+// Profile returns the execution profile registered under name.
+func (cl *Cluster) Profile(name string) (Profile, bool) {
+	p, ok := cl.Profiles[name]
+	return p, ok
+}
+
+// Template returns the HyperPod template registered under name.
+func (cl *Cluster) Template(name string) (Template, bool) {
+	t, ok := cl.HyperPod.Templates[name]
+	return t, ok
+}
+
+// IsProduction reports whether the cluster's environment raises risk.
+func (cl *Cluster) IsProduction() bool { return cl.Environment == EnvProduction }
+
+// RoleARN returns the ARN of the role registered under name in aws.roles.
+func (c *Config) RoleARN(name string) (string, bool) {
+	arn, ok := c.AWS.Roles[name]
+	return arn, ok && name != ""
+}
+
+// Matches reports whether the rule applies to a request; an empty matcher list matches anything. Operation patterns
+// are globs (path.Match); initiator is InitiatorHuman or InitiatorAgent.
+func (r *ApprovalRule) Matches(risk, operation, cluster, namespace, initiator string) bool {
+	return (len(r.Risk) == 0 || slices.Contains(r.Risk, risk)) &&
+		(len(r.Operation) == 0 || matchAny(r.Operation, operation)) &&
+		(len(r.Cluster) == 0 || slices.Contains(r.Cluster, cluster)) &&
+		(len(r.Namespace) == 0 || slices.Contains(r.Namespace, namespace)) &&
+		(r.Initiator == "" || r.Initiator == initiator)
+}
+
+// matchAny reports whether some glob in patterns matches name. Patterns are validated on load, so a malformed one
+// (possible only in a Config built in code) simply does not match.
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var iamRoleARN = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+
+func (a *AWS) validate(l *problemList) {
+	for _, name := range sortedKeys(a.Roles) {
+		p := childPath("aws.roles", name)
+		checkDNSLabel(l, p, "a role name", name)
+		if arn := a.Roles[name]; !iamRoleARN.MatchString(arn) {
+			l.add(p, "must be an IAM role ARN such as arn:aws:iam::123456789012:role/Name, got %q", arn)
+		}
+	}
+	for _, e := range []struct{ key, value string }{
+		{"sagemaker", a.Endpoints.SageMaker}, {"eks", a.Endpoints.EKS}, {"pricing", a.Endpoints.Pricing},
+	} {
+		if e.value != "" {
+			checkHTTPURL(l, "aws.endpoints."+e.key, e.value)
+		}
+	}
+}
+
+func (c *Config) validateAgents(l *problemList) {
+	names := make([]string, len(c.Agents))
+	users := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		at := indexPath("agents", i)
+		names[i], users[i] = a.Name, a.SlackUser
+		if a.Name == "" {
+			l.add(at+".name", "an agent must have a name")
+		}
+		if !slackAgentID.MatchString(a.SlackUser) {
+			l.add(at+".slackUser", "must be the agent's Slack user or bot ID (U…, W… or B…), got %q", a.SlackUser)
+		}
+		for j, op := range a.Operations {
+			checkGlob(l, indexPath(at+".operations", j), op)
+		}
+	}
+	checkUnique(l, "agents", "agent name", names)
+	checkUnique(l, "agents", "agent slackUser", users)
+}
+
+func (c *Config) validateApprovals(l *problemList) {
+	ap := &c.Approvals
+	for _, name := range sortedKeys(ap.Groups) {
+		at := childPath("approvals.groups", name)
+		g := ap.Groups[name]
+		if len(g.Users) == 0 && len(g.UserGroups) == 0 {
+			l.add(at, "an approver group must list users or userGroups")
+		}
+		for i, u := range g.Users {
+			if !slackUserID.MatchString(u) {
+				l.add(indexPath(at+".users", i), "must be a Slack user ID (U… or W…), got %q", u)
+			}
+		}
+		for i, s := range g.UserGroups {
+			if !slackUserGroupID.MatchString(s) {
+				l.add(indexPath(at+".userGroups", i), "must be a Slack user group ID (S…), got %q", s)
+			}
+		}
+	}
+	for i := range ap.Rules {
+		c.validateRule(l, indexPath("approvals.rules", i), &ap.Rules[i])
+	}
+}
+
+func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
+	for i, risk := range r.Risk {
+		if !slices.Contains(RiskLevels, risk) {
+			l.add(indexPath(at+".risk", i), "must be one of %s, got %q", strings.Join(RiskLevels, ", "), risk)
+		}
+	}
+	for i, op := range r.Operation {
+		checkGlob(l, indexPath(at+".operation", i), op)
+	}
+	for i, name := range r.Cluster {
+		if _, ok := c.Cluster(name); !ok {
+			l.add(indexPath(at+".cluster", i), "must name a registered cluster (%s), got %q", quoteList(c.clusterNames()), name)
+		}
+	}
+	for i, ns := range r.Namespace {
+		checkDNSLabel(l, indexPath(at+".namespace", i), "a namespace", ns)
+	}
+	if r.Initiator != "" && r.Initiator != InitiatorHuman && r.Initiator != InitiatorAgent {
+		l.add(at+".initiator", "must be %q, %q or empty (both), got %q", InitiatorHuman, InitiatorAgent, r.Initiator)
+	}
+	group, defined := c.Approvals.Groups[r.Approvers]
+	if r.Approvers != "" && !defined {
+		l.add(at+".approvers", "must name a group in approvals.groups (%s), got %q",
+			quoteList(sortedKeys(c.Approvals.Groups)), r.Approvers)
+	}
+	switch {
+	case r.Required < 0:
+		l.add(at+".required", "must be ≥ 0 (0 = no approval needed), got %d", r.Required)
+	case r.Required > 0 && r.Approvers == "":
+		l.add(at+".approvers", "must name an approver group when required is %d", r.Required)
+	case r.Required > 0 && defined && len(group.UserGroups) == 0 && r.Required > len(group.Users):
+		l.add(at+".required", "can never be reached: group %q has %d users, required is %d", r.Approvers, len(group.Users), r.Required)
+	}
+	if r.ExpiresAfter < 0 {
+		l.add(at+".expiresAfter", "must be a positive duration such as \"1h\", got %q", r.ExpiresAfter.String())
+	}
+}
+
+func (c *Config) clusterNames() []string {
+	names := make([]string, len(c.Clusters))
+	for i := range c.Clusters {
+		names[i] = c.Clusters[i].Name
+	}
+	return names
+}
