@@ -316,7 +316,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.code }
 
-func errCode(code string, messages ...string) *apiError { return &apiError{code: code, messages: messages} }
+func errCode(code string, messages ...string) *apiError {
+	return &apiError{code: code, messages: messages}
+}
 
 func (e *apiError) body() map[string]any {
 	b := map[string]any{"ok": false, "error": e.code}

@@ -20,7 +20,11 @@ const (
 	ReasonLinkDisabled     = "link_disabled"
 )
 
-const writeTimeout = 10 * time.Second
+const (
+	writeTimeout = 10 * time.Second
+	// maxAckSize is Slack's limit on a Socket Mode response; larger ones are dropped without a word.
+	maxAckSize = 20*1024 - 1
+)
 
 // sockConn is one Socket Mode websocket. Only its write loop writes to ws.
 type sockConn struct {
@@ -156,6 +160,9 @@ func (s *Server) readLoop(c *sockConn) {
 			return
 		}
 		at := time.Now()
+		if len(data) > maxAckSize {
+			continue // Slack silently drops responses of 20KB or more
+		}
 		var a struct {
 			EnvelopeID string          `json:"envelope_id"`
 			Payload    json.RawMessage `json:"payload"`

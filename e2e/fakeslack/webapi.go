@@ -47,21 +47,21 @@ var (
 
 func (s *Server) methods() map[string]method {
 	return map[string]method{
-		"auth.test":                     {tier4, botOrUser, s.authTest},
-		"apps.connections.open":         {tier1, appOnly, s.appsConnectionsOpen},
-		"chat.postMessage":              {tierPostMessage, botOrUser, s.chatPostMessage},
-		"chat.update":                   {tier3, botOrUser, s.chatUpdate},
-		"chat.postEphemeral":            {tier4, botOrUser, s.chatPostEphemeral},
-		"chat.delete":                   {tier3, botOrUser, s.chatDelete},
-		"views.open":                    {tier4, botOnly, s.viewsOpen},
-		"conversations.members":         {tier4, botOrUser, s.conversationsMembers},
-		"conversations.info":            {tier3, botOrUser, s.conversationsInfo},
-		"conversations.history":         {tier3, botOrUser, s.conversationsHistory},
-		"conversations.replies":         {tier3, botOrUser, s.conversationsReplies},
-		"usergroups.users.list":         {tier2, botOrUser, s.usergroupsUsersList},
-		"users.info":                    {tier4, botOrUser, s.usersInfo},
-		"files.getUploadURLExternal":    {tier4, botOrUser, s.filesGetUploadURLExternal},
-		"files.completeUploadExternal":  {tier4, botOrUser, s.filesCompleteUploadExternal},
+		"auth.test":                    {tier4, botOrUser, s.authTest},
+		"apps.connections.open":        {tier1, appOnly, s.appsConnectionsOpen},
+		"chat.postMessage":             {tierPostMessage, botOrUser, s.chatPostMessage},
+		"chat.update":                  {tier3, botOrUser, s.chatUpdate},
+		"chat.postEphemeral":           {tier4, botOrUser, s.chatPostEphemeral},
+		"chat.delete":                  {tier3, botOrUser, s.chatDelete},
+		"views.open":                   {tier4, botOnly, s.viewsOpen},
+		"conversations.members":        {tier4, botOrUser, s.conversationsMembers},
+		"conversations.info":           {tier3, botOrUser, s.conversationsInfo},
+		"conversations.history":        {tier3, botOrUser, s.conversationsHistory},
+		"conversations.replies":        {tier3, botOrUser, s.conversationsReplies},
+		"usergroups.users.list":        {tier2, botOrUser, s.usergroupsUsersList},
+		"users.info":                   {tier4, botOrUser, s.usersInfo},
+		"files.getUploadURLExternal":   {tier4, botOrUser, s.filesGetUploadURLExternal},
+		"files.completeUploadExternal": {tier4, botOrUser, s.filesCompleteUploadExternal},
 	}
 }
 
