@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,12 +119,29 @@ func decodeStrict(data []byte, cfg *Config, idx *yamlIndex) Problems {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
+// parserErrors are the messages of libyaml's parser (as opposed to its scanner). For these yaml.v3 reports a 0-based
+// line: the line before the structure that is unfinished. Adding one names the line where that structure starts.
+var parserErrors = []string{
+	"did not find expected <document start>", "did not find expected key", "did not find expected node content",
+	"did not find expected '-' indicator", "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found duplicate %TAG directive", "found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
 // syntaxProblem turns a YAML syntax error into a Problem with the line the parser named.
 func syntaxProblem(err error) Problem {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return Problem{Line: line, Message: "invalid YAML: " + m[2]}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		line := 0
+		if slices.Contains(parserErrors, msg) {
+			line = 1 // yaml.v3 leaves out line 0, the first line
+		}
+		return Problem{Line: line, Message: "invalid YAML: " + msg}
 	}
-	return Problem{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	line, _ := strconv.Atoi(m[1])
+	if slices.Contains(parserErrors, m[2]) {
+		line++
+	}
+	return Problem{Line: line, Message: "invalid YAML: " + m[2]}
 }
