@@ -104,7 +104,9 @@ func (s *Server) applyHookLocked(h *responseHook, body hookBody) *apiError {
 	case body.DeleteOriginal && original != nil:
 		original.Deleted = true
 	case body.ReplaceOriginal && original != nil:
-		s.updateMessageLocked(original, ct, s.opts.BotUserID, ct.hasBlocks)
+		// Unlike chat.update, replace_original replaces the whole message: blocks not sent are gone.
+		ct.hasText = true
+		s.updateMessageLocked(original, ct, s.opts.BotUserID, true)
 	case !ct.hasText && !ct.hasBlocks:
 		return errCode("no_text")
 	case body.ResponseType == "in_channel" && ch != nil:
