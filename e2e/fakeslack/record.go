@@ -120,6 +120,8 @@ type ConnInfo struct {
 	Open     bool
 	// Draining is set once the server told the connection to disconnect; it gets no new envelopes.
 	Draining bool
+	// Pongs counts the client's answers to the server's pings.
+	Pongs int
 }
 
 // DeliveryInfo describes one envelope sent to one connection.

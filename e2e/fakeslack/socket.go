@@ -37,6 +37,7 @@ type sockConn struct {
 	remote   string
 	draining bool // guarded by Server.mu
 	open     bool // guarded by Server.mu
+	pongs    int  // guarded by Server.mu
 }
 
 type outFrame struct {
@@ -94,6 +95,13 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(2)
 	s.notifyLocked()
 	s.mu.Unlock()
+	ws.SetPongHandler(func(string) error {
+		s.mu.Lock()
+		c.pongs++
+		s.notifyLocked()
+		s.mu.Unlock()
+		return nil
+	})
 	go func() {
 		defer s.wg.Done()
 		s.writeLoop(c)
@@ -201,7 +209,7 @@ func (s *Server) connInfosLocked() []ConnInfo {
 	out := make([]ConnInfo, 0, len(s.connOrder))
 	for _, id := range s.connOrder {
 		c := s.conns[id]
-		out = append(out, ConnInfo{ID: c.id, OpenedAt: c.openedAt, Remote: c.remote, Open: c.open, Draining: c.draining})
+		out = append(out, ConnInfo{ID: c.id, OpenedAt: c.openedAt, Remote: c.remote, Open: c.open, Draining: c.draining, Pongs: c.pongs})
 	}
 	return out
 }

@@ -342,3 +342,36 @@ func TestNoConnection(t *testing.T) {
 		t.Fatalf("SlashCommand with no connection = %v, want ErrNoConnection", err)
 	}
 }
+
+func TestPingsKeepClientConnected(t *testing.T) {
+	ctx := testContext(t)
+	opts := testOptions()
+	opts.PingInterval = 20 * time.Millisecond
+	srv := newServer(t, opts)
+	smc := socketmode.New(webClient(srv, botToken), socketmode.OptionPingInterval(100*time.Millisecond))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = smc.RunContext(runCtx)
+	}()
+	go func() {
+		for {
+			select {
+			case <-smc.Events:
+			case <-done:
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+
+	// Ten pings span twice the client's ping timeout: without them it would have reconnected.
+	snap, err := srv.WaitFor(ctx, func(s Snapshot) bool { return len(s.Connections) > 0 && s.Connections[0].Pongs >= 10 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Connections) != 1 || !snap.Connections[0].Open {
+		t.Fatalf("connections = %+v, want the first one still open", snap.Connections)
+	}
+}
