@@ -63,7 +63,7 @@ func (s *Server) postableLocked(channelID, poster string) (*channel, *apiError) 
 	return ch, nil
 }
 
-// threadRootLocked resolves thread_ts to the thread's parent. Slack posts a reply whose parent is unknown or
+// threadRoot resolves thread_ts to the thread's parent. Slack posts a reply whose parent is unknown or
 // deleted to the channel instead, un-threaded, so this returns "" then.
 func threadRoot(ch *channel, ts string) string {
 	if ts == "" {

@@ -151,7 +151,7 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// goOwned runs f in a goroutine that Close waits for; it reports false if the server is closed.
+// goOwnedLocked runs f in a goroutine that Close waits for; it reports false if the server is closed.
 // The caller must hold s.mu.
 func (s *Server) goOwnedLocked(f func()) bool {
 	if s.closed {
