@@ -1,0 +1,282 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestValidationRules gives each rule one good and one bad value, starting from example.yaml. The bad value must be
+// reported at its path, with a message that names the rule and the value.
+func TestValidationRules(t *testing.T) {
+	cluster := func(c *Config) *Cluster { return &c.Clusters[0] }
+	template := func(c *Config) *Template {
+		tpl := cluster(c).HyperPod.Templates["gpu-small"]
+		return &tpl
+	}
+	setTemplate := func(c *Config, edit func(*Template)) {
+		tpl := template(c)
+		edit(tpl)
+		cluster(c).HyperPod.Templates["gpu-small"] = *tpl
+	}
+	secondCluster := func(name string) func(*Config) {
+		return func(c *Config) {
+			cl := c.Clusters[0]
+			cl.Name = name
+			c.Clusters = append(c.Clusters, cl)
+		}
+	}
+	rule := func(c *Config) *ApprovalRule { return &c.Approvals.Rules[1] }
+	report := func(c *Config) *Report { return &c.Reports[0] }
+
+	tests := []struct {
+		name      string
+		good, bad func(*Config)
+		path      string
+		msg       string
+	}{
+		{"cluster name is DNS-1123", secondCluster("ml-dev-eks"), secondCluster("ML_Dev"),
+			"clusters[1].name", `a cluster name must be a DNS-1123 label (lower-case letters, digits and '-', at most 63), got "ML_Dev"`},
+		{"cluster names are unique", secondCluster("ml-dev-eks"), secondCluster("ml-prod-eks"),
+			"clusters[1]", `duplicate cluster name "ml-prod-eks" (also at clusters[0])`},
+		{"at least one cluster", func(c *Config) {}, func(c *Config) { c.Clusters = nil; c.Approvals.Rules[0].Cluster = nil; c.Reports = nil },
+			"clusters", "must register at least one cluster"},
+		{"namespaces are DNS-1123",
+			func(c *Config) { cluster(c).Namespaces = append(cluster(c).Namespaces, "team-b") },
+			func(c *Config) { cluster(c).Namespaces = append(cluster(c).Namespaces, "Team_B") },
+			"clusters[0].namespaces[2]", `a namespace must be a DNS-1123 label`},
+		{"at least one namespace", func(c *Config) {}, func(c *Config) { cluster(c).Namespaces = nil },
+			"clusters[0].namespaces", "must list at least one namespace"},
+		{"defaultNamespace is a listed namespace",
+			func(c *Config) { cluster(c).DefaultNamespace = "ml-research" },
+			func(c *Config) { cluster(c).DefaultNamespace = "kube-system" },
+			"clusters[0].defaultNamespace", `must be one of the cluster's namespaces ("ml-platform", "ml-research"), got "kube-system"`},
+		{"environment", func(c *Config) { cluster(c).Environment = EnvStaging }, func(c *Config) { cluster(c).Environment = "prod" },
+			"clusters[0].environment", `must be production, staging or development, got "prod"`},
+		{"region", func(c *Config) { cluster(c).Region = "" }, func(c *Config) { cluster(c).Region = "uswest2" },
+			"clusters[0].region", `must be an AWS region such as us-west-2`},
+		{"limits are not negative", func(c *Config) { cluster(c).Limits.MaxGPUsPerJob = 0 }, func(c *Config) { cluster(c).Limits.MaxGPUsPerJob = -2 },
+			"clusters[0].limits.maxGPUsPerJob", "a limit must be ≥ 0 (0 forbids what it caps), got -2"},
+		{"images are globs",
+			func(c *Config) { cluster(c).Images = append(cluster(c).Images, "ghcr.io/org/*") },
+			func(c *Config) { cluster(c).Images = append(cluster(c).Images, "ghcr.io/[org") },
+			"clusters[0].images[2]", `must be a valid glob pattern (path.Match: *, ?, [a-z]), got "ghcr.io/[org"`},
+		{"instance types are not empty",
+			func(c *Config) { cluster(c).InstanceTypes = append(cluster(c).InstanceTypes, "ml.g6.xlarge") },
+			func(c *Config) { cluster(c).InstanceTypes = append(cluster(c).InstanceTypes, "") },
+			"clusters[0].instanceTypes[3]", "instance type must not be empty"},
+		{"instance types look like instance types",
+			func(c *Config) { cluster(c).InstanceTypes = append(cluster(c).InstanceTypes, "p4d.24xlarge") },
+			func(c *Config) { cluster(c).InstanceTypes = append(cluster(c).InstanceTypes, "big gpu") },
+			"clusters[0].instanceTypes[3]", `must be an instance type such as ml.p5.48xlarge or g5.12xlarge, got "big gpu"`},
+		{"tolerations operator",
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0] = Toleration{Key: "gpu", Operator: "Equal", Value: "true"} },
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Operator = "In" },
+			"clusters[0].gpuNodes.tolerations[0].operator", `must be Equal or Exists, got "In"`},
+		{"tolerations Exists has no value",
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Value = "" },
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Value = "yes" },
+			"clusters[0].gpuNodes.tolerations[0].value", `must be empty with operator Exists, got "yes"`},
+		{"tolerations effect",
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Effect = "NoExecute" },
+			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Effect = "Never" },
+			"clusters[0].gpuNodes.tolerations[0].effect", `got "Never"`},
+		{"node selector labels",
+			func(c *Config) { cluster(c).GPUNodes.NodeSelector = map[string]string{"node.kubernetes.io/instance-type": "ml.p5.48xlarge"} },
+			func(c *Config) { cluster(c).GPUNodes.NodeSelector = map[string]string{"gpu node": "yes"} },
+			`clusters[0].gpuNodes.nodeSelector["gpu node"]`, `must be a valid label key, got "gpu node"`},
+		{"gpusPerNode", func(c *Config) { cluster(c).GPUNodes.GPUsPerNode = 8 }, func(c *Config) { cluster(c).GPUNodes.GPUsPerNode = -8 },
+			"clusters[0].gpuNodes.gpusPerNode", "got -8"},
+		{"required labels",
+			func(c *Config) { cluster(c).RequiredLabels["cost-center"] = "1234" },
+			func(c *Config) { cluster(c).RequiredLabels["team"] = "ml platform" },
+			"clusters[0].requiredLabels.team", `must have a valid label value, got "ml platform"`},
+		{"storage classes", func(c *Config) { cluster(c).StorageClasses = []string{"fsx-lustre"} },
+			func(c *Config) { cluster(c).StorageClasses = []string{"GP3"} },
+			"clusters[0].storageClasses[0]", `a storage class name must be a DNS-1123 subdomain`},
+		{"profile service account",
+			func(c *Config) { cluster(c).Profiles["trainer"] = Profile{ServiceAccount: "trainer-sa"} },
+			func(c *Config) { cluster(c).Profiles["trainer"] = Profile{ServiceAccount: "Trainer_SA"} },
+			"clusters[0].profiles.trainer.serviceAccount", `a service account name must be a DNS-1123 subdomain`},
+		{"kueue queue", func(c *Config) { cluster(c).Kueue.Queue = "team-a" }, func(c *Config) { cluster(c).Kueue.Queue = "Team A" },
+			"clusters[0].kueue.queue", `a Kueue LocalQueue name must be a DNS-1123 subdomain`},
+		{"HyperPod cluster name needed by templates",
+			func(c *Config) { cluster(c).HyperPod.ClusterName = "ml-prod-hp-2" }, func(c *Config) { cluster(c).HyperPod.ClusterName = "" },
+			"clusters[0].hyperpod.clusterName", "must be set when templates are registered"},
+		{"template role is registered",
+			func(c *Config) {
+				c.AWS.Roles["hyperpod-exec-2"] = "arn:aws:iam::123456789012:role/Other"
+				setTemplate(c, func(t *Template) { t.ExecutionRole = "hyperpod-exec-2" })
+			},
+			func(c *Config) { setTemplate(c, func(t *Template) { t.ExecutionRole = "admin" }) },
+			"clusters[0].hyperpod.templates.gpu-small.executionRole", `must name a role in aws.roles (defined: "hyperpod-exec"), got "admin"`},
+		{"template instance type is allowed",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p5.48xlarge" }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p4d.24xlarge" }) },
+			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1].instanceType", `got "ml.p4d.24xlarge"`},
+		{"template instance count within the limit",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceCount = 16 }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceCount = 17 }) },
+			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1].instanceCount", "must be ≤ limits.maxNodesPerGroup (16), got 17"},
+		{"template threads per core",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].ThreadsPerCore = 2 }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].ThreadsPerCore = 4 }) },
+			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1].threadsPerCore", "must be 1 or 2"},
+		{"template lifecycle script is an S3 prefix",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.LifecycleScript = "s3://bucket-1/" }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.LifecycleScript = "https://bucket-1/x" }) },
+			"clusters[0].hyperpod.templates.gpu-small.lifecycleScript", `must be an S3 prefix such as "s3://bucket/prefix/", got "https://bucket-1/x"`},
+		{"template instance group names are unique",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].Name = "workers" }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].Name = "controller" }) },
+			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1]", `duplicate instance group name "controller"`},
+		{"roles are IAM role ARNs",
+			func(c *Config) { c.AWS.Roles["hyperpod-exec"] = "arn:aws-us-gov:iam::123456789012:role/service/Exec" },
+			func(c *Config) { c.AWS.Roles["hyperpod-exec"] = "arn:aws:iam::123456789012:user/bob" },
+			"aws.roles.hyperpod-exec", `must be an IAM role ARN such as arn:aws:iam::123456789012:role/Name, got "arn:aws:iam::123456789012:user/bob"`},
+		{"endpoints are URLs",
+			func(c *Config) { c.AWS.Endpoints.SageMaker = "http://127.0.0.1:4566" },
+			func(c *Config) { c.AWS.Endpoints.SageMaker = "localhost:4566" },
+			"aws.endpoints.sagemaker", `must be an absolute http:// or https:// URL, got "localhost:4566"`},
+		{"agents have a name", func(c *Config) { c.Agents[0].Name = "helper" }, func(c *Config) { c.Agents[0].Name = "" },
+			"agents[0].name", "an agent must have a name"},
+		{"agents have a Slack ID", func(c *Config) { c.Agents[0].SlackUser = "B0BOTID" }, func(c *Config) { c.Agents[0].SlackUser = "ops-agent" },
+			"agents[0].slackUser", `must be the agent's Slack user or bot ID (U…, W… or B…), got "ops-agent"`},
+		{"agent operations are globs",
+			func(c *Config) { c.Agents[0].Operations = append(c.Agents[0].Operations, "scale-*") },
+			func(c *Config) { c.Agents[0].Operations = append(c.Agents[0].Operations, "scale-[") },
+			"agents[0].operations[5]", `got "scale-["`},
+		{"agents are unique",
+			func(c *Config) { c.Agents = append(c.Agents, Agent{Name: "second", SlackUser: "U0SECOND"}) },
+			func(c *Config) { c.Agents = append(c.Agents, Agent{Name: "second", SlackUser: "U0AGENT"}) },
+			"agents[1]", `duplicate agent slackUser "U0AGENT"`},
+		{"rules name a defined group", func(c *Config) { rule(c).Approvers = "leads" }, func(c *Config) { rule(c).Approvers = "admins" },
+			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads"), got "admins"`},
+		{"rules use known risk levels", func(c *Config) { rule(c).Risk = []string{"medium"} }, func(c *Config) { rule(c).Risk = []string{"severe"} },
+			"approvals.rules[1].risk[0]", `must be one of low, medium, high, critical, got "severe"`},
+		{"required is not negative", func(c *Config) { rule(c).Required = 0 }, func(c *Config) { rule(c).Required = -1 },
+			"approvals.rules[1].required", "must be ≥ 0 (0 = no approval needed), got -1"},
+		{"required needs approvers", func(c *Config) { rule(c).Required = 0; rule(c).Approvers = "" }, func(c *Config) { rule(c).Approvers = "" },
+			"approvals.rules[1].approvers", "must name an approver group when required is 2"},
+		{"quorum is reachable",
+			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"U0LEAD1", "U0LEAD2"}} },
+			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"U0LEAD1"}} },
+			"approvals.rules[1].required", `can never be reached: group "leads" has 1 users, required is 2`},
+		{"rules match a known initiator", func(c *Config) { rule(c).Initiator = InitiatorAgent }, func(c *Config) { rule(c).Initiator = "robot" },
+			"approvals.rules[1].initiator", `must be "human", "agent" or empty (both), got "robot"`},
+		{"rule operations are globs", func(c *Config) { rule(c).Operation = []string{"scale-*"} }, func(c *Config) { rule(c).Operation = []string{"[scale"} },
+			"approvals.rules[1].operation[0]", `got "[scale"`},
+		{"rule clusters are registered", func(c *Config) { rule(c).Cluster = []string{"ml-prod-eks"} }, func(c *Config) { rule(c).Cluster = []string{"ml-dev"} },
+			"approvals.rules[1].cluster[0]", `must name a registered cluster ("ml-prod-eks"), got "ml-dev"`},
+		{"approver users are Slack user IDs",
+			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"W0ENTERPRISE"}, UserGroups: []string{"S0X"}} },
+			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"@alice"}, UserGroups: []string{"S0X"}} },
+			"approvals.groups.leads.users[0]", `must be a Slack user ID (U… or W…), got "@alice"`},
+		{"report cron", func(c *Config) { report(c).Schedule = "*/15 * * * *" }, func(c *Config) { report(c).Schedule = "61 * * * *" },
+			"reports[0].schedule", `report "daily-capacity": bad cron expression "61 * * * *"`},
+		{"report cron has no seconds", func(c *Config) { report(c).Schedule = "@daily" }, func(c *Config) { report(c).Schedule = "0 0 9 * * *" },
+			"reports[0].schedule", "expected exactly 5 fields, found 6"},
+		{"report zone is set apart", func(c *Config) {}, func(c *Config) { report(c).Schedule = "CRON_TZ=UTC 0 9 * * *" },
+			"reports[0].schedule", "set the zone with timezone"},
+		{"report time zone", func(c *Config) { report(c).Timezone = "Europe/Berlin" }, func(c *Config) { report(c).Timezone = "Mars/Olympus" },
+			"reports[0].timezone", `report "daily-capacity": must be an IANA time zone such as America/Los_Angeles or UTC, got "Mars/Olympus"`},
+		{"report clusters are registered", func(c *Config) { report(c).Clusters = nil }, func(c *Config) { report(c).Clusters = []string{"ml-dev"} },
+			"reports[0].clusters[0]", `report "daily-capacity": must name a registered cluster ("ml-prod-eks"), got "ml-dev"`},
+		{"report sections are known", func(c *Config) { report(c).Sections = []string{"spend", "chart"} }, func(c *Config) { report(c).Sections = []string{"costs"} },
+			"reports[0].sections[0]", `report "daily-capacity": must be one of instance-groups, gpus, pending, workloads, spend, chart, got "costs"`},
+		{"report channel", func(c *Config) { report(c).Channel = "G0PRIVATE" }, func(c *Config) { report(c).Channel = "#ops" },
+			"reports[0].channel", `must be a Slack channel ID (C… or G…, upper-case letters and digits; not a #name), got "#ops"`},
+		{"report names are unique",
+			func(c *Config) { r := c.Reports[0]; r.Name = "weekly"; c.Reports = append(c.Reports, r) },
+			func(c *Config) { c.Reports = append(c.Reports, c.Reports[0]) },
+			"reports[1]", `duplicate report name "daily-capacity"`},
+		{"hourly cost medium below high",
+			func(c *Config) { c.Risk.HourlyCost = HourlyCost{Medium: 100, High: 200} },
+			func(c *Config) { c.Risk.HourlyCost = HourlyCost{Medium: 500, High: 50} },
+			"risk.hourlyCost.high", "must be greater than risk.hourlyCost.medium (500), got 50"},
+		{"price overrides are positive",
+			func(c *Config) { c.Pricing.Overrides["ml.p5.48xlarge"] = 1.5 },
+			func(c *Config) { c.Pricing.Overrides["ml.p5.48xlarge"] = 0 },
+			`pricing.overrides["ml.p5.48xlarge"]`, "a price override must be > 0 dollars per hour, got 0"},
+		{"pricing source", func(c *Config) { c.Pricing.Source = PricingAWS }, func(c *Config) { c.Pricing.Source = "azure" },
+			"pricing.source", `must be "builtin" or "aws", got "azure"`},
+		{"pricing cache TTL", func(c *Config) { c.Pricing.CacheTTL = Duration(time.Hour) }, func(c *Config) { c.Pricing.CacheTTL = Duration(-time.Hour) },
+			"pricing.cacheTTL", `must be a positive duration such as "1h", got "-1h"`},
+		{"log level", func(c *Config) { c.Log.Level = "debug" }, func(c *Config) { c.Log.Level = "verbose" },
+			"log.level", `must be one of trace, debug, info, warn, error, got "verbose"`},
+		{"log format", func(c *Config) { c.Log.Format = LogConsole }, func(c *Config) { c.Log.Format = "text" },
+			"log.format", `must be json, console or auto, got "text"`},
+		{"redis URL", func(c *Config) { c.Redis.URL = "rediss://:pw@redis.internal:6380/1" }, func(c *Config) { c.Redis.URL = "http://redis:6379" },
+			"redis.url", "must be a Redis URL such as redis://host:6379/0"},
+		{"redis key prefix", func(c *Config) { c.Redis.KeyPrefix = "hyperops:prod" }, func(c *Config) { c.Redis.KeyPrefix = "hyper ops" },
+			"redis.keyPrefix", `got "hyper ops"`},
+		{"redis TTLs", func(c *Config) { c.Redis.RequestTTL = Duration(time.Hour) }, func(c *Config) { c.Redis.RequestTTL = 0 },
+			"redis.requestTTL", `must be a positive duration such as "1h", got "0s"`},
+		{"slack channels are IDs",
+			func(c *Config) { c.Slack.Channels = []string{"G0PRIVATE"} }, func(c *Config) { c.Slack.Channels = []string{"general"} },
+			"slack.channels[0]", `must be a Slack channel ID (C… or G…, upper-case letters and digits; not a #name), got "general"`},
+		{"slack approvals channel", func(c *Config) { c.Slack.ApprovalsChannel = "C0NEW" }, func(c *Config) { c.Slack.ApprovalsChannel = "approvals" },
+			"slack.approvalsChannel", `got "approvals"`},
+		{"slack audit channel", func(c *Config) { c.Slack.AuditChannel = "C0AUDIT" }, func(c *Config) { c.Slack.AuditChannel = "audit" },
+			"slack.auditChannel", `got "audit"`},
+		{"slack command", func(c *Config) { c.Slack.Command = "/hyperops" }, func(c *Config) { c.Slack.Command = "hp" },
+			"slack.command", `must be a slash command: '/' then up to 31 lower-case letters, digits, '-' or '_', got "hp"`},
+		{"slack API URL", func(c *Config) { c.Slack.APIURL = "http://127.0.0.1:3000/api/" }, func(c *Config) { c.Slack.APIURL = "slack.local/api/" },
+			"slack.apiURL", `must be an absolute http:// or https:// URL, got "slack.local/api/"`},
+		{"slack workers", func(c *Config) { c.Slack.Workers = 1 }, func(c *Config) { c.Slack.Workers = -1 },
+			"slack.workers", "must be at least 1 (0 means the default 8), got -1"},
+		{"slack queue size", func(c *Config) { c.Slack.QueueSize = 1 }, func(c *Config) { c.Slack.QueueSize = -5 },
+			"slack.queueSize", "must be at least 1 (0 means the default 256), got -5"},
+		{"server listen", func(c *Config) { c.Server.Listen = "127.0.0.1:9090" }, func(c *Config) { c.Server.Listen = "8080" },
+			"server.listen", `must be host:port or :port (e.g. ":8080"), got "8080"`},
+		{"server port", func(c *Config) { c.Server.Listen = ":0" }, func(c *Config) { c.Server.Listen = ":http-alt" },
+			"server.listen", `port must be a number from 0 to 65535, got "http-alt"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := parseExample(t)
+			tt.good(good)
+			if err := good.Validate(); err != nil {
+				t.Errorf("good value rejected:\n%v", err)
+			}
+			bad := parseExample(t)
+			tt.bad(bad)
+			ps := problemsOf(t, bad.Validate())
+			p, ok := findProblem(ps, tt.path)
+			if !ok {
+				t.Fatalf("no problem at %s; got:\n%v", tt.path, ps)
+			}
+			if !strings.Contains(p.Message, tt.msg) {
+				t.Errorf("%s: message %q does not contain %q", tt.path, p.Message, tt.msg)
+			}
+		})
+	}
+}
+
+func TestRedisURLProblemHidesPassword(t *testing.T) {
+	for _, raw := range []string{"redis://:hunter2@redis:notaport", "redis://admin:hunter2@redis:6379/db"} {
+		c := parseExample(t)
+		c.Redis.URL = raw
+		ps := problemsOf(t, c.Validate())
+		p, ok := findProblem(ps, "redis.url")
+		if !ok {
+			t.Fatalf("%s: no redis.url problem in %v", raw, ps)
+		}
+		if strings.Contains(p.Message, "hunter2") {
+			t.Errorf("the problem shows the password: %s", p.Message)
+		}
+	}
+}
+
+func TestValidateReportsLinesOfDefaultedValues(t *testing.T) {
+	// defaultNamespace is absent, so its problem is placed on the nearest line that exists: the cluster's.
+	_, err := Parse([]byte("slack: {channels: [C0123OPS]}\nclusters:\n  - name: dev\n    namespaces: [Bad_NS]\n"), "x")
+	ps := problemsOf(t, err)
+	p, ok := findProblem(ps, "clusters[0].defaultNamespace")
+	if !ok || p.Line != 3 {
+		t.Errorf("defaultNamespace problem = %+v (found %v), want line 3", p, ok)
+	}
+	if p, ok := findProblem(ps, "clusters[0].namespaces[0]"); !ok || p.Line != 4 {
+		t.Errorf("namespaces[0] problem = %+v (found %v), want line 4", p, ok)
+	}
+}
