@@ -235,7 +235,11 @@ func (s *Server) hyperPodStep(key string, gen int) {
 	var changes []NodeChange
 	all, work := s.opts.NodeInterval == 0, false
 	for _, g := range c.groups {
-		if added, removed := g.step(all || len(changes) == 0); len(added)+len(removed) > 0 {
+		if !all && len(changes) > 0 {
+			work = work || g.hasWork()
+			continue
+		}
+		if added, removed := g.step(all); len(added)+len(removed) > 0 {
 			ch := hyperPodChange(c, g)
 			ch.Added, ch.Removed = added, removed
 			changes = append(changes, ch)
