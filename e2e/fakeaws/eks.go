@@ -248,13 +248,13 @@ func (s *Server) newEKSMux() *http.ServeMux {
 }
 
 func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request) {
-	h, pattern := s.eksMux.Handler(r)
-	if pattern == "" {
+	// Handler only matches; ServeHTTP is what fills in the path values the operations read.
+	if _, pattern := s.eksMux.Handler(r); pattern == "" {
 		writeRESTError(w, errorf(http.StatusNotFound, "UnknownOperationException",
 			"No operation matches %s %s", r.Method, r.URL.Path))
 		return
 	}
-	h.ServeHTTP(w, r)
+	s.eksMux.ServeHTTP(w, r)
 }
 
 func (s *Server) serveEKSOp(w http.ResponseWriter, r *http.Request, op string, h eksHandler) {
