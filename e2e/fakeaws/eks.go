@@ -354,25 +354,14 @@ func (s *Server) eksListNodegroups(r *http.Request, region string, _ []byte) (an
 	arn := c.arn
 	s.mu.Unlock()
 
-	offset := 0
-	if tok := q.Get("nextToken"); tok != "" {
-		var ok bool
-		if offset, ok = decodePageToken(tok, arn); !ok {
-			return nil, errorf(http.StatusBadRequest, "InvalidParameterException", "The nextToken is invalid.")
-		}
+	items, next, ok := page(names, q.Get("nextToken"), arn, limit)
+	if !ok {
+		return nil, errorf(http.StatusBadRequest, "InvalidParameterException", "The nextToken is invalid.")
 	}
-	out := struct {
+	return struct {
 		Nodegroups []string `json:"nodegroups"`
 		NextToken  string   `json:"nextToken,omitempty"`
-	}{Nodegroups: []string{}}
-	if offset < len(names) {
-		end := min(offset+limit, len(names))
-		out.Nodegroups = names[offset:end]
-		if end < len(names) {
-			out.NextToken = encodePageToken(arn, end)
-		}
-	}
-	return out, nil
+	}{items, next}, nil
 }
 
 type eksScaling struct {

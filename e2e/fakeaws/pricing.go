@@ -178,26 +178,15 @@ func (s *Server) pricingGetProducts(_ context.Context, _ string, body []byte) (a
 		limit = *in.MaxResults
 	}
 	scope := "pricing:" + *in.ServiceCode
-	offset := 0
-	if in.NextToken != nil {
-		var ok bool
-		if offset, ok = decodePageToken(*in.NextToken, scope); !ok {
-			return nil, errorf(http.StatusBadRequest, "InvalidNextTokenException", "The NextToken is invalid.")
-		}
+	items, next, ok := page(docs, deref(in.NextToken), scope, limit)
+	if !ok {
+		return nil, errorf(http.StatusBadRequest, "InvalidNextTokenException", "The NextToken is invalid.")
 	}
-	out := struct {
+	return struct {
 		FormatVersion string
 		PriceList     []string
 		NextToken     string `json:",omitempty"`
-	}{FormatVersion: priceListFormat, PriceList: []string{}}
-	if offset < len(docs) {
-		end := min(offset+limit, len(docs))
-		out.PriceList = docs[offset:end]
-		if end < len(docs) {
-			out.NextToken = encodePageToken(scope, end)
-		}
-	}
-	return out, nil
+	}{priceListFormat, items, next}, nil
 }
 
 func matchesAll(filters []pricingFilter, p Price) bool {

@@ -67,7 +67,9 @@ type smDescribeClusterOutput struct {
 	NodeRecovery   string          `json:",omitempty"`
 }
 
-func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte) (any, *apiError) {
+// lockedClusterRef decodes a {"ClusterName": name-or-ARN} input and finds that cluster. On success it returns
+// with s.mu held; the caller unlocks.
+func (s *Server) lockedClusterRef(region string, body []byte) (*hpCluster, *apiError) {
 	var in struct{ ClusterName *string }
 	if aerr := decodeInput(body, &in); aerr != nil {
 		return nil, aerr
@@ -76,11 +78,20 @@ func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte
 		return nil, aerr
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c := s.lookupHyperPod(region, *in.ClusterName)
 	if c == nil {
+		s.mu.Unlock()
 		return nil, clusterNotFound(*in.ClusterName)
 	}
+	return c, nil
+}
+
+func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte) (any, *apiError) {
+	c, aerr := s.lockedClusterRef(region, body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer s.mu.Unlock()
 	out := smDescribeClusterOutput{
 		ClusterArn: c.arn, ClusterName: c.name, ClusterStatus: c.status, CreationTime: epochTime(c.creationTime),
 		FailureMessage: c.failureMessage, NodeRecovery: c.nodeRecovery, InstanceGroups: []smGroupDetails{},
@@ -144,6 +155,26 @@ func encodePageToken(scope string, offset int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// page returns the items of one page (never nil) and the token of the next, or ok false when token is not one
+// this listing issued.
+func page[T any](all []T, token, scope string, limit int) (items []T, next string, ok bool) {
+	offset := 0
+	if token != "" {
+		if offset, ok = decodePageToken(token, scope); !ok {
+			return nil, "", false
+		}
+	}
+	items = []T{}
+	if offset < len(all) {
+		end := min(offset+limit, len(all))
+		items = all[offset:end]
+		if end < len(all) {
+			next = encodePageToken(scope, end)
+		}
+	}
+	return items, next, true
+}
+
 func decodePageToken(token, scope string) (int, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
@@ -196,25 +227,14 @@ func (s *Server) smListClusterNodes(_ context.Context, region string, body []byt
 	if in.MaxResults != nil {
 		limit = *in.MaxResults
 	}
-	offset := 0
-	if in.NextToken != nil {
-		var ok bool
-		if offset, ok = decodePageToken(*in.NextToken, arn); !ok {
-			return nil, validationError("Invalid pagination token %s", *in.NextToken)
-		}
+	items, next, ok := page(nodes, deref(in.NextToken), arn, limit)
+	if !ok {
+		return nil, validationError("Invalid pagination token %s", *in.NextToken)
 	}
-	out := struct {
+	return struct {
 		ClusterNodeSummaries []smNodeSummary
 		NextToken            string `json:",omitempty"`
-	}{ClusterNodeSummaries: []smNodeSummary{}}
-	if offset < len(nodes) {
-		end := min(offset+limit, len(nodes))
-		out.ClusterNodeSummaries = nodes[offset:end]
-		if end < len(nodes) {
-			out.NextToken = encodePageToken(arn, end)
-		}
-	}
-	return out, nil
+	}{items, next}, nil
 }
 
 func checkListNodes(in smListNodesInput) *apiError {
@@ -489,19 +509,11 @@ func checkCreateCluster(in smCreateClusterInput) *apiError {
 }
 
 func (s *Server) smDeleteCluster(_ context.Context, region string, body []byte) (any, *apiError) {
-	var in struct{ ClusterName *string }
-	if aerr := decodeInput(body, &in); aerr != nil {
+	c, aerr := s.lockedClusterRef(region, body)
+	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := checkClusterNameOrARN(in.ClusterName); aerr != nil {
-		return nil, aerr
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		return nil, clusterNotFound(*in.ClusterName)
-	}
 	if c.status != StatusInService && c.status != StatusFailed {
 		return nil, errorf(http.StatusBadRequest, "ConflictException",
 			"Cluster %s is in %s status and cannot be deleted now.", c.name, c.status)
