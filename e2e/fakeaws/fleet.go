@@ -107,11 +107,3 @@ func (f *fleet) keep(pred func(*instance) bool) {
 	clear(f.nodes[len(kept):])
 	f.nodes = kept
 }
-
-func (f *fleet) names() []NodeName {
-	out := make([]NodeName, 0, len(f.nodes))
-	for _, in := range f.nodes {
-		out = append(out, in.name)
-	}
-	return out
-}

@@ -34,7 +34,7 @@ func (s *Server) rpcServices() map[string]rpcService {
 // serveJSONRPC serves SageMaker and Pricing, both awsJson1_1: POST / with X-Amz-Target: <Service>.<Operation>.
 func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request, target string) {
 	svcName, opName, _ := strings.Cut(target, ".")
-	svc, ok := s.rpcServices()[svcName]
+	svc, ok := s.rpc[svcName]
 	handler := svc.ops[opName]
 	if !ok || handler == nil {
 		writeJSONRPCError(w, errorf(http.StatusBadRequest, "UnknownOperationException", "Unknown operation %s", target))

@@ -53,6 +53,7 @@ type Server struct {
 	http     *http.Server
 	served   chan struct{}
 	eksMux   *http.ServeMux
+	rpc      map[string]rpcService
 	sched    *scheduler
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -102,6 +103,7 @@ func New(opts Options) *Server {
 		eks:      map[string]*eksCluster{},
 	}
 	s.eksMux = s.newEKSMux()
+	s.rpc = s.rpcServices()
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.served)
