@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"strings"
 	"testing"
 )
 
@@ -46,7 +45,3 @@ clusters:
   - name: dev
     namespaces: [ml]
 `
-
-func withExtra(base, extra string) []byte {
-	return []byte(strings.TrimLeft(base, "\n") + extra)
-}

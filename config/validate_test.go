@@ -70,7 +70,9 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { cluster(c).InstanceTypes = append(cluster(c).InstanceTypes, "big gpu") },
 			"clusters[0].instanceTypes[3]", `must be an instance type such as ml.p5.48xlarge or g5.12xlarge, got "big gpu"`},
 		{"tolerations operator",
-			func(c *Config) { cluster(c).GPUNodes.Tolerations[0] = Toleration{Key: "gpu", Operator: "Equal", Value: "true"} },
+			func(c *Config) {
+				cluster(c).GPUNodes.Tolerations[0] = Toleration{Key: "gpu", Operator: "Equal", Value: "true"}
+			},
 			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Operator = "In" },
 			"clusters[0].gpuNodes.tolerations[0].operator", `must be Equal or Exists, got "In"`},
 		{"tolerations Exists has no value",
@@ -82,7 +84,9 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { cluster(c).GPUNodes.Tolerations[0].Effect = "Never" },
 			"clusters[0].gpuNodes.tolerations[0].effect", `got "Never"`},
 		{"node selector labels",
-			func(c *Config) { cluster(c).GPUNodes.NodeSelector = map[string]string{"node.kubernetes.io/instance-type": "ml.p5.48xlarge"} },
+			func(c *Config) {
+				cluster(c).GPUNodes.NodeSelector = map[string]string{"node.kubernetes.io/instance-type": "ml.p5.48xlarge"}
+			},
 			func(c *Config) { cluster(c).GPUNodes.NodeSelector = map[string]string{"gpu node": "yes"} },
 			`clusters[0].gpuNodes.nodeSelector["gpu node"]`, `must be a valid label key, got "gpu node"`},
 		{"gpusPerNode", func(c *Config) { cluster(c).GPUNodes.GPUsPerNode = 8 }, func(c *Config) { cluster(c).GPUNodes.GPUsPerNode = -8 },
@@ -111,8 +115,12 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { setTemplate(c, func(t *Template) { t.ExecutionRole = "admin" }) },
 			"clusters[0].hyperpod.templates.gpu-small.executionRole", `must name a role in aws.roles (defined: "hyperpod-exec"), got "admin"`},
 		{"template instance type is allowed",
-			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p5.48xlarge" }) },
-			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p4d.24xlarge" }) },
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p5.48xlarge" })
+			},
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceType = "ml.p4d.24xlarge" })
+			},
 			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1].instanceType", `got "ml.p4d.24xlarge"`},
 		{"template instance count within the limit",
 			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].InstanceCount = 16 }) },
@@ -169,8 +177,12 @@ func TestValidationRules(t *testing.T) {
 		{"rule clusters are registered", func(c *Config) { rule(c).Cluster = []string{"ml-prod-eks"} }, func(c *Config) { rule(c).Cluster = []string{"ml-dev"} },
 			"approvals.rules[1].cluster[0]", `must name a registered cluster ("ml-prod-eks"), got "ml-dev"`},
 		{"approver users are Slack user IDs",
-			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"W0ENTERPRISE"}, UserGroups: []string{"S0X"}} },
-			func(c *Config) { c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"@alice"}, UserGroups: []string{"S0X"}} },
+			func(c *Config) {
+				c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"W0ENTERPRISE"}, UserGroups: []string{"S0X"}}
+			},
+			func(c *Config) {
+				c.Approvals.Groups["leads"] = ApproverGroup{Users: []string{"@alice"}, UserGroups: []string{"S0X"}}
+			},
 			"approvals.groups.leads.users[0]", `must be a Slack user ID (U… or W…), got "@alice"`},
 		{"report cron", func(c *Config) { report(c).Schedule = "*/15 * * * *" }, func(c *Config) { report(c).Schedule = "61 * * * *" },
 			"reports[0].schedule", `report "daily-capacity": bad cron expression "61 * * * *"`},
