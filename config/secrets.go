@@ -95,8 +95,14 @@ func (c *Config) CheckSlackTokens() error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrSlackTokens, strings.Join(msgs, "\n"))
+	return &slackTokenError{msg: strings.Join(msgs, "\n")}
 }
+
+// slackTokenError carries CheckSlackTokens' message as is and matches ErrSlackTokens for errors.Is.
+type slackTokenError struct{ msg string }
+
+func (e *slackTokenError) Error() string        { return e.msg }
+func (e *slackTokenError) Is(target error) bool { return target == ErrSlackTokens }
 
 // tokenStart describes how a token starts ("it starts with \"xoxb-\"") without any of the secret after the prefix.
 func tokenStart(token string) string {

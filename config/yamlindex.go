@@ -91,7 +91,7 @@ func (idx *yamlIndex) lineFor(path string) int {
 }
 
 var (
-	unknownField  = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+	unknownField  = regexp.MustCompile(`^field (.+) not found in type (\S+)$`)
 	duplicateKey  = regexp.MustCompile(`^(?:mapping key "(.*)" already defined at line (\d+)|field (\S+) already set in type \S+)$`)
 	wrongType     = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 	badDurationRe = regexp.MustCompile(`^invalid duration ("(?:[^"\\]|\\.)*")`)
