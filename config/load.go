@@ -75,28 +75,6 @@ func coveredBy(path string, ps Problems) bool {
 	return false
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// expandEnv replaces ${NAME} with the value of the environment variable NAME; an unset variable becomes "". A value
-// holding a line break would change the file's shape (and every line number after it), so it is refused.
-func expandEnv(data []byte) ([]byte, Problems) {
-	var problems Problems
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, line := range lines {
-		lines[i] = envRef.ReplaceAllFunc(line, func(ref []byte) []byte {
-			name := string(envRef.FindSubmatch(ref)[1])
-			value := os.Getenv(name)
-			if strings.ContainsAny(value, "\r\n") {
-				problems = append(problems, Problem{Line: i + 1, Message: fmt.Sprintf(
-					"environment variable %s (used as ${%s}) contains a line break; put a single-line value in it", name, name)})
-				return nil
-			}
-			return []byte(value)
-		})
-	}
-	return bytes.Join(lines, nil), problems
-}
-
 // decodeStrict decodes data into cfg with unknown keys refused. yaml.v3 keeps going after an unknown key or a value of
 // the wrong type and returns them all in one *yaml.TypeError; each becomes a Problem with its path.
 func decodeStrict(data []byte, cfg *Config, idx *yamlIndex) Problems {
