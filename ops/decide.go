@@ -1,0 +1,217 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// maxCASAttempts bounds retries of a compare-and-set lost to a concurrent writer.
+const maxCASAttempts = 8
+
+// Approve records voter's approval. When the quorum is reached the request is executed (by exactly one caller).
+// Voting twice is harmless; a request already approved or executed is returned as it is.
+func (e *Engine) Approve(ctx context.Context, id string, voter Initiator) (*Record, error) {
+	return e.decide(ctx, id, voter, true)
+}
+
+// Deny ends the request: one authorized Deny is enough.
+func (e *Engine) Deny(ctx context.Context, id string, voter Initiator) (*Record, error) {
+	return e.decide(ctx, id, voter, false)
+}
+
+func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool) (*Record, error) {
+	for range maxCASAttempts {
+		rec, err := e.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Phase != PhaseAwaitingApproval {
+			return e.notAwaiting(rec, approve)
+		}
+		if now := e.opts.Clock.Now(); !rec.Approval.ExpiresAt.IsZero() && !now.Before(rec.Approval.ExpiresAt) {
+			rec, err = e.expire(ctx, rec)
+			if errors.Is(err, ErrVersionConflict) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			return rec, expiredError(rec)
+		}
+		if e.policy != nil {
+			if err := e.policy.CheckVoter(ctx, rec, voter); err != nil {
+				return rec, err
+			}
+		}
+		if hasVoted(rec, voter.ID) && approve {
+			return rec, nil
+		}
+		next, err := e.vote(ctx, rec, voter, approve)
+		if errors.Is(err, ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, stateError("record the vote", err)
+		}
+		if next.Phase == PhaseApproved {
+			return e.Execute(ctx, id)
+		}
+		return next, nil
+	}
+	return nil, Errorf(CodeStateUnavailable, "", "retry", "too much contention recording the vote on %s", id)
+}
+
+func (e *Engine) notAwaiting(rec *Record, approve bool) (*Record, error) {
+	switch rec.Phase {
+	case PhaseExpired:
+		return rec, expiredError(rec)
+	case PhaseApproved, PhaseExecuting, PhaseSucceeded, PhaseFailed, PhaseInterrupted:
+		if approve {
+			return rec, nil // already decided: a second click changes nothing
+		}
+	}
+	return rec, Errorf(CodeInvalidPhase, "", "see /hp request show id="+rec.ID(),
+		"request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
+}
+
+func expiredError(rec *Record) *Error {
+	return Errorf(CodeApprovalExpired, "", "submit the request again with a new request id",
+		"approval of %s expired at %s", rec.ID(), rec.Approval.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
+}
+
+func hasVoted(rec *Record, voterID string) bool {
+	for _, v := range rec.Approval.Votes {
+		if v.Voter.ID == voterID && v.PlanHash == rec.Approval.PlanHash {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve bool) (*Record, error) {
+	v := Vote{Voter: voter, Approve: approve, At: e.opts.Clock.Now(), PlanHash: rec.Approval.PlanHash}
+	if !approve {
+		return e.move(ctx, rec, PhaseDenied, voter, "denied by "+display(voter), func(r *Record) {
+			r.Approval.Votes = append(r.Approval.Votes, v)
+		})
+	}
+	got := rec.Approval.Received() + 1
+	to := PhaseAwaitingApproval
+	if got >= rec.Approval.Required {
+		to = PhaseApproved
+	}
+	note := fmt.Sprintf("approved by %s (%d/%d)", display(voter), got, rec.Approval.Required)
+	return e.move(ctx, rec, to, voter, note, func(r *Record) { r.Approval.Votes = append(r.Approval.Votes, v) })
+}
+
+func display(i Initiator) string {
+	if i.Name != "" {
+		return i.Name
+	}
+	return i.ID
+}
+
+func (e *Engine) expire(ctx context.Context, rec *Record) (*Record, error) {
+	return e.move(ctx, rec, PhaseExpired, systemActor, "approval window closed", nil)
+}
+
+// Cancel withdraws a request that has not started executing. Only its owner (the requester, or whoever took it
+// over) may cancel.
+func (e *Engine) Cancel(ctx context.Context, id string, who Initiator) (*Record, error) {
+	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
+		if rec.Owner.ID != who.ID {
+			return rec, Errorf(CodeNotAuthorized, "", "ask "+display(rec.Owner)+" or a lead to stop it",
+				"only the owner of %s (%s) can cancel it", id, display(rec.Owner))
+		}
+		switch rec.Phase {
+		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
+			return e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
+		}
+		return rec, Errorf(CodeInvalidPhase, "", "a request can be cancelled only before it executes",
+			"request %s is %s", id, rec.Phase)
+	})
+}
+
+// Stop ends a request on behalf of an approver: pending requests are cancelled and an interrupted one is closed
+// without re-executing. An executing request cannot be stopped from here.
+func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, error) {
+	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
+		if err := e.checkSteward(ctx, rec, who); err != nil {
+			return rec, err
+		}
+		switch rec.Phase {
+		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseInterrupted:
+			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+		}
+		return rec, Errorf(CodeInvalidPhase, "", "stop the workload itself (e.g. /hp train stop name=…)",
+			"request %s is %s", id, rec.Phase)
+	})
+}
+
+// TakeOver makes a person the owner of a request (typically one an agent started); it is recorded.
+func (e *Engine) TakeOver(ctx context.Context, id string, who Initiator) (*Record, error) {
+	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
+		if err := e.checkSteward(ctx, rec, who); err != nil {
+			return rec, err
+		}
+		if rec.Owner.ID == who.ID {
+			return rec, nil
+		}
+		return e.move(ctx, rec, rec.Phase, who, "taken over by "+display(who), func(r *Record) { r.Owner = who })
+	})
+}
+
+// Resume re-runs an interrupted request for its owner: it is re-planned, and if anything changed since approval
+// it asks for approval again rather than executing blindly.
+func (e *Engine) Resume(ctx context.Context, id string, who Initiator) (*Record, error) {
+	rec, err := e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
+		if rec.Owner.ID != who.ID {
+			return rec, Errorf(CodeNotAuthorized, "", "take the request over first", "only the owner of %s can resume it", id)
+		}
+		if rec.Phase != PhaseInterrupted {
+			return rec, Errorf(CodeInvalidPhase, "", "only interrupted requests resume", "request %s is %s", id, rec.Phase)
+		}
+		return e.move(ctx, rec, PhaseApproved, who, "resumed by "+display(who), nil)
+	})
+	if err != nil {
+		return rec, err
+	}
+	return e.Execute(ctx, id)
+}
+
+// checkSteward allows humans who may approve the request (never agents).
+func (e *Engine) checkSteward(ctx context.Context, rec *Record, who Initiator) error {
+	if who.Kind != Human {
+		return Errorf(CodeNotAuthorized, "", "ask a person to do it", "only people can stop or take over requests")
+	}
+	if e.policy == nil || rec.Owner.ID == who.ID {
+		return nil
+	}
+	err := e.policy.CheckVoter(ctx, rec, who)
+	var ue *Error
+	if errors.As(err, &ue) && ue.Code == CodeSelfApproval {
+		return nil // the requester may always stop their own request
+	}
+	return err
+}
+
+// withRecord loads a record and applies fn, retrying when a concurrent writer wins the compare-and-set.
+func (e *Engine) withRecord(ctx context.Context, id string, fn func(*Record) (*Record, error)) (*Record, error) {
+	for range maxCASAttempts {
+		rec, err := e.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		next, err := fn(rec)
+		if errors.Is(err, ErrVersionConflict) {
+			continue
+		}
+		var ue *Error
+		if err != nil && !errors.As(err, &ue) {
+			return nil, stateError("update the request", err)
+		}
+		return next, err
+	}
+	return nil, Errorf(CodeStateUnavailable, "", "retry", "too much contention updating %s", id)
+}

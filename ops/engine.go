@@ -1,0 +1,348 @@
+package ops
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// TargetResolver fills a request's target defaults and refuses clusters and namespaces that are not registered.
+type TargetResolver interface {
+	Resolve(t Target) (Target, error)
+}
+
+// EngineOptions tune the engine; zero values take the documented defaults.
+type EngineOptions struct {
+	// Replica names this process in records and logs (default: a random id).
+	Replica string
+	// Clock is the time source (default: the real clock).
+	Clock clockwork.Clock
+	// Risk holds the shared risk rules.
+	Risk RiskPolicy
+	// Targets resolves defaults and registration of clusters and namespaces; nil accepts targets as given.
+	Targets TargetResolver
+	// LockTTL is how long a lock or execution lease lives without renewal (default 30s); renewed every third of it.
+	LockTTL time.Duration
+	// Notifier is told about stored transitions (optional).
+	Notifier Notifier
+	// ReadTimeout bounds read-only operations (default 30s).
+	ReadTimeout time.Duration
+}
+
+// Engine drives requests through the lifecycle. Every transition is a compare-and-set in the Store, so several
+// replicas can share one Store and never both execute a request.
+type Engine struct {
+	catalog *Catalog
+	store   Store
+	locks   Locker
+	policy  Policy
+	opts    EngineOptions
+}
+
+// NewEngine wires an engine.
+func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts EngineOptions) *Engine {
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	if opts.LockTTL <= 0 {
+		opts.LockTTL = 30 * time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 30 * time.Second
+	}
+	if opts.Replica == "" {
+		opts.Replica = "replica-" + randomID(4)
+	}
+	return &Engine{catalog: catalog, store: store, locks: locks, policy: policy, opts: opts}
+}
+
+// Catalog returns the engine's catalog.
+func (e *Engine) Catalog() *Catalog { return e.catalog }
+
+// Replica returns this engine's replica name.
+func (e *Engine) Replica() string { return e.opts.Replica }
+
+// NewRequestID returns a fresh request id for requests that came without one.
+func NewRequestID() string { return "req-" + randomID(8) }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("ops: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// Submit validates a request, records it under its id (the idempotency key), plans it, and either finishes a dry
+// run, waits for approval, or executes it when no approval is needed. The same id with the same content returns the
+// existing record; with different content it is E_IDEMPOTENCY_CONFLICT. Errors before the record is stored change
+// nothing. When a stored request ends rejected, both the record and its error are returned.
+func (e *Engine) Submit(ctx context.Context, req Request) (*Record, error) {
+	op, err := e.prepare(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	if !op.Spec().Mutates {
+		return e.read(ctx, op, req)
+	}
+	now := e.opts.Clock.Now()
+	rec := &Record{
+		Request: req, Fingerprint: req.Fingerprint(), Phase: PhaseReceived, Version: 1, Owner: req.Initiator,
+		CreatedAt: now, UpdatedAt: now,
+		History: []Transition{{To: PhaseReceived, At: now, By: req.Initiator}},
+	}
+	stored, created, err := e.store.Create(ctx, rec)
+	if err != nil {
+		return nil, stateError("record the request", err)
+	}
+	if !created {
+		return e.existing(ctx, op, stored, req)
+	}
+	e.notify(ctx, stored, stored.History[0])
+	return e.plan(ctx, op, stored)
+}
+
+// prepare resolves the operation, target and parameters and runs the guardrails.
+func (e *Engine) prepare(ctx context.Context, req *Request) (Operation, error) {
+	op, err := e.catalog.Lookup(req.Operation)
+	if err != nil {
+		return nil, err
+	}
+	spec := op.Spec()
+	if e.opts.Targets != nil {
+		if req.Target, err = e.opts.Targets.Resolve(req.Target); err != nil {
+			return nil, err
+		}
+	}
+	if req.Params, err = Normalize(spec.Params, req.Params); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		req.ID = NewRequestID()
+	}
+	if errs := validateRequestID(req.ID); errs != nil {
+		return nil, errs
+	}
+	if e.policy != nil {
+		if err := e.policy.Permit(ctx, *req); err != nil {
+			return nil, err
+		}
+	}
+	if err := op.Validate(ctx, req); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+func validateRequestID(id string) error {
+	if len(id) > 128 {
+		return Errorf(CodeInvalidArgument, "requestId", "use at most 128 characters", "requestId is %d characters long", len(id))
+	}
+	for _, r := range id {
+		ok := r == '-' || r == '_' || r == '.' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return Errorf(CodeInvalidArgument, "requestId", "use letters, digits and - _ . : only", "requestId %q contains %q", id, r)
+		}
+	}
+	return nil
+}
+
+// existing answers a request id that is already recorded.
+func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req Request) (*Record, error) {
+	if stored.Fingerprint != req.Fingerprint() {
+		return nil, Errorf(CodeIdempotencyConflict, "requestId",
+			"use a new requestId for a different request, or resend exactly the original to read its state",
+			"request id %s was already used for a different request (%s by %s)", req.ID, stored.Request.Operation, stored.Request.Initiator.ID)
+	}
+	// A finished dry run may be committed under the same id: the plan is made again, as it may have changed.
+	if stored.Request.DryRun && !req.DryRun && stored.Phase == PhaseDone {
+		next, err := e.move(ctx, stored, PhaseReceived, req.Initiator, "committed after a dry run", func(r *Record) {
+			r.Request.DryRun = false
+			r.Plan, r.Errors = nil, nil
+		})
+		if errors.Is(err, ErrVersionConflict) {
+			return e.Get(ctx, stored.ID())
+		}
+		if err != nil {
+			return nil, stateError("commit the dry run", err)
+		}
+		return e.plan(ctx, op, next)
+	}
+	return stored, nil
+}
+
+// read runs a read-only operation at once: no approval, no lock, no stored record, so it works without Redis.
+func (e *Engine) read(ctx context.Context, op Operation, req Request) (*Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.ReadTimeout)
+	defer cancel()
+	now := e.opts.Clock.Now()
+	rec := &Record{Request: req, Fingerprint: req.Fingerprint(), Owner: req.Initiator, CreatedAt: now}
+	res, err := op.Execute(ctx, &req, nil, Execution{Replica: e.opts.Replica})
+	rec.UpdatedAt = e.opts.Clock.Now()
+	if err != nil {
+		rec.Phase = PhaseFailed
+		rec.Errors = []*Error{AsError(err)}
+		return rec, err
+	}
+	rec.Phase, rec.Result = PhaseSucceeded, res
+	return rec, nil
+}
+
+// plan moves a received request to planned and on to done, awaiting-approval or execution.
+func (e *Engine) plan(ctx context.Context, op Operation, rec *Record) (*Record, error) {
+	spec := op.Spec()
+	if scope := lockScope(spec, rec.Request); !scope.IsZero() {
+		holder, held, err := e.locks.Holder(ctx, scope)
+		if err != nil {
+			return rec, stateError("check the lock", err)
+		}
+		if held && holder != rec.ID() {
+			return e.reject(ctx, rec, lockedError(scope, holder))
+		}
+	}
+	p, err := e.makePlan(ctx, op, rec.Request)
+	if err != nil {
+		return e.reject(ctx, rec, err)
+	}
+	appr, err := e.requirement(ctx, rec.Request, p)
+	if err != nil {
+		return e.reject(ctx, rec, err)
+	}
+	rec, err = e.move(ctx, rec, PhasePlanned, systemActor, "", func(r *Record) { r.Plan, r.Approval = p, appr })
+	if err != nil {
+		return nil, stateError("store the plan", err)
+	}
+	switch {
+	case rec.Request.DryRun:
+		rec, err = e.move(ctx, rec, PhaseDone, systemActor, "dry run: nothing changed", nil)
+	case appr.Required > 0:
+		rec, err = e.move(ctx, rec, PhaseAwaitingApproval, systemActor, fmt.Sprintf("needs %d approval(s)", appr.Required), nil)
+	default:
+		rec, err = e.move(ctx, rec, PhaseApproved, systemActor, "no approval required by policy", nil)
+		if err == nil {
+			return e.Execute(ctx, rec.ID())
+		}
+	}
+	if err != nil {
+		return nil, stateError("store the plan", err)
+	}
+	return rec, nil
+}
+
+var systemActor = Initiator{Kind: System, ID: "hyperops"}
+
+func lockScope(spec Spec, req Request) LockScope {
+	if spec.Lock == nil {
+		return LockScope{}
+	}
+	return spec.Lock(req)
+}
+
+func lockedError(scope LockScope, holder string) *Error {
+	return &Error{Code: CodeLocked, Field: "target", Holder: holder,
+		Message: fmt.Sprintf("%s is locked by request %s", scope, holder),
+		Next:    fmt.Sprintf("wait for request %s to finish (/hp request show id=%s), then retry", holder, holder)}
+}
+
+func (e *Engine) makePlan(ctx context.Context, op Operation, req Request) (*Plan, error) {
+	p, err := op.Plan(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	e.opts.Risk.Assess(req, op.Spec(), p)
+	p.Hash = HashPlan(req, p)
+	p.CreatedAt = e.opts.Clock.Now()
+	return p, nil
+}
+
+func (e *Engine) requirement(ctx context.Context, req Request, p *Plan) (Approval, error) {
+	var a Approval
+	if e.policy != nil {
+		var err error
+		if a, err = e.policy.Requirement(ctx, req, p); err != nil {
+			return a, err
+		}
+	}
+	if req.RequiresApproval && a.Required == 0 {
+		// requiresApproval can only raise what policy asks for.
+		a.Required = 1
+		a.Rule = "raised by the request's requiresApproval"
+	}
+	a.PlanHash = p.Hash
+	a.Votes = nil
+	return a, nil
+}
+
+func (e *Engine) reject(ctx context.Context, rec *Record, cause error) (*Record, error) {
+	ue := AsError(cause)
+	next, err := e.move(ctx, rec, PhaseRejected, systemActor, ue.Message, func(r *Record) { r.Errors = append(r.Errors, ue) })
+	if err != nil {
+		return rec, errors.Join(ue, stateError("record the rejection", err))
+	}
+	return next, ue
+}
+
+// move stores a transition of rec to phase to, applying fn to a copy first. It fails with ErrVersionConflict when
+// another writer got there first.
+func (e *Engine) move(ctx context.Context, rec *Record, to Phase, by Initiator, note string, fn func(*Record)) (*Record, error) {
+	next := rec.Clone()
+	if fn != nil {
+		fn(next)
+	}
+	now := e.opts.Clock.Now()
+	t := Transition{From: rec.Phase, To: to, At: now, By: by, Note: note}
+	next.Phase, next.UpdatedAt = to, now
+	next.History = append(next.History, t)
+	ev := AuditEvent{RequestID: rec.ID(), Operation: rec.Request.Operation, From: rec.Phase, To: to, By: by, At: now,
+		Params: rec.Request.Params, Note: note}
+	if err := e.store.Update(ctx, next, rec.Version, ev); err != nil {
+		return nil, err
+	}
+	e.notify(ctx, next, t)
+	return next, nil
+}
+
+func (e *Engine) notify(ctx context.Context, rec *Record, t Transition) {
+	if e.opts.Notifier != nil {
+		e.opts.Notifier.Changed(ctx, rec, t)
+	}
+}
+
+// stateError turns storage failures into E_STATE_UNAVAILABLE (fail closed) and keeps other errors.
+func stateError(doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *Error
+	if errors.As(err, &ue) {
+		return err
+	}
+	if errors.Is(err, ErrNotFound) {
+		return Errorf(CodeNotFound, "requestId", "check the id with /hp requests", "no such request")
+	}
+	return &Error{Code: CodeStateUnavailable, Message: "could not " + doing + ": the state store is unreachable",
+		Next: ErrStateUnavailable.Next, Err: err}
+}
+
+// Get returns a request's record.
+func (e *Engine) Get(ctx context.Context, id string) (*Record, error) {
+	rec, err := e.store.Get(ctx, id)
+	if err != nil {
+		return nil, stateError("read the request", err)
+	}
+	return rec, nil
+}
+
+// List returns recent requests matching q.
+func (e *Engine) List(ctx context.Context, q ListQuery) ([]*Record, error) {
+	recs, err := e.store.List(ctx, q)
+	if err != nil {
+		return nil, stateError("list requests", err)
+	}
+	return recs, nil
+}

@@ -1,0 +1,395 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ParamKind is the type of an operation parameter.
+type ParamKind string
+
+// The parameter kinds. Values are normalized so that equal intents fingerprint equally.
+const (
+	KindString   ParamKind = "string"
+	KindInt      ParamKind = "int"
+	KindBool     ParamKind = "bool"
+	KindQuantity ParamKind = "quantity" // a Kubernetes quantity such as 100Gi
+	KindDuration ParamKind = "duration" // Go duration such as 90m or 2h; a bare number means hours
+	KindList     ParamKind = "list"     // an argv list; never a shell string
+)
+
+// ParamSpec describes one parameter of an operation: used for validation, help text and suggestions.
+type ParamSpec struct {
+	Name     string    `json:"name"`
+	Kind     ParamKind `json:"kind"`
+	Required bool      `json:"required,omitempty"`
+	Default  string    `json:"default,omitempty"`
+	Enum     []string  `json:"enum,omitempty"`
+	Help     string    `json:"help"`
+}
+
+// Params are normalized parameter values: string, int64, bool, []string (quantities and durations as canonical strings).
+type Params map[string]any
+
+// String returns a string parameter ("" when absent).
+func (p Params) String(name string) string {
+	switch v := p[name].(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Int returns an integer parameter and whether it was set.
+func (p Params) Int(name string) (int64, bool) {
+	switch v := p[name].(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case float64:
+		return int64(v), true
+	case json.Number:
+		n, err := v.Int64()
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// IntOr returns an integer parameter or def when absent.
+func (p Params) IntOr(name string, def int64) int64 {
+	if v, ok := p.Int(name); ok {
+		return v
+	}
+	return def
+}
+
+// Bool returns a boolean parameter (false when absent).
+func (p Params) Bool(name string) bool {
+	b, _ := p[name].(bool)
+	return b
+}
+
+// List returns a list parameter.
+func (p Params) List(name string) []string {
+	switch v := p[name].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+// Duration returns a duration parameter and whether it was set.
+func (p Params) Duration(name string) (time.Duration, bool) {
+	s, ok := p[name].(string)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
+}
+
+// Quantity returns a quantity parameter and whether it was set.
+func (p Params) Quantity(name string) (resource.Quantity, bool) {
+	s, ok := p[name].(string)
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	q, err := resource.ParseQuantity(s)
+	return q, err == nil
+}
+
+// Normalize checks raw values (strings from a slash command, JSON values from an agent) against the specs and
+// returns normalized Params. Unknown names are rejected with the closest valid one suggested; every problem is
+// reported at once.
+func Normalize(specs []ParamSpec, raw map[string]any) (Params, error) {
+	byName := make(map[string]ParamSpec, len(specs))
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		byName[s.Name] = s
+		names = append(names, s.Name)
+	}
+	var errs Errors
+	out := Params{}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		spec, ok := byName[k]
+		if !ok {
+			next := "valid arguments: " + strings.Join(names, ", ")
+			if c := Closest(k, names); c != "" {
+				next = fmt.Sprintf("did you mean %s=? (%s)", c, next)
+			}
+			if len(names) == 0 {
+				next = "this operation takes no arguments"
+			}
+			errs = append(errs, Errorf(CodeInvalidArgument, k, next, "unknown argument %q", k))
+			continue
+		}
+		v, err := normalizeValue(spec, raw[k])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[k] = v
+	}
+	for _, s := range specs {
+		if _, ok := out[s.Name]; ok {
+			continue
+		}
+		if s.Default != "" {
+			v, err := normalizeValue(s, s.Default)
+			if err != nil {
+				return nil, fmt.Errorf("default of %s: %w", s.Name, err)
+			}
+			out[s.Name] = v
+			continue
+		}
+		if s.Required {
+			errs = append(errs, Errorf(CodeInvalidArgument, s.Name, "add "+s.Name+"=… ("+s.Help+")", "%s is required", s.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func normalizeValue(spec ParamSpec, v any) (any, *Error) {
+	bad := func(format string, args ...any) *Error {
+		return Errorf(CodeInvalidArgument, spec.Name, spec.Name+": "+spec.Help, format, args...)
+	}
+	switch spec.Kind {
+	case KindString:
+		s, ok := v.(string)
+		if !ok {
+			return nil, bad("%s must be a string, got %v", spec.Name, v)
+		}
+		s = strings.TrimSpace(s)
+		if len(spec.Enum) > 0 && !contains(spec.Enum, s) {
+			next := "one of: " + strings.Join(spec.Enum, ", ")
+			if c := Closest(s, spec.Enum); c != "" {
+				next = "did you mean " + c + "? " + next
+			}
+			return nil, Errorf(CodeInvalidArgument, spec.Name, next, "%s=%q is not allowed", spec.Name, s)
+		}
+		return s, nil
+	case KindInt:
+		return normalizeInt(spec, v, bad)
+	case KindBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case string:
+			switch strings.ToLower(x) {
+			case "true", "yes", "1", "":
+				return true, nil
+			case "false", "no", "0":
+				return false, nil
+			}
+		}
+		return nil, bad("%s must be true or false, got %v", spec.Name, v)
+	case KindQuantity:
+		s := fmt.Sprint(v)
+		if f, ok := v.(float64); ok {
+			s = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return nil, bad("%s=%q is not a Kubernetes quantity (e.g. 100Gi, 500m)", spec.Name, s)
+		}
+		if q.Sign() < 0 {
+			return nil, bad("%s must not be negative, got %s", spec.Name, s)
+		}
+		return q.String(), nil
+	case KindDuration:
+		return normalizeDuration(spec, v, bad)
+	case KindList:
+		switch x := v.(type) {
+		case []string:
+			return x, nil
+		case []any:
+			out := make([]string, 0, len(x))
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return nil, Errorf(CodeInvalidArgument, fmt.Sprintf("%s[%d]", spec.Name, i), "give argv as a list of strings",
+						"%s must be a list of strings", spec.Name)
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		case string:
+			words, err := SplitWords(x)
+			if err != nil {
+				return nil, bad("%s: %v", spec.Name, err)
+			}
+			return words, nil
+		}
+		return nil, bad("%s must be a list of strings (argv), got %v", spec.Name, v)
+	}
+	return nil, bad("unknown parameter kind %q", spec.Kind)
+}
+
+func normalizeInt(spec ParamSpec, v any, bad func(string, ...any) *Error) (any, *Error) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return nil, bad("%s must be a whole number, got %v", spec.Name, x)
+		}
+		return int64(x), nil
+	case json.Number:
+		n, err := x.Int64()
+		if err != nil {
+			return nil, bad("%s must be a whole number, got %v", spec.Name, x)
+		}
+		return n, nil
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return nil, bad("%s must be a whole number, got %q", spec.Name, x)
+		}
+		return n, nil
+	}
+	return nil, bad("%s must be a whole number, got %v", spec.Name, v)
+}
+
+func normalizeDuration(spec ParamSpec, v any, bad func(string, ...any) *Error) (any, *Error) {
+	var d time.Duration
+	switch x := v.(type) {
+	case float64:
+		d = time.Duration(x * float64(time.Hour))
+	case int64:
+		d = time.Duration(x) * time.Hour
+	case int:
+		d = time.Duration(x) * time.Hour
+	case string:
+		s := strings.TrimSpace(x)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			d = time.Duration(f * float64(time.Hour))
+		} else if d, err = time.ParseDuration(s); err != nil {
+			return nil, bad("%s=%q is not a duration (e.g. 90m, 12h, or a number of hours)", spec.Name, s)
+		}
+	default:
+		return nil, bad("%s must be a duration, got %v", spec.Name, v)
+	}
+	if d <= 0 {
+		return nil, bad("%s must be positive, got %s", spec.Name, d)
+	}
+	return d.String(), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitWords splits a command line into argv the way a shell would split words with quotes, without any shell
+// expansion: no variables, globs, pipes or redirections are interpreted, so a value can never run a shell.
+func SplitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	escaped := false
+	for _, r := range s {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case r == '\\' && quote != '\'':
+			escaped = true
+			inWord = true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '"' || r == '\'':
+			quote = r
+			inWord = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if escaped {
+		return nil, fmt.Errorf("trailing backslash")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// Closest returns the candidate nearest to s by edit distance when it is close enough to be a likely typo, else "".
+func Closest(s string, candidates []string) string {
+	best, bestD := "", math.MaxInt
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(2, len(s)/3) {
+		return best
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,172 @@
+package ops
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// InitiatorKind says whether a person or an agent asked.
+type InitiatorKind string
+
+const (
+	// Human is a person using slash commands or buttons.
+	Human InitiatorKind = "human"
+	// Agent is a registered AI agent posting JSON requests.
+	Agent InitiatorKind = "agent"
+	// System is HyperOps itself (schedules, sweeps).
+	System InitiatorKind = "system"
+)
+
+// Initiator identifies who asked (or voted). ID is the Slack user or bot ID; Name is for display.
+type Initiator struct {
+	Kind InitiatorKind `json:"kind"`
+	ID   string        `json:"id"`
+	Name string        `json:"name,omitempty"`
+}
+
+// Target is where an operation acts.
+type Target struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Request is an intent: an operation with parameters on a target, from an initiator. ID is the idempotency key.
+type Request struct {
+	ID        string    `json:"requestId"`
+	Operation string    `json:"operation"`
+	Target    Target    `json:"target"`
+	Params    Params    `json:"params,omitempty"`
+	Initiator Initiator `json:"initiator"`
+	DryRun    bool      `json:"dryRun,omitempty"`
+	// RequiresApproval can only raise what policy asks for.
+	RequiresApproval bool   `json:"requiresApproval,omitempty"`
+	Profile          string `json:"profile,omitempty"`
+	// Origin says which surface sent it: slash, agent, button, schedule.
+	Origin string `json:"origin,omitempty"`
+}
+
+// Fingerprint identifies the content of a request, for idempotency: the same id with the same fingerprint is the
+// same request. DryRun is left out so that an agent may plan with dryRun and then commit under the same id.
+func (r Request) Fingerprint() string {
+	c := struct {
+		Op        string        `json:"o"`
+		Target    Target        `json:"t"`
+		Params    Params        `json:"p"`
+		Initiator string        `json:"i"`
+		Kind      InitiatorKind `json:"k"`
+		Approval  bool          `json:"a"`
+		Profile   string        `json:"f"`
+	}{r.Operation, r.Target, r.Params, r.Initiator.ID, r.Initiator.Kind, r.RequiresApproval, r.Profile}
+	b, _ := json.Marshal(c) // map keys are sorted by encoding/json, so this is canonical
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Phase is a step of the request lifecycle (DESIGN.md, "Request lifecycle").
+type Phase string
+
+// The phases.
+const (
+	PhaseReceived         Phase = "received"
+	PhaseRejected         Phase = "rejected"
+	PhasePlanned          Phase = "planned"
+	PhaseDone             Phase = "done"
+	PhaseAwaitingApproval Phase = "awaiting-approval"
+	PhaseDenied           Phase = "denied"
+	PhaseExpired          Phase = "expired"
+	PhaseCancelled        Phase = "cancelled"
+	PhaseApproved         Phase = "approved"
+	PhaseExecuting        Phase = "executing"
+	PhaseSucceeded        Phase = "succeeded"
+	PhaseFailed           Phase = "failed"
+	PhaseInterrupted      Phase = "interrupted"
+)
+
+// Terminal reports whether no further transition can happen (interrupted still accepts Stop / Take over).
+func (p Phase) Terminal() bool {
+	switch p {
+	case PhaseRejected, PhaseDone, PhaseDenied, PhaseExpired, PhaseCancelled, PhaseSucceeded, PhaseFailed:
+		return true
+	}
+	return false
+}
+
+// Vote is one approver's decision.
+type Vote struct {
+	Voter    Initiator `json:"voter"`
+	Approve  bool      `json:"approve"`
+	At       time.Time `json:"at"`
+	PlanHash string    `json:"planHash"`
+}
+
+// Approval is what a request needs and what it has received, bound to one plan hash.
+type Approval struct {
+	Required          int       `json:"required"`
+	Approvers         string    `json:"approvers,omitempty"`
+	ExpiresAt         time.Time `json:"expiresAt,omitzero"`
+	AllowSelfApproval bool      `json:"allowSelfApproval,omitempty"`
+	PlanHash          string    `json:"planHash,omitempty"`
+	Votes             []Vote    `json:"votes,omitempty"`
+	// Rule describes which policy rule set this requirement, for the plan message.
+	Rule string `json:"rule,omitempty"`
+}
+
+// Received counts approving votes for the current plan hash.
+func (a Approval) Received() int {
+	n := 0
+	for _, v := range a.Votes {
+		if v.Approve && v.PlanHash == a.PlanHash {
+			n++
+		}
+	}
+	return n
+}
+
+// Transition is one recorded move of a request.
+type Transition struct {
+	From Phase     `json:"from"`
+	To   Phase     `json:"to"`
+	At   time.Time `json:"at"`
+	By   Initiator `json:"by"`
+	Note string    `json:"note,omitempty"`
+}
+
+// Record is the stored state of a request: the request, its plan, approvals, result and history. Version increases
+// with every stored change; transitions are compare-and-set on it.
+type Record struct {
+	Request     Request      `json:"request"`
+	Fingerprint string       `json:"fingerprint"`
+	Phase       Phase        `json:"phase"`
+	Version     int64        `json:"version"`
+	Plan        *Plan        `json:"plan,omitempty"`
+	Approval    Approval     `json:"approval"`
+	Result      *Result      `json:"result,omitempty"`
+	Errors      []*Error     `json:"errors,omitempty"`
+	Owner       Initiator    `json:"owner"`
+	Fence       int64        `json:"fence,omitempty"`
+	Replica     string       `json:"replica,omitempty"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
+	History     []Transition `json:"history,omitempty"`
+	// Annotations let the surfaces remember where they told about the request (e.g. a Slack channel and ts); the
+	// engine only carries them.
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ID is the request id.
+func (r *Record) ID() string { return r.Request.ID }
+
+// Clone returns a deep copy, so a failed compare-and-set never leaves a half-changed record behind.
+func (r *Record) Clone() *Record {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("ops: record does not marshal: " + err.Error())
+	}
+	var c Record
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic("ops: record does not unmarshal: " + err.Error())
+	}
+	return &c
+}

@@ -1,0 +1,105 @@
+package ops
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Level is a risk level; higher is riskier.
+type Level int
+
+// The risk levels.
+const (
+	RiskLow Level = iota
+	RiskMedium
+	RiskHigh
+	RiskCritical
+)
+
+var levelNames = []string{"low", "medium", "high", "critical"}
+
+func (l Level) String() string {
+	if l < RiskLow || l > RiskCritical {
+		return fmt.Sprintf("level(%d)", int(l))
+	}
+	return levelNames[l]
+}
+
+// ParseLevel parses "low", "medium", "high" or "critical".
+func ParseLevel(s string) (Level, error) {
+	for i, n := range levelNames {
+		if strings.EqualFold(s, n) {
+			return Level(i), nil
+		}
+	}
+	return RiskLow, fmt.Errorf("unknown risk level %q (low, medium, high, critical)", s)
+}
+
+// Up returns the next level, capped at critical.
+func (l Level) Up() Level { return min(l+1, RiskCritical) }
+
+// MarshalText renders the level name.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText parses the level name.
+func (l *Level) UnmarshalText(b []byte) error {
+	v, err := ParseLevel(string(b))
+	*l = v
+	return err
+}
+
+// Reason is one cause of risk.
+type Reason struct {
+	Level Level  `json:"level"`
+	Text  string `json:"text"`
+}
+
+// Risk is the maximum of its reasons, each shown.
+type Risk struct {
+	Level   Level    `json:"level"`
+	Reasons []Reason `json:"reasons,omitempty"`
+}
+
+// Add records a reason and raises the level when it is higher.
+func (r *Risk) Add(l Level, format string, args ...any) {
+	r.Reasons = append(r.Reasons, Reason{Level: l, Text: fmt.Sprintf(format, args...)})
+	if l > r.Level {
+		r.Level = l
+	}
+}
+
+// RiskPolicy holds the engine-wide risk settings from config.
+type RiskPolicy struct {
+	// MediumHourly and HighHourly are $/h thresholds of the cost delta.
+	MediumHourly float64
+	HighHourly   float64
+	// Production reports whether a cluster (and namespace) counts as production.
+	Production func(cluster, namespace string) bool
+}
+
+// Assess completes a plan's risk with the rules every operation shares: cost thresholds, unknown prices,
+// agent-initiated mutations, and production raising one level. Operation-specific reasons (destructive, data
+// deletion, bootstrap) are added by the operation's Plan before this runs.
+func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
+	r := &plan.Risk
+	if spec.Baseline > RiskLow {
+		r.Add(spec.Baseline, "%s is %s risk by nature", spec.Name, spec.Baseline)
+	}
+	c := plan.Cost
+	switch {
+	case len(c.Unknown) > 0:
+		r.Add(RiskHigh, "price unknown for %s: treated as expensive", strings.Join(c.Unknown, ", "))
+	case p.HighHourly > 0 && c.HourlyDelta >= p.HighHourly:
+		r.Add(RiskHigh, "adds $%.2f/h (high threshold $%.0f/h)", c.HourlyDelta, p.HighHourly)
+	case p.MediumHourly > 0 && c.HourlyDelta >= p.MediumHourly:
+		r.Add(RiskMedium, "adds $%.2f/h (medium threshold $%.0f/h)", c.HourlyDelta, p.MediumHourly)
+	}
+	if req.Initiator.Kind == Agent && spec.Mutates && r.Level < RiskMedium {
+		r.Add(RiskMedium, "mutation requested by agent %s", req.Initiator.Name)
+	}
+	if p.Production != nil && p.Production(req.Target.Cluster, req.Target.Namespace) && spec.Mutates {
+		raised := r.Level.Up()
+		r.Reasons = append(r.Reasons, Reason{Level: raised, Text: fmt.Sprintf("production cluster %s: one level up", req.Target.Cluster)})
+		r.Level = raised
+	}
+}

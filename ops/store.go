@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps request records. Implementations must make Create atomic with the idempotency reservation and Update
+// a compare-and-set on Version that also appends the transition to the audit trail. Unreachable storage is reported
+// as an error matching ErrStateUnavailable.
+type Store interface {
+	// Create stores rec under its request id unless one exists. It returns the stored record and whether this
+	// call created it; when it did not, the stored record's Fingerprint tells whether it is the same request.
+	Create(ctx context.Context, rec *Record) (stored *Record, created bool, err error)
+	// Get returns the record or ErrNotFound.
+	Get(ctx context.Context, id string) (*Record, error)
+	// Update stores rec if the stored version equals expect, setting rec.Version to expect+1; otherwise
+	// ErrVersionConflict. ev is appended to the audit trail in the same step.
+	Update(ctx context.Context, rec *Record, expect int64, ev AuditEvent) error
+	// List returns recent records, newest first, that pass the filter.
+	List(ctx context.Context, q ListQuery) ([]*Record, error)
+}
+
+// ListQuery filters List.
+type ListQuery struct {
+	Phases    []Phase
+	Initiator string
+	Limit     int
+}
+
+// Locker holds exclusive, expiring locks with fencing numbers.
+type Locker interface {
+	// Acquire takes the scope for owner (a request id) for ttl, or fails with *LockHeldError naming the holder.
+	// Acquiring a scope the same owner already holds refreshes it and keeps its token.
+	Acquire(ctx context.Context, scope LockScope, owner string, ttl time.Duration) (*Lock, error)
+	// Holder returns who holds the scope, if anyone.
+	Holder(ctx context.Context, scope LockScope) (owner string, held bool, err error)
+	// Renew extends the lock if the token still matches, else ErrLockLost.
+	Renew(ctx context.Context, l *Lock, ttl time.Duration) error
+	// Release frees the lock if the token still matches; a wrong token does nothing.
+	Release(ctx context.Context, l *Lock) error
+}
+
+// Lock is a held lock.
+type Lock struct {
+	Scope LockScope `json:"scope"`
+	Owner string    `json:"owner"`
+	Token string    `json:"token"`
+	Fence int64     `json:"fence"`
+}
+
+// AuditEvent is one entry of the audit trail: who did what to which request, with its result.
+type AuditEvent struct {
+	RequestID string    `json:"requestId"`
+	Operation string    `json:"operation"`
+	From      Phase     `json:"from"`
+	To        Phase     `json:"to"`
+	By        Initiator `json:"by"`
+	At        time.Time `json:"at"`
+	Params    Params    `json:"params,omitempty"`
+	Note      string    `json:"note,omitempty"`
+}
+
+// Policy decides who may ask, what approval a plan needs and who may vote. The approvals package implements it.
+type Policy interface {
+	// Permit reports whether the initiator may ask for the operation (E_NOT_AUTHORIZED otherwise).
+	Permit(ctx context.Context, req Request) error
+	// Requirement returns the approval a plan needs.
+	Requirement(ctx context.Context, req Request, plan *Plan) (Approval, error)
+	// CheckVoter reports whether voter may approve or deny the request now (E_NOT_AUTHORIZED, E_SELF_APPROVAL).
+	CheckVoter(ctx context.Context, rec *Record, voter Initiator) error
+}
+
+// Notifier is told about every stored transition, after it is stored. Surfaces (Slack) implement it.
+type Notifier interface {
+	Changed(ctx context.Context, rec *Record, t Transition)
+}
