@@ -77,6 +77,10 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 	if err != nil {
 		return nil, stateError("record the fence", err)
 	}
+	if pn, ok := e.opts.Notifier.(ProgressNotifier); ok {
+		executing := rec
+		ctx = WithProgress(ctx, func(msg string) { pn.Progress(ctx, executing, msg) })
+	}
 	res, runErr := op.Execute(ctx, &rec.Request, p, Execution{Fence: fence, Replica: e.opts.Replica})
 	return e.finish(context.WithoutCancel(ctx), rec, res, runErr)
 }
