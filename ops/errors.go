@@ -136,3 +136,12 @@ type LockHeldError struct {
 func (e *LockHeldError) Error() string {
 	return fmt.Sprintf("%s is locked by request %s", e.Scope, e.Holder)
 }
+
+// Unwrap exposes each problem, so errors.As finds the first *Error and errors.Is matches any code.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}

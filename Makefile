@@ -1,0 +1,52 @@
+# HyperOps — see README.md. Every target works on a fresh Debian machine with Go.
+GO        ?= go
+CONFIG    ?= config/example.yaml
+STATICCHECK_VERSION ?= v0.8.2
+# Packages whose tests need nothing but Go (no redis-server, no control plane).
+UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
+
+.PHONY: run test unit lint bench e2e-tools deps build image clean
+
+## run: start the bot with $(CONFIG) (embedded Redis unless redis.url is set); needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN
+run:
+	$(GO) run ./cmd/hyperops run -config $(CONFIG)
+
+## build: the static binary in bin/hyperops
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/hyperops ./cmd/hyperops
+
+## test: every test tier (unit, integration with real redis-server, end-to-end with a real control plane), with -race
+test: deps e2e-tools
+	$(GO) test -race -count=1 -timeout 60m ./...
+
+## unit: the pure-logic tests only
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+## lint: go vet and staticcheck
+lint:
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## bench: the performance targets of DESIGN.md, printed as tables
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./bot/... ./ops/... ./e2e/fakeslack/...
+
+## e2e-tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (once)
+e2e-tools:
+	bash e2e/tools/build.sh
+
+## deps: install what the tests need that the machine lacks (redis-server)
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (apt-get)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+		command -v redis-server >/dev/null || { echo "could not install redis-server"; exit 1; }; }
+
+## image: build the container image (needs a Docker engine)
+image:
+	docker build -t hyperops:$$(git describe --always --dirty 2>/dev/null || echo dev) .
+
+clean:
+	rm -rf bin

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/hyperops/hyperops/bot"
+	"github.com/hyperops/hyperops/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `hyperops — Slack chat-ops control plane for EKS and SageMaker HyperPod
+
+Usage:
+  hyperops run [-config FILE]        connect to Slack and serve requests (default config: $HYPEROPS_CONFIG or config/example.yaml)
+  hyperops validate-config FILE      check a configuration file; prints "ok" or every problem, exits 1 on problems
+  hyperops version                   print the version
+
+Secrets come from the environment (${NAME} in the file): SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…).
+`
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runMain dispatches the subcommand and returns the exit code: 0 ok, 1 a problem the user can fix, 2 bad usage.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stderr)
+	case "validate-config":
+		return cmdValidate(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "hyperops: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func versionString() string {
+	v := version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+		v += " " + info.GoVersion
+	}
+	return "hyperops " + v
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprint(stderr, "usage: hyperops validate-config FILE\n")
+		return 2
+	}
+	if _, err := config.Load(args[0]); err != nil {
+		var ps config.Problems
+		if errors.As(err, &ps) {
+			fmt.Fprintf(stdout, "%d problem(s) in %s:\n%s\n", len(ps), args[0], ps.Error())
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: %v\n", args[0], err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+func cmdRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := os.Getenv("HYPEROPS_CONFIG")
+	if def == "" {
+		def = "config/example.yaml"
+	}
+	path := fs.String("config", def, "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "hyperops: %s:\n%v\n", *path, err)
+		return 1
+	}
+	if err := cfg.CheckSlackTokens(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	log := newLogger(os.Stderr, cfg.Log, cfg.Secrets())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info().Str("version", versionString()).Str("config", *path).Msg("starting hyperops")
+	if err := bot.Run(ctx, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error().Err(err).Msg("hyperops stopped")
+		return 1
+	}
+	log.Info().Msg("hyperops stopped")
+	return 0
+}
