@@ -24,7 +24,7 @@ func TestControlPlane(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	cp, err := Start(ctx, Options{WithCRDs: true})
+	cp, err := Start(ctx, Options{WithCRDs: true, Users: []User{{Name: "hyperops-bot", Token: "bot-token", Groups: []string{"hyperops:bots"}}}})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -222,6 +222,9 @@ func testRBAC(ctx context.Context, t *testing.T, cp *ControlPlane) {
 	}{
 		{"unprivileged user is forbidden", func() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(alice) }, true},
 		{"system:masters is allowed", func() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(admin) }, false},
+		{"static-token user authenticates and is forbidden", func() (*kubernetes.Clientset, error) {
+			return kubernetes.NewForConfig(cp.TokenConfig("bot-token"))
+		}, true},
 		{"admin token is allowed", func() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(cp.RESTConfig()) }, false},
 		{"admin impersonating the user is forbidden", func() (*kubernetes.Clientset, error) {
 			cfg := cp.RESTConfig()
