@@ -1,0 +1,106 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/jonboulle/clockwork"
+)
+
+// ChannelAnnotation is the record annotation holding the Slack channel a request was posted to. CheckVoter reads it
+// when approvals.requireChannelMembership is set; without it the approvals channel is used.
+const ChannelAnnotation = "slack.channel"
+
+// Policy implements ops.Policy from the approvals and agents sections of the configuration.
+type Policy struct {
+	cfg   *config.Config
+	dir   Directory
+	clock clockwork.Clock
+	cache *memberCache
+}
+
+var _ ops.Policy = (*Policy)(nil)
+
+// Option tunes a Policy.
+type Option func(*options)
+
+type options struct{ cacheTTL time.Duration }
+
+// WithCacheTTL sets how long user group and channel memberships are cached (default DefaultCacheTTL).
+func WithCacheTTL(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.cacheTTL = d
+		}
+	}
+}
+
+// New returns the policy of cfg. dir resolves Slack user groups and channel members; a nil dir makes every lookup
+// fail, so only approvers listed by user ID can vote. A nil clock means the real clock.
+func New(cfg *config.Config, dir Directory, clock clockwork.Clock, opts ...Option) *Policy {
+	o := options{cacheTTL: DefaultCacheTTL}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	if dir == nil {
+		dir = noDirectory{}
+	}
+	return &Policy{cfg: cfg, dir: dir, clock: clock, cache: newMemberCache(clock, o.cacheTTL)}
+}
+
+// errNoDirectory is what lookups return when the policy was built without a Directory.
+var errNoDirectory = errors.New("no Slack directory configured")
+
+type noDirectory struct{}
+
+func (noDirectory) UserGroupMembers(context.Context, string) ([]string, error) { return nil, errNoDirectory }
+func (noDirectory) ChannelMembers(context.Context, string) ([]string, error)   { return nil, errNoDirectory }
+
+// kindOf is the initiator's kind as the registry sees it: a Slack ID registered as an agent is an agent whatever
+// kind the surface reported, so an agent can never pass as a person.
+func (p *Policy) kindOf(who ops.Initiator) ops.InitiatorKind {
+	if _, ok := p.cfg.Agent(who.ID); ok {
+		return ops.Agent
+	}
+	return who.Kind
+}
+
+// Permit lets people and HyperOps itself ask for any operation (which channels accept commands is the bot's
+// concern); an agent must be registered and its operation globs must match the operation.
+func (p *Policy) Permit(_ context.Context, req ops.Request) error {
+	switch p.kindOf(req.Initiator) {
+	case ops.Human, ops.System:
+		return nil
+	case ops.Agent:
+		return p.permitAgent(req)
+	}
+	return ops.Errorf(ops.CodeNotAuthorized, "initiator", "send the request as a person (slash command) or a registered agent (DM)",
+		"initiator %s has unknown kind %q", req.Initiator.ID, req.Initiator.Kind)
+}
+
+func (p *Policy) permitAgent(req ops.Request) error {
+	agent, ok := p.cfg.Agent(req.Initiator.ID)
+	if !ok {
+		return ops.Errorf(ops.CodeNotAuthorized, "initiator",
+			"ask a platform admin to register it under agents[] (name, slackUser, operations)",
+			"%s is not a registered agent", req.Initiator.ID)
+	}
+	if agent.Allows(req.Operation) {
+		return nil
+	}
+	allowed := "none"
+	if len(agent.Operations) > 0 {
+		allowed = strings.Join(agent.Operations, ", ")
+	}
+	return ops.Errorf(ops.CodeNotAuthorized, "operation",
+		fmt.Sprintf("ask a platform admin to add %s to agents[].operations of %s", req.Operation, agent.Name),
+		"agent %s may not request %s (allowed: %s)", agent.Name, req.Operation, allowed)
+}

@@ -1,0 +1,111 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Requirement returns the approval the first matching rule of approvals.rules asks for (matching on the plan's
+// risk level, the operation, cluster, namespace and initiator kind), with its expiry counted from now.
+//
+// When no rule matches, the request is refused (E_NOT_AUTHORIZED) rather than given a default: a default quorum or
+// approver group would be policy the operator never wrote, and zero approvals would let an uncovered high-risk
+// change through. The error names what was not covered, so the gap in the rules is fixed once.
+//
+// A request with requiresApproval that matches a rule asking for none gets one approval from the rule's group, or
+// else from the first group any rule names, within the rule's expiry (default 1h): the request may only raise what
+// policy asks for, and an approval that nobody could give would never end.
+func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan) (ops.Approval, error) {
+	if plan == nil {
+		return ops.Approval{}, ops.Errorf(ops.CodeInternal, "", "retry; if it persists, check the bot's log",
+			"no plan to decide the approvals of request %s", req.ID)
+	}
+	risk := plan.Risk.Level.String()
+	kind := string(p.kindOf(req.Initiator))
+	for i := range p.cfg.Approvals.Rules {
+		r := &p.cfg.Approvals.Rules[i]
+		if r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind) {
+			return p.approvalOf(i, r, req)
+		}
+	}
+	return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
+		"ask a platform admin to add a rule to approvals.rules that covers it (a last rule without matchers covers everything)",
+		"no approval rule covers %s risk %s on %s/%s by %s %s", risk, req.Operation, req.Target.Cluster,
+		req.Target.Namespace, kind, req.Initiator.ID)
+}
+
+func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops.Approval, error) {
+	desc := describeRule(i, r)
+	a := ops.Approval{Required: r.Required, Approvers: r.Approvers, AllowSelfApproval: r.AllowSelfApproval, Rule: desc}
+	if a.Required == 0 && req.RequiresApproval {
+		a.Required, a.AllowSelfApproval = 1, false
+		if a.Approvers == "" {
+			a.Approvers = p.primaryGroup()
+		}
+		if a.Approvers == "" {
+			return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "controls.requiresApproval",
+				"ask a platform admin to define a group in approvals.groups and name it in a rule, or send the request without requiresApproval",
+				"the request asks for approval, but no approver group is configured to give it")
+		}
+		a.Rule = fmt.Sprintf("%s; raised to 1 of %s by the request's requiresApproval", desc, a.Approvers)
+	}
+	if a.Required == 0 {
+		return a, nil
+	}
+	if _, ok := p.cfg.Approvals.Groups[a.Approvers]; !ok {
+		return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
+			fmt.Sprintf("ask a platform admin to name a group of approvals.groups in approvals.rules[%d].approvers", i),
+			"rule %d needs %d approval(s) but names no defined approver group (%q)", i+1, a.Required, a.Approvers)
+	}
+	a.ExpiresAt = p.clock.Now().Add(expiry(r))
+	return a, nil
+}
+
+// primaryGroup is the first approver group a rule names, in the order the operator wrote the rules.
+func (p *Policy) primaryGroup() string {
+	for _, r := range p.cfg.Approvals.Rules {
+		if _, ok := p.cfg.Approvals.Groups[r.Approvers]; ok {
+			return r.Approvers
+		}
+	}
+	return ""
+}
+
+func expiry(r *config.ApprovalRule) time.Duration {
+	if d := r.ExpiresAfter.Std(); d > 0 {
+		return d
+	}
+	return config.DefaultApprovalExpiry.Std()
+}
+
+// describeRule renders a rule for the plan message, e.g. "rule 2: risk high|medium → 1 of leads, 1h".
+func describeRule(i int, r *config.ApprovalRule) string {
+	var on []string
+	for _, m := range []struct {
+		name   string
+		values []string
+	}{{"risk", r.Risk}, {"operation", r.Operation}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
+		if len(m.values) > 0 {
+			on = append(on, m.name+" "+strings.Join(m.values, "|"))
+		}
+	}
+	if r.Initiator != "" {
+		on = append(on, "initiator "+r.Initiator)
+	}
+	if len(on) == 0 {
+		on = []string{"any request"}
+	}
+	out := "no approval"
+	if r.Required > 0 {
+		out = fmt.Sprintf("%d of %s, %s", r.Required, r.Approvers, config.Duration(expiry(r)))
+		if r.AllowSelfApproval {
+			out += ", self-approval allowed below high risk"
+		}
+	}
+	return fmt.Sprintf("rule %d: %s → %s", i+1, strings.Join(on, ", "), out)
+}
