@@ -61,8 +61,12 @@ var errNoDirectory = errors.New("no Slack directory configured")
 
 type noDirectory struct{}
 
-func (noDirectory) UserGroupMembers(context.Context, string) ([]string, error) { return nil, errNoDirectory }
-func (noDirectory) ChannelMembers(context.Context, string) ([]string, error)   { return nil, errNoDirectory }
+func (noDirectory) UserGroupMembers(context.Context, string) ([]string, error) {
+	return nil, errNoDirectory
+}
+func (noDirectory) ChannelMembers(context.Context, string) ([]string, error) {
+	return nil, errNoDirectory
+}
 
 // kindOf is the initiator's kind as the registry sees it: a Slack ID registered as an agent is an agent whatever
 // kind the surface reported, so an agent can never pass as a person.
