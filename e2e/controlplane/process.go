@@ -25,7 +25,9 @@ type process struct {
 
 // startProcess runs bin with args, stdout and stderr appended to dir/<name>.log. The child
 // leads its own process group, so Stop reaches anything it forks, and is killed by the
-// kernel if this test process dies first.
+// kernel if this test process dies first. (Pdeathsig fires when the forking OS thread
+// exits; the Go runtime only retires threads of goroutines that die while locked to one,
+// which this package never does.)
 func startProcess(name, bin string, args []string, dir string, env []string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -5,7 +5,8 @@
 # next to this script; a stamp file records what was built, so a second run is a no-op.
 #
 # Usage: e2e/tools/build.sh [-f]     (-f rebuilds even when the stamp matches)
-# Env:   HYPEROPS_E2E_BIN   output directory for the binaries (default $REPO/.cache/bin)
+# Env:   HYPEROPS_E2E_BIN   output directory for the binaries (default $REPO/.cache/bin); the
+#                           Stage files go to kwok-stages next to it, where the harness looks
 set -euo pipefail
 
 force=0
@@ -14,7 +15,7 @@ if [[ "${1:-}" == "-f" ]]; then force=1; fi
 tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$tools_dir/../.." && pwd)"
 bin="${HYPEROPS_E2E_BIN:-$repo/.cache/bin}"
-stages="$repo/.cache/kwok-stages"
+stages="$(dirname "$bin")/kwok-stages"
 stamp="$bin/.versions"
 
 kube_version=v1.37.2
