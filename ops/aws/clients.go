@@ -1,0 +1,133 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// PricingRegion is where the AWS Pricing API is served from; it answers for every region.
+const PricingRegion = "us-east-1"
+
+// The defaults of the polling that follows an accepted change.
+const (
+	DefaultPollInterval = 15 * time.Second
+	DefaultWaitTimeout  = 90 * time.Minute
+)
+
+// Clients are the SDK clients HyperOps uses, one SageMaker and one EKS client per registered cluster (in the
+// cluster's region, with the endpoint overrides from config) and one Pricing client.
+type Clients struct {
+	cfg      *config.Config
+	regional map[string]regional // by cluster name
+	pricing  *pricing.Client
+	region   string // the base config's region, for clusters without one
+
+	// PollInterval is the time between two status reads while a change is in progress (default
+	// DefaultPollInterval). Set it before the clients are used.
+	PollInterval time.Duration
+	// WaitTimeout bounds how long an execution waits for AWS to finish a change (default DefaultWaitTimeout).
+	WaitTimeout time.Duration
+}
+
+type regional struct {
+	sm  *sagemaker.Client
+	eks *eks.Client
+}
+
+// New builds the clients from the SDK's default credential chain (IRSA when running in the cluster), with the
+// SDK's standard retryer, which retries throttling and transient errors.
+func New(ctx context.Context, cfg *config.Config) (*Clients, error) {
+	base, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(func() awssdk.Retryer { return retry.NewStandard() }))
+	if err != nil {
+		return nil, fmt.Errorf("load the AWS SDK configuration: %w", err)
+	}
+	return NewWithAWSConfig(cfg, base), nil
+}
+
+// NewWithAWSConfig builds the clients from a given SDK configuration (tests pass static credentials and a
+// BaseEndpoint). Each cluster's region replaces base.Region when set; cfg.AWS.Endpoints override BaseEndpoint per
+// service. A nil base.Retryer gets the SDK's standard retryer.
+func NewWithAWSConfig(cfg *config.Config, base awssdk.Config) *Clients {
+	if base.Retryer == nil {
+		base.Retryer = func() awssdk.Retryer { return retry.NewStandard() }
+	}
+	c := &Clients{cfg: cfg, regional: map[string]regional{}, region: base.Region,
+		PollInterval: DefaultPollInterval, WaitTimeout: DefaultWaitTimeout}
+	ep := cfg.AWS.Endpoints
+	for _, cl := range cfg.Clusters {
+		rc := base.Copy()
+		if cl.Region != "" {
+			rc.Region = cl.Region
+		}
+		c.regional[cl.Name] = regional{
+			sm: sagemaker.NewFromConfig(rc, func(o *sagemaker.Options) { override(&o.BaseEndpoint, ep.SageMaker) }),
+			eks: eks.NewFromConfig(rc, func(o *eks.Options) { override(&o.BaseEndpoint, ep.EKS) }),
+		}
+	}
+	pc := base.Copy()
+	pc.Region = PricingRegion
+	c.pricing = pricing.NewFromConfig(pc, func(o *pricing.Options) { override(&o.BaseEndpoint, ep.Pricing) })
+	return c
+}
+
+func override(dst **string, endpoint string) {
+	if endpoint != "" {
+		*dst = awssdk.String(endpoint)
+	}
+}
+
+// target is a registered cluster with its clients.
+type target struct {
+	name   string
+	region string
+	cl     *config.Cluster
+	regional
+}
+
+// cluster resolves the request's cluster (the first registered one when it names none).
+func (c *Clients) cluster(name string) (*target, error) {
+	var cl *config.Cluster
+	if name == "" {
+		cl = c.cfg.DefaultCluster()
+	} else {
+		cl, _ = c.cfg.Cluster(name)
+	}
+	if cl == nil {
+		names := make([]string, 0, len(c.cfg.Clusters))
+		for _, x := range c.cfg.Clusters {
+			names = append(names, x.Name)
+		}
+		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", fmt.Sprintf("registered clusters: %v", names),
+			"cluster %q is not registered", name)
+	}
+	region := cl.Region
+	if region == "" {
+		region = c.region
+	}
+	return &target{name: cl.Name, region: region, cl: cl, regional: c.regional[cl.Name]}, nil
+}
+
+func (c *Clients) pollInterval() time.Duration {
+	if c.PollInterval > 0 {
+		return c.PollInterval
+	}
+	return DefaultPollInterval
+}
+
+func (c *Clients) waitTimeout() time.Duration {
+	if c.WaitTimeout > 0 {
+		return c.WaitTimeout
+	}
+	return DefaultWaitTimeout
+}

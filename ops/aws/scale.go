@@ -1,0 +1,451 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// OpScaleCapacity is the name of the scale-capacity operation.
+const OpScaleCapacity = "scale-capacity"
+
+// scaleOp is scale-capacity: a HyperPod instance group (UpdateCluster) or an EKS managed node group
+// (UpdateNodegroupConfig) to count instances, then watched until AWS reports it done.
+type scaleOp struct {
+	c      *Clients
+	pricer ops.Pricer
+	nodes  ops.NodeCounter
+}
+
+var scaleParams = []ops.ParamSpec{
+	{Name: "group", Kind: ops.KindString, Required: true, Help: "the HyperPod instance group or EKS managed node group"},
+	{Name: "count", Kind: ops.KindInt, Required: true, Help: "the number of instances the group should have"},
+}
+
+func (o *scaleOp) Spec() ops.Spec {
+	return ops.Spec{
+		Name: OpScaleCapacity, Domain: "capacity", Slash: "capacity scale group= count=", Mutates: true,
+		Summary:  "Scale a HyperPod instance group or an EKS managed node group to a number of instances",
+		Baseline: ops.RiskLow, Params: scaleParams,
+		Lock: func(r ops.Request) ops.LockScope {
+			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "capacity", Name: r.Params.String("group")}
+		},
+	}
+}
+
+// Validate checks the guardrails: the count is within limits.maxNodesPerGroup, and the group exists, has an
+// allowed instance type, and its cluster is InService (HyperPod) or ACTIVE (EKS).
+func (o *scaleOp) Validate(ctx context.Context, req *ops.Request) error {
+	_, _, err := o.observe(ctx, req)
+	return err
+}
+
+func (o *scaleOp) observe(ctx context.Context, req *ops.Request) (*target, *groupState, error) {
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkHasCapacity(t); err != nil {
+		return nil, nil, err
+	}
+	if err := checkCount(t, req.Params); err != nil {
+		return nil, nil, err
+	}
+	g, err := o.c.findGroup(ctx, t, req.Params.String("group"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkGroup(t, g); err != nil {
+		return nil, nil, err
+	}
+	return t, g, nil
+}
+
+func checkCount(t *target, p ops.Params) error {
+	count, ok := p.Int("count")
+	if !ok {
+		return ops.Errorf(ops.CodeInvalidArgument, "count", "add count=N", "count is required")
+	}
+	if count < 0 {
+		return ops.Errorf(ops.CodeInvalidArgument, "count", "give 0 or more instances", "count=%d is negative", count)
+	}
+	limit := t.cl.Limits.MaxNodesPerGroup
+	if count > int64(limit) {
+		return ops.Errorf(ops.CodeQuotaExceeded, "count",
+			fmt.Sprintf("ask for at most %d, or raise limits.maxNodesPerGroup for %s in config", limit, t.name),
+			"count=%d is above limits.maxNodesPerGroup=%d of cluster %s", count, limit, t.name)
+	}
+	return nil
+}
+
+// checkGroup refuses a group whose instance type is not allowed or whose cluster is busy or failed.
+func checkGroup(t *target, g *groupState) error {
+	for _, it := range g.InstanceTypes {
+		if !t.cl.AllowsInstanceType(it) {
+			return ops.Errorf(ops.CodeInstanceTypeNotAllow, "group",
+				fmt.Sprintf("allowed instance types of %s (instanceTypes): %s", t.name, strings.Join(t.cl.InstanceTypes, ", ")),
+				"group %s runs %s, which is not in instanceTypes of cluster %s", g.Name, it, t.name)
+		}
+	}
+	want := statusInService
+	if g.Kind == KindEKSNodegroup {
+		want = statusActive
+	}
+	what := "HyperPod cluster " + g.Cluster
+	if g.Kind == KindEKSNodegroup {
+		what = "EKS cluster " + g.Cluster
+	}
+	if g.ClusterStatus != want {
+		return clusterBusy(what, g.ClusterStatus, want, g.Failure)
+	}
+	if g.Kind == KindEKSNodegroup && g.Status != statusActive {
+		return clusterBusy("node group "+g.Name, g.Status, want, g.Failure)
+	}
+	return nil
+}
+
+func clusterBusy(what, status, want, failure string) error {
+	msg := fmt.Sprintf("%s is %s; scale-capacity needs %s", what, status, want)
+	if failure != "" {
+		msg += " (" + failure + ")"
+	}
+	return &ops.Error{Code: ops.CodeClusterUnavailable, Field: "cluster", Message: msg,
+		Next: "wait for the change in progress to finish (/hp capacity show), then retry"}
+}
+
+// Plan diffs the count against AWS's, prices the difference and rates scaling down.
+func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
+	t, g, err := o.observe(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	count, _ := req.Params.Int("count")
+	to := int(count)
+	p := &ops.Plan{Observed: g.observed()}
+	field := "InstanceCount"
+	if g.Kind == KindEKSNodegroup {
+		field = "scalingConfig.desiredSize"
+	}
+	ch := ops.Change{Action: ops.ActionUpdate, Kind: g.Kind, Name: g.Name,
+		Fields: []ops.FieldChange{{Path: field, From: strconv.Itoa(g.Target), To: strconv.Itoa(to)}}}
+	if g.Kind == KindEKSNodegroup {
+		ch.Fields = append(ch.Fields, eksBoundChanges(g, to)...)
+	}
+	if to == g.Target {
+		ch.Action, ch.Fields = ops.ActionNoop, nil
+		p.Summary = fmt.Sprintf("%s %s of %s already targets %d × %s: nothing to change", kindLabel(g.Kind), g.Name, g.Cluster, to, g.InstanceType())
+	} else {
+		p.Summary = fmt.Sprintf("Scale %s %s of %s from %d to %d × %s", kindLabel(g.Kind), g.Name, g.Cluster, g.Target, to, g.InstanceType())
+	}
+	p.Changes = []ops.Change{ch}
+	if len(g.InstanceTypes) > 1 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("node group %s mixes %s; priced as %s", g.Name, strings.Join(g.InstanceTypes, ", "), g.InstanceType()))
+	}
+	if g.Current >= 0 && g.Current != g.Target {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s has %d instances running of %d targeted", g.Name, g.Current, g.Target))
+	}
+	delta := to - g.Target
+	if delta != 0 {
+		p.Cost, err = deltaCost(ctx, o.pricer, t.region, g.InstanceType(), delta)
+		if err != nil {
+			p.Warnings = append(p.Warnings, err.Error())
+		}
+	}
+	switch {
+	case to == 0 && g.Target > 0:
+		p.Risk.Add(ops.RiskCritical, "scales %s to zero: removes all %d instances and stops everything running on them", g.Name, g.Target)
+	case delta < 0:
+		p.Risk.Add(ops.RiskHigh, "scale down: removes %d of %d instances of %s (work running on them is stopped)", -delta, g.Target, g.Name)
+	}
+	return p, nil
+}
+
+func kindLabel(kind string) string {
+	if kind == KindEKSNodegroup {
+		return "EKS node group"
+	}
+	return "HyperPod instance group"
+}
+
+// eksBoundChanges lists the min/max changes UpdateNodegroupConfig needs so that min ≤ desired ≤ max.
+func eksBoundChanges(g *groupState, to int) []ops.FieldChange {
+	var out []ops.FieldChange
+	if to > g.Max {
+		out = append(out, ops.FieldChange{Path: "scalingConfig.maxSize", From: strconv.Itoa(g.Max), To: strconv.Itoa(to)})
+	}
+	if to < g.Min {
+		out = append(out, ops.FieldChange{Path: "scalingConfig.minSize", From: strconv.Itoa(g.Min), To: strconv.Itoa(to)})
+	}
+	return out
+}
+
+// deltaCost is Δ instances × the on-demand price; an unknown price is listed, never priced at zero.
+func deltaCost(ctx context.Context, pricer ops.Pricer, region, instanceType string, delta int) (ops.Cost, error) {
+	var cost ops.Cost
+	if pricer == nil {
+		cost.Unknown = []string{instanceType}
+		return cost, nil
+	}
+	price, ok, err := pricer.Price(ctx, region, instanceType)
+	if err != nil || !ok {
+		cost.Unknown = []string{instanceType}
+		if err != nil {
+			return cost, fmt.Errorf("price of %s unavailable: %w", instanceType, err)
+		}
+		return cost, nil
+	}
+	cost.Source = price.Source
+	cost.AddHourly(fmt.Sprintf("%s × %+d", instanceType, delta), float64(delta), price.Hourly, "instance-hour")
+	return cost, nil
+}
+
+// ScaleResult is scale-capacity's machine-readable result (Result.Data).
+type ScaleResult struct {
+	Cluster      string `json:"cluster"`
+	AWSCluster   string `json:"awsCluster"`
+	Kind         string `json:"kind"`
+	Group        string `json:"group"`
+	InstanceType string `json:"instanceType"`
+	From         int    `json:"from"`
+	To           int    `json:"to"`
+	Status       string `json:"status"`
+	// Current is the instances running, or -1 where AWS does not report it (EKS).
+	Current int `json:"current"`
+	// UpdateID is the EKS update that made the change.
+	UpdateID string `json:"updateId,omitempty"`
+}
+
+// Execute asks AWS for the new count, unless it already targets it (a re-run is harmless), and waits until
+// the group has it and the cluster is back InService/ACTIVE, reporting each step.
+func (o *scaleOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	count, _ := req.Params.Int("count")
+	g, err := o.c.findGroup(ctx, t, req.Params.String("group"))
+	if err != nil {
+		return nil, err
+	}
+	res := ScaleResult{Cluster: t.name, AWSCluster: g.Cluster, Kind: g.Kind, Group: g.Name, InstanceType: g.InstanceType(),
+		From: g.Target, To: int(count)}
+	if g.Kind == KindHyperPodGroup {
+		err = o.scaleHyperPod(ctx, t, g, int(count), &res)
+	} else {
+		err = o.scaleNodegroup(ctx, t, g, int(count), req.ID, &res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o.result(ctx, t, &res), nil
+}
+
+func (o *scaleOp) scaleHyperPod(ctx context.Context, t *target, g *groupState, count int, res *ScaleResult) error {
+	if g.Target == count {
+		ops.Progress(ctx, "%s already targets %d instances; waiting for AWS to get there", g.Name, count)
+	} else {
+		if err := checkGroup(t, g); err != nil {
+			return err
+		}
+		_, err := t.sm.UpdateCluster(ctx, &sagemaker.UpdateClusterInput{
+			ClusterName:    awssdk.String(g.Cluster),
+			InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{updateSpec(g.hp, count)},
+		})
+		if err != nil {
+			return awsError(serviceSageMaker, "UpdateCluster", err)
+		}
+		ops.Progress(ctx, "UpdateCluster accepted: %s %d → %d × %s", g.Name, g.Target, count, g.InstanceType())
+	}
+	up := count >= g.Target
+	return o.c.wait(ctx, fmt.Sprintf("%s of %s to reach %d", g.Name, g.Cluster, count), func(ctx context.Context) (string, bool, error, error) {
+		out, err := o.c.describeHyperPod(ctx, t)
+		if err != nil {
+			return "", false, nil, err
+		}
+		now := hyperPodGroup(out, g.Name)
+		if now == nil {
+			return "", false, ops.Errorf(ops.CodeAWSError, "group", "check the cluster with /hp capacity show",
+				"instance group %s disappeared from %s while scaling", g.Name, g.Cluster), nil
+		}
+		res.Status, res.Current = now.ClusterStatus, now.Current
+		status := fmt.Sprintf("%d/%d InService (cluster %s)", now.Current, count, now.ClusterStatus)
+		if !up {
+			status = fmt.Sprintf("%d instances left, target %d (cluster %s)", now.Current, count, now.ClusterStatus)
+		}
+		if now.ClusterStatus == statusFailed || now.Status == statusFailed {
+			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the failure on AWS, fix its cause, then retry",
+				"scaling %s of %s failed: %s", g.Name, g.Cluster, failureText(now.Failure)), nil
+		}
+		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
+		return status, done, nil, nil
+	})
+}
+
+func failureText(msg string) string {
+	if msg == "" {
+		return "AWS gave no FailureMessage"
+	}
+	return msg
+}
+
+// updateSpec is the instance group as DescribeCluster returned it, with only the count changed: UpdateCluster
+// replaces what it is sent, so every field a group carries must go back unchanged.
+func updateSpec(d *smtypes.ClusterInstanceGroupDetails, count int) smtypes.ClusterInstanceGroupSpecification {
+	return smtypes.ClusterInstanceGroupSpecification{
+		InstanceGroupName:       d.InstanceGroupName,
+		InstanceType:            d.InstanceType,
+		InstanceCount:           awssdk.Int32(int32(count)),
+		LifeCycleConfig:         d.LifeCycleConfig,
+		ExecutionRole:           d.ExecutionRole,
+		ThreadsPerCore:          d.ThreadsPerCore,
+		InstanceStorageConfigs:  d.InstanceStorageConfigs,
+		OnStartDeepHealthChecks: d.OnStartDeepHealthChecks,
+		OverrideVpcConfig:       d.OverrideVpcConfig,
+		TrainingPlanArn:         d.TrainingPlanArn,
+		ScheduledUpdateConfig:   d.ScheduledUpdateConfig,
+	}
+}
+
+// clientToken makes UpdateNodegroupConfig idempotent per request: a re-run gets the same update back.
+func clientToken(requestID string) string {
+	sum := sha256.Sum256([]byte(requestID))
+	return "hyperops-" + hex.EncodeToString(sum[:16])
+}
+
+func (o *scaleOp) scaleNodegroup(ctx context.Context, t *target, g *groupState, count int, requestID string, res *ScaleResult) error {
+	if g.Target == count && g.Status == statusActive {
+		ops.Progress(ctx, "node group %s already has desiredSize %d", g.Name, count)
+		res.Status = g.Status
+		return nil
+	}
+	if g.Target != count {
+		if err := checkGroup(t, g); err != nil {
+			return err
+		}
+	}
+	sc := &ekstypes.NodegroupScalingConfig{DesiredSize: awssdk.Int32(int32(count))}
+	if count > g.Max {
+		sc.MaxSize = awssdk.Int32(int32(count))
+	}
+	if count < g.Min {
+		sc.MinSize = awssdk.Int32(int32(count))
+	}
+	out, err := t.eks.UpdateNodegroupConfig(ctx, &eks.UpdateNodegroupConfigInput{
+		ClusterName: awssdk.String(g.Cluster), NodegroupName: awssdk.String(g.Name), ScalingConfig: sc,
+		ClientRequestToken: awssdk.String(clientToken(requestID)),
+	})
+	if err != nil {
+		return awsError(serviceEKS, "UpdateNodegroupConfig", err)
+	}
+	id := awssdk.ToString(out.Update.Id)
+	res.UpdateID = id
+	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", g.Name, g.Target, count, id)
+	return o.c.wait(ctx, fmt.Sprintf("node group %s to reach %d", g.Name, count), func(ctx context.Context) (string, bool, error, error) {
+		u, err := t.eks.DescribeUpdate(ctx, &eks.DescribeUpdateInput{Name: awssdk.String(g.Cluster), UpdateId: awssdk.String(id),
+			NodegroupName: awssdk.String(g.Name)})
+		if err != nil {
+			return "", false, nil, awsError(serviceEKS, "DescribeUpdate", err)
+		}
+		ng, err := o.c.describeNodegroup(ctx, t, g.Name)
+		if err != nil {
+			return "", false, nil, err
+		}
+		res.Status = string(ng.Status)
+		status := fmt.Sprintf("update %s, node group %s", u.Update.Status, ng.Status)
+		if k := o.kubeGroup(ctx, t.name, g.Name); k != nil {
+			status += fmt.Sprintf(", %d/%d nodes Ready", k.Ready, count)
+		}
+		switch u.Update.Status {
+		case ekstypes.UpdateStatusFailed, ekstypes.UpdateStatusCancelled:
+			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the node group's health on AWS, fix its cause, then retry",
+				"scaling node group %s failed: %s", g.Name, updateErrors(u.Update.Errors)), nil
+		case ekstypes.UpdateStatusSuccessful:
+			return status, ng.Status == ekstypes.NodegroupStatusActive, nil, nil
+		}
+		return status, false, nil, nil
+	})
+}
+
+func updateErrors(errs []ekstypes.ErrorDetail) string {
+	if len(errs) == 0 {
+		return "AWS gave no error detail"
+	}
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		parts = append(parts, fmt.Sprintf("%s: %s", e.ErrorCode, awssdk.ToString(e.ErrorMessage)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// kubeGroup is the Kubernetes view of one group, or nil when there is none.
+func (o *scaleOp) kubeGroup(ctx context.Context, cluster, group string) *ops.NodeGroupNodes {
+	if o.nodes == nil {
+		return nil
+	}
+	groups, err := o.nodes.NodeGroups(ctx, cluster)
+	if err != nil {
+		return nil
+	}
+	for i := range groups {
+		if groups[i].Group == group {
+			return &groups[i]
+		}
+	}
+	return nil
+}
+
+func (o *scaleOp) result(ctx context.Context, t *target, r *ScaleResult) *ops.Result {
+	data, _ := json.Marshal(r)
+	summary := fmt.Sprintf("%s %s of %s scaled from %d to %d × %s", kindLabel(r.Kind), r.Group, r.AWSCluster, r.From, r.To, r.InstanceType)
+	if r.From == r.To {
+		summary = fmt.Sprintf("%s %s of %s already had %d × %s", kindLabel(r.Kind), r.Group, r.AWSCluster, r.To, r.InstanceType)
+	}
+	res := &ops.Result{Summary: summary, Data: data,
+		Details: []ops.Detail{{Label: "group", Value: r.Group}, {Label: "instances", Value: fmt.Sprintf("%d → %d", r.From, r.To)},
+			{Label: "status", Value: r.Status}},
+		Objects: []ops.ObjectRef{{Cluster: t.name, Kind: r.Kind, Name: r.Group}},
+	}
+	if k := o.kubeGroup(ctx, t.name, r.Group); k != nil {
+		res.Details = append(res.Details, ops.Detail{Label: "Kubernetes", Value: fmt.Sprintf("%d nodes, %d Ready", k.Nodes, k.Ready)})
+	}
+	return res
+}
+
+// Observe reads what the group looks like now, for a request whose execution was interrupted.
+func (o *scaleOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	g, err := o.c.findGroup(ctx, t, req.Params.String("group"))
+	if err != nil {
+		return nil, err
+	}
+	count, _ := req.Params.Int("count")
+	r := ScaleResult{Cluster: t.name, AWSCluster: g.Cluster, Kind: g.Kind, Group: g.Name, InstanceType: g.InstanceType(),
+		From: g.Target, To: int(count), Status: g.ClusterStatus, Current: g.Current}
+	if g.Kind == KindEKSNodegroup {
+		r.Status = g.Status
+	}
+	data, _ := json.Marshal(r)
+	running := "running count not reported by AWS"
+	if g.Current >= 0 {
+		running = fmt.Sprintf("%d running", g.Current)
+	}
+	return &ops.Result{
+		Summary: fmt.Sprintf("%s %s of %s: target %d (asked %d), %s, status %s", kindLabel(g.Kind), g.Name, g.Cluster, g.Target, count, running, r.Status),
+		Data:    data, Objects: []ops.ObjectRef{{Cluster: t.name, Kind: g.Kind, Name: g.Name}},
+	}, nil
+}
