@@ -153,7 +153,8 @@ func newPolicy(t *testing.T, mutate func(*config.Config)) (*Policy, *directory, 
 	if mutate != nil {
 		mutate(cfg)
 	}
-	dir := newDirectory()
-	clock := clockwork.NewFakeClockAt(epoch)
+	dir, clock := newDirectory(), newFakeClock()
 	return New(cfg, dir, clock), dir, clock
 }
+
+func newFakeClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(epoch) }
