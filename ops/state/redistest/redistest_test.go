@@ -89,7 +89,9 @@ func TestShared(t *testing.T) {
 		redisURL string
 		wantURL  func(string) bool
 	}{
-		{"own server without REDIS_URL", "", func(u string) bool { return strings.HasPrefix(u, "redis://127.0.0.1:") && ping(strings.TrimSuffix(strings.TrimPrefix(u, "redis://"), "/0")) == nil }},
+		{"own server without REDIS_URL", "", func(u string) bool {
+			return strings.HasPrefix(u, "redis://127.0.0.1:") && ping(strings.TrimSuffix(strings.TrimPrefix(u, "redis://"), "/0")) == nil
+		}},
 		{"REDIS_URL when set", "redis://example.invalid:6390/2", func(u string) bool { return u == "redis://example.invalid:6390/2" }},
 	}
 	for _, c := range cases {
