@@ -1,0 +1,266 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hyperops/hyperops/ops"
+	"github.com/jonboulle/clockwork"
+)
+
+// memStore is an in-memory ops.Store: records by id, compare-and-set on Version, an audit slice.
+type memStore struct {
+	mu      sync.Mutex
+	records map[string]*ops.Record
+	audit   []ops.AuditEvent
+}
+
+func (s *memStore) Create(_ context.Context, rec *ops.Record) (*ops.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got, ok := s.records[rec.ID()]; ok {
+		return got.Clone(), false, nil
+	}
+	s.records[rec.ID()] = rec.Clone()
+	return rec.Clone(), true, nil
+}
+
+func (s *memStore) Get(_ context.Context, id string) (*ops.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got, ok := s.records[id]; ok {
+		return got.Clone(), nil
+	}
+	return nil, ops.ErrNotFound
+}
+
+func (s *memStore) Update(_ context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got, ok := s.records[rec.ID()]
+	if !ok {
+		return ops.ErrNotFound
+	}
+	if got.Version != expect {
+		return ops.ErrVersionConflict
+	}
+	rec.Version = expect + 1
+	s.records[rec.ID()] = rec.Clone()
+	s.audit = append(s.audit, ev)
+	return nil
+}
+
+func (s *memStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*ops.Record
+	for _, r := range s.records {
+		if (len(q.Phases) == 0 || slices.Contains(q.Phases, r.Phase)) && (q.Initiator == "" || q.Initiator == r.Request.Initiator.ID) {
+			out = append(out, r.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b *ops.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// memLocker is an in-memory ops.Locker with expiry on the test clock and increasing fencing numbers.
+type memLocker struct {
+	clock clockwork.Clock
+	mu    sync.Mutex
+	held  map[string]memLock
+	fence int64
+}
+
+type memLock struct {
+	lock    ops.Lock
+	expires time.Time
+}
+
+func (l *memLocker) live(scope ops.LockScope) (memLock, bool) {
+	h, ok := l.held[scope.String()]
+	return h, ok && l.clock.Now().Before(h.expires)
+}
+
+func (l *memLocker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(scope)
+	switch {
+	case ok && h.lock.Owner != owner:
+		return nil, &ops.LockHeldError{Scope: scope, Holder: h.lock.Owner}
+	case !ok:
+		l.fence++
+		h.lock = ops.Lock{Scope: scope, Owner: owner, Token: fmt.Sprintf("t%d", l.fence), Fence: l.fence}
+	}
+	h.expires = l.clock.Now().Add(ttl)
+	l.held[scope.String()] = h
+	out := h.lock
+	return &out, nil
+}
+
+func (l *memLocker) Holder(_ context.Context, scope ops.LockScope) (string, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(scope)
+	return h.lock.Owner, ok, nil
+}
+
+func (l *memLocker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(lk.Scope)
+	if !ok || h.lock.Token != lk.Token {
+		return ops.ErrLockLost
+	}
+	h.expires = l.clock.Now().Add(ttl)
+	l.held[lk.Scope.String()] = h
+	return nil
+}
+
+func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
+		delete(l.held, lk.Scope.String())
+	}
+	return nil
+}
+
+// scaleOp is a mutating operation whose plan is as risky as level; it counts its executions.
+type scaleOp struct {
+	name     string
+	level    ops.Level
+	executed atomic.Int32
+}
+
+func (o *scaleOp) Spec() ops.Spec {
+	return ops.Spec{Name: o.name, Domain: "inference", Mutates: true,
+		Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true}, {Name: "replicas", Kind: ops.KindInt, Required: true}},
+		Lock: func(r ops.Request) ops.LockScope {
+			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: "deployment", Name: r.Params.String("name")}
+		}}
+}
+
+func (o *scaleOp) Validate(context.Context, *ops.Request) error { return nil }
+
+func (o *scaleOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
+	p := &ops.Plan{Summary: "scale " + req.Params.String("name"),
+		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Deployment", Name: req.Params.String("name"),
+			Fields: []ops.FieldChange{{Path: "spec.replicas", From: "2", To: req.Params.String("replicas")}}}}}
+	p.Risk.Add(o.level, "test risk")
+	return p, nil
+}
+
+func (o *scaleOp) Execute(_ context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	o.executed.Add(1)
+	return &ops.Result{Summary: "scaled " + req.Params.String("name")}, nil
+}
+
+type engineFixture struct {
+	engine   *ops.Engine
+	clock    *clockwork.FakeClock
+	high     *scaleOp // "scale-inference": high risk, rule 4: 1 of leads within 1h
+	critical *scaleOp // "delete-inference": critical risk, rule 2: 2 of leads within 30m
+}
+
+func newEngine(t *testing.T) *engineFixture {
+	t.Helper()
+	p, _, clock := newPolicy(t, nil)
+	f := &engineFixture{clock: clock, high: &scaleOp{name: "scale-inference", level: ops.RiskHigh},
+		critical: &scaleOp{name: "delete-inference", level: ops.RiskCritical}}
+	catalog := ops.NewCatalog()
+	catalog.Register(f.high, f.critical)
+	store := &memStore{records: map[string]*ops.Record{}}
+	locks := &memLocker{clock: clock, held: map[string]memLock{}}
+	f.engine = ops.NewEngine(catalog, store, locks, p, ops.EngineOptions{Replica: "r1", Clock: clock})
+	return f
+}
+
+func (f *engineFixture) submit(t *testing.T, id, op string) *ops.Record {
+	t.Helper()
+	rec, err := f.engine.Submit(context.Background(), ops.Request{ID: id, Operation: op, Initiator: human("U0ALICE"),
+		Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
+		Params: ops.Params{"name": "web", "replicas": "4"}})
+	if err != nil {
+		t.Fatalf("submit %s: %v", id, err)
+	}
+	if rec.Phase != ops.PhaseAwaitingApproval {
+		t.Fatalf("submit %s: phase %s, want %s", id, rec.Phase, ops.PhaseAwaitingApproval)
+	}
+	return rec
+}
+
+// TestEngineApprovalFlow drives the acceptance story of issue 5 through the real engine with this policy.
+func TestEngineApprovalFlow(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	rec := f.submit(t, "req-scale", "scale-inference")
+	if rec.Approval.Approvers != "leads" || rec.Approval.Required != 1 || !rec.Approval.ExpiresAt.Equal(epoch.Add(time.Hour)) {
+		t.Fatalf("approval %+v, want 1 of leads expiring at %v", rec.Approval, epoch.Add(time.Hour))
+	}
+	steps := []struct {
+		voter ops.Initiator
+		want  ops.Code
+		phase ops.Phase
+		runs  int32
+	}{
+		{human("U0ALICE"), ops.CodeSelfApproval, ops.PhaseAwaitingApproval, 0},
+		{human("U0BOB"), ops.CodeNotAuthorized, ops.PhaseAwaitingApproval, 0},
+		{ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, ops.CodeNotAuthorized, ops.PhaseAwaitingApproval, 0},
+		{human("U0LEADG"), "", ops.PhaseSucceeded, 1},
+		{human("U0LEAD2"), "", ops.PhaseSucceeded, 1}, // a second click changes nothing
+	}
+	for _, s := range steps {
+		got, err := f.engine.Approve(ctx, "req-scale", s.voter)
+		wantCode(t, err, s.want)
+		if got.Phase != s.phase || f.high.executed.Load() != s.runs {
+			t.Fatalf("after %s: phase %s with %d execution(s), want %s with %d", s.voter.ID, got.Phase, f.high.executed.Load(), s.phase, s.runs)
+		}
+	}
+}
+
+func TestEngineQuorum(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	f.submit(t, "req-delete", "delete-inference")
+	steps := []struct {
+		voter    string
+		received int
+		phase    ops.Phase
+		runs     int32
+	}{
+		{"U0LEAD1", 1, ops.PhaseAwaitingApproval, 0},
+		{"U0LEAD1", 1, ops.PhaseAwaitingApproval, 0}, // one vote per person
+		{"U0LEADG", 2, ops.PhaseSucceeded, 1},
+	}
+	for _, s := range steps {
+		got, err := f.engine.Approve(ctx, "req-delete", human(s.voter))
+		if err != nil {
+			t.Fatalf("%s: %v", s.voter, err)
+		}
+		if got.Approval.Received() != s.received || got.Phase != s.phase || f.critical.executed.Load() != s.runs {
+			t.Fatalf("after %s: %d/2 votes, phase %s, %d execution(s); want %d, %s, %d", s.voter,
+				got.Approval.Received(), got.Phase, f.critical.executed.Load(), s.received, s.phase, s.runs)
+		}
+	}
+}
+
+func TestEngineApprovalAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	f.submit(t, "req-late", "scale-inference")
+	f.clock.Advance(time.Hour)
+	got, err := f.engine.Approve(ctx, "req-late", human("U0LEAD1"))
+	wantCode(t, err, ops.CodeApprovalExpired)
+	if got.Phase != ops.PhaseExpired || f.high.executed.Load() != 0 {
+		t.Fatalf("phase %s with %d execution(s), want expired with none", got.Phase, f.high.executed.Load())
+	}
+}
