@@ -16,8 +16,14 @@ import (
 // (E_SELF_APPROVAL); the voter must be in the request's approver group, as a listed user or a member of one of its
 // Slack user groups; with approvals.requireChannelMembership the voter must also be in the channel the request was
 // posted to (ChannelAnnotation, else the approvals channel). Memberships that cannot be read refuse the vote.
+//
+// A request that needed no approval names no group; the engine still asks CheckVoter who may Stop or Take over such
+// a request (an agent's, say), and then the first group the rules name decides, so a person can always step in.
 func (p *Policy) CheckVoter(ctx context.Context, rec *ops.Record, voter ops.Initiator) error {
 	groupName := rec.Approval.Approvers
+	if groupName == "" {
+		groupName = p.primaryGroup()
+	}
 	if err := p.checkPerson(voter, groupName); err != nil {
 		return err
 	}
@@ -61,7 +67,7 @@ func checkSelf(rec *ops.Record, voter ops.Initiator) error {
 	if rec.Plan != nil {
 		level = rec.Plan.Risk.Level
 	}
-	next := "ask another member of " + rec.Approval.Approvers + " to decide; to withdraw it, use Cancel"
+	next := "ask another approver to decide; to withdraw it, use Cancel"
 	switch {
 	case level >= ops.RiskHigh:
 		return ops.Errorf(ops.CodeSelfApproval, "", next,
@@ -75,8 +81,8 @@ func checkSelf(rec *ops.Record, voter ops.Initiator) error {
 
 func (p *Policy) checkGroup(ctx context.Context, rec *ops.Record, voter ops.Initiator, groupName string) error {
 	if groupName == "" {
-		return ops.Errorf(ops.CodeNotAuthorized, "", "only its owner can cancel it",
-			"request %s has no approver group (%s)", rec.ID(), rec.Approval.Rule)
+		return ops.Errorf(ops.CodeNotAuthorized, "", "ask its owner, or a platform admin to define approvals.groups",
+			"request %s has no approver group and none is configured", rec.ID())
 	}
 	group, ok := p.cfg.Approvals.Groups[groupName]
 	if !ok {
