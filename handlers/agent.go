@@ -1,0 +1,294 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// AgentRequest is the agent request contract of DESIGN.md: operation, target, workload and controls.
+type AgentRequest struct {
+	Operation string
+	Target    ops.Target
+	Profile   string
+	Workload  map[string]any
+	RequestID string
+	DryRun    bool
+	// RequiresApproval can only raise what policy asks for.
+	RequiresApproval bool
+}
+
+// forbiddenFields pick identity or privilege; they are refused anywhere in a request (compared case-insensitively,
+// ignoring - and _).
+var forbiddenFields = []string{
+	"iamRole", "roleArn", "role", "serviceAccount", "serviceAccountName", "executionRole", "executionRoleArn",
+	"clusterAdmin", "admin", "privileged", "hostNetwork", "hostPID", "hostIPC", "hostPath", "runAsUser", "runAsRoot",
+	"runAsGroup", "allowPrivilegeEscalation", "capabilities", "securityContext", "credentials", "accessKeyId",
+	"secretAccessKey", "sessionToken", "kubeconfig", "token", "impersonate", "automountServiceAccountToken", "nodeName",
+}
+
+var forbiddenSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range forbiddenFields {
+		m[foldName(f)] = true
+	}
+	return m
+}()
+
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, s)
+}
+
+var fenced = regexp.MustCompile("(?s)```json\\s*\\n?(.*?)```")
+
+// ExtractJSON finds the request in a DM: the whole message as a JSON object, or the first ```json fenced block.
+func ExtractJSON(text string) ([]byte, bool) {
+	t := strings.TrimSpace(text)
+	// Slack escapes &, < and > in message text.
+	unescape := strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+	if strings.HasPrefix(t, "{") {
+		return []byte(unescape.Replace(t)), true
+	}
+	if m := fenced.FindStringSubmatch(t); m != nil {
+		return []byte(unescape.Replace(strings.TrimSpace(m[1]))), true
+	}
+	return nil, false
+}
+
+var agentTopKeys = []string{"operation", "target", "workload", "controls", "profile"}
+var agentTargetKeys = []string{"cluster", "namespace"}
+var agentControlKeys = []string{"requestId", "dryRun", "requiresApproval"}
+
+// DecodeAgentRequest decodes strictly: unknown fields are rejected with their JSON path, forbidden fields anywhere
+// are E_FORBIDDEN_FIELD, and workload fields must be parameters of the operation (camelCase or kebab-case).
+func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send one JSON object, raw or in a ```json block", "not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send exactly one JSON object", "text after the JSON object")
+	}
+	if errs := forbidden(top, ""); len(errs) > 0 {
+		return nil, errs
+	}
+	var errs ops.Errors
+	errs = append(errs, unknownKeys(top, "", agentTopKeys)...)
+	ar := &AgentRequest{}
+	ar.Operation = str(top, "operation", "operation", &errs)
+	ar.Profile = str(top, "profile", "profile", &errs)
+	if t := obj(top, "target", "target", &errs); t != nil {
+		errs = append(errs, unknownKeys(t, "target.", agentTargetKeys)...)
+		ar.Target = ops.Target{Cluster: str(t, "cluster", "target.cluster", &errs), Namespace: str(t, "namespace", "target.namespace", &errs)}
+	}
+	if c := obj(top, "controls", "controls", &errs); c != nil {
+		errs = append(errs, unknownKeys(c, "controls.", agentControlKeys)...)
+		ar.RequestID = str(c, "requestId", "controls.requestId", &errs)
+		ar.DryRun = boolean(c, "dryRun", "controls.dryRun", &errs)
+		ar.RequiresApproval = boolean(c, "requiresApproval", "controls.requiresApproval", &errs)
+	}
+	w := obj(top, "workload", "workload", &errs)
+	if ar.Operation == "" && len(errs) == 0 {
+		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "operation", "add \"operation\": one of "+strings.Join(agentOperations(catalog), ", "), "operation is required"))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if ar.Operation == "get-request" {
+		if len(w) > 0 {
+			return nil, ops.Errorf(ops.CodeInvalidArgument, "workload", "get-request takes only controls.requestId", "get-request takes no workload")
+		}
+		if ar.RequestID == "" {
+			return nil, ops.Errorf(ops.CodeInvalidArgument, "controls.requestId", "add controls.requestId", "get-request needs a requestId")
+		}
+		return ar, nil
+	}
+	op, err := catalog.Lookup(ar.Operation)
+	if err != nil {
+		return nil, err
+	}
+	params, err := workloadParams(w, op.Spec().Params)
+	if err != nil {
+		return nil, err
+	}
+	ar.Workload = params
+	return ar, nil
+}
+
+func agentOperations(c *ops.Catalog) []string { return append(c.Names(), "get-request") }
+
+// forbidden walks every object and array for identity- or privilege-picking fields.
+func forbidden(v any, path string) ops.Errors {
+	var errs ops.Errors
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			p := joinPath(path, k)
+			if forbiddenSet[foldName(k)] {
+				errs = append(errs, ops.Errorf(ops.CodeForbiddenField, p,
+					"identities and privileges come only from profiles registered in config: remove the field, choose \"profile\": \"<name>\"",
+					"field %s is not allowed: requests cannot pick an identity or privilege", p))
+				continue
+			}
+			errs = append(errs, forbidden(x[k], p)...)
+		}
+	case []any:
+		for i, e := range x {
+			errs = append(errs, forbidden(e, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return errs
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func unknownKeys(m map[string]any, prefix string, valid []string) ops.Errors {
+	var errs ops.Errors
+	for _, k := range sortedKeys(m) {
+		if contains(valid, k) {
+			continue
+		}
+		next := "valid fields: " + strings.Join(valid, ", ")
+		if c := ops.Closest(k, valid); c != "" {
+			next = "did you mean " + prefix + c + "? " + next
+		}
+		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, prefix+k, next, "unknown field %s%s", prefix, k))
+	}
+	return errs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func str(m map[string]any, key, path string, errs *ops.Errors) string {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		*errs = append(*errs, ops.Errorf(ops.CodeInvalidArgument, path, "give a string", "%s must be a string", path))
+	}
+	return s
+}
+
+func boolean(m map[string]any, key, path string, errs *ops.Errors) bool {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		*errs = append(*errs, ops.Errorf(ops.CodeInvalidArgument, path, "give true or false", "%s must be a boolean", path))
+	}
+	return b
+}
+
+func obj(m map[string]any, key, path string, errs *ops.Errors) map[string]any {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		*errs = append(*errs, ops.Errorf(ops.CodeInvalidArgument, path, "give an object", "%s must be an object", path))
+	}
+	return o
+}
+
+// camel turns a kebab-case parameter name into the camelCase an agent writes: max-hours → maxHours.
+func camel(s string) string {
+	parts := strings.Split(s, "-")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// workloadParams maps workload fields to the operation's parameters; JSON numbers become int64 or float64.
+func workloadParams(w map[string]any, specs []ops.ParamSpec) (map[string]any, error) {
+	byName := map[string]string{}
+	var names []string
+	for _, p := range specs {
+		byName[p.Name] = p.Name
+		byName[camel(p.Name)] = p.Name
+		names = append(names, camel(p.Name))
+	}
+	out := map[string]any{}
+	var errs ops.Errors
+	for _, k := range sortedKeys(w) {
+		name, ok := byName[k]
+		if !ok {
+			next := "this operation's workload fields: " + strings.Join(names, ", ")
+			if c := ops.Closest(k, names); c != "" {
+				next = "did you mean workload." + c + "? " + next
+			}
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "workload."+k, next, "unknown field workload.%s", k))
+			continue
+		}
+		out[name] = plainNumber(w[k])
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func plainNumber(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plainNumber(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Request turns the agent request into an engine request from the agent.
+func (ar *AgentRequest) Request(agent ops.Initiator) ops.Request {
+	return ops.Request{ID: ar.RequestID, Operation: ar.Operation, Target: ar.Target, Params: ar.Workload, Initiator: agent,
+		DryRun: ar.DryRun, RequiresApproval: ar.RequiresApproval, Profile: ar.Profile, Origin: "agent"}
+}

@@ -1,0 +1,156 @@
+package handlers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Engine is the part of *ops.Engine the handlers drive.
+type Engine interface {
+	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
+	Approve(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
+	Deny(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
+	Cancel(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
+	Stop(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
+	TakeOver(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
+	Resume(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
+	Get(ctx context.Context, id string) (*ops.Record, error)
+	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
+}
+
+// Msg is one Slack message to post or update.
+type Msg struct {
+	Text     string
+	Blocks   []slack.Block
+	ThreadTS string
+	Metadata *slack.SlackMetadata
+	// Version orders updates of one message (the record's version): an update older than one already sent may be
+	// dropped by a coalescing Poster.
+	Version int64
+}
+
+// File is a long text (a manifest, a log) uploaded to a conversation instead of being cut.
+type File struct {
+	Channel  string
+	ThreadTS string
+	Name     string
+	Title    string
+	Content  string
+}
+
+// Poster sends Slack output. The bot's rate-limited Web API client implements it.
+type Poster interface {
+	Post(ctx context.Context, channel string, m Msg) (ts string, err error)
+	Update(ctx context.Context, channel, ts string, m Msg) error
+	Ephemeral(ctx context.Context, channel, user string, m Msg) error
+	Upload(ctx context.Context, f File) error
+	OpenView(ctx context.Context, triggerID string, v slack.ModalViewRequest) error
+}
+
+// RefKind says what a message about a request is.
+type RefKind string
+
+// The kinds of messages kept about a request.
+const (
+	// RefPlan is the plan message with buttons, updated in place; transitions are replied in its thread.
+	RefPlan RefKind = "plan"
+	// RefAgent is an agent's DM thread; transitions are replied there with the JSON block and metadata.
+	RefAgent RefKind = "agent"
+)
+
+// MessageRef locates a message that tells about a request.
+type MessageRef struct {
+	Kind     RefKind `json:"kind"`
+	Channel  string  `json:"channel"`
+	TS       string  `json:"ts"`
+	ThreadTS string  `json:"threadTs,omitempty"`
+}
+
+// Refs remembers, across replicas, where each request was told about.
+type Refs interface {
+	Add(ctx context.Context, requestID string, ref MessageRef) error
+	List(ctx context.Context, requestID string) ([]MessageRef, error)
+}
+
+// ReportRequest asks for a capacity report in a conversation.
+type ReportRequest struct {
+	Channel  string
+	ThreadTS string
+	Clusters []string
+	By       ops.Initiator
+}
+
+// Reporter builds and posts capacity reports (the reports package satisfies it).
+type Reporter interface {
+	CapacityReport(ctx context.Context, r ReportRequest) error
+}
+
+// AgentInfo is a registered agent, as the handlers need it.
+type AgentInfo struct {
+	Name       string
+	Operations []string
+}
+
+// Allows reports whether the agent may request operation (globs).
+func (a AgentInfo) Allows(operation string) bool {
+	return slices.ContainsFunc(a.Operations, func(p string) bool { return ops.MatchOperation(p, operation) })
+}
+
+// Config is what the handlers need from the configuration.
+type Config struct {
+	// Command is the slash command, e.g. "/hp".
+	Command string
+	// Channels accept slash commands.
+	Channels []string
+	// ApprovalsChannel receives agent-initiated requests that need approval.
+	ApprovalsChannel string
+	// AuditChannel, when set, gets a line for every transition.
+	AuditChannel string
+	// Agents maps Slack user or bot IDs to registered agents.
+	Agents map[string]AgentInfo
+	// OnError is told about failures of asynchronous Slack output (notifications); nil ignores them.
+	OnError func(error)
+}
+
+// Handler turns Slack input into engine calls and engine records into Slack output.
+type Handler struct {
+	cfg      Config
+	engine   Engine
+	catalog  *ops.Catalog
+	poster   Poster
+	refs     Refs
+	reporter Reporter
+	grammar  *Grammar
+	// pending maps request ids being submitted by this process to where their first message goes.
+	pending sync.Map
+}
+
+// New builds a Handler. reporter may be nil (reports then answer that they are not configured).
+func New(cfg Config, engine Engine, catalog *ops.Catalog, poster Poster, refs Refs, reporter Reporter) *Handler {
+	if cfg.Command == "" {
+		cfg.Command = "/hp"
+	}
+	return &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: poster, refs: refs, reporter: reporter,
+		grammar: NewGrammar(cfg.Command, catalog.Specs())}
+}
+
+// Grammar returns the slash grammar built from the catalog.
+func (h *Handler) Grammar() *Grammar { return h.grammar }
+
+func (h *Handler) commandChannel(ch string) bool { return slices.Contains(h.cfg.Channels, ch) }
+
+func isDM(channel string) bool { return strings.HasPrefix(channel, "D") }
+
+// initiator tells who a Slack user is: a registered agent or a person.
+func (h *Handler) initiator(userID, name string) ops.Initiator {
+	if a, ok := h.cfg.Agents[userID]; ok {
+		return ops.Initiator{Kind: ops.Agent, ID: userID, Name: a.Name}
+	}
+	return ops.Initiator{Kind: ops.Human, ID: userID, Name: name}
+}

@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// The confirmation modal for delete-storage: the person types the claim name.
+const (
+	ConfirmDeleteCallback = "hp_confirm_delete"
+	confirmBlock          = "claim"
+	confirmAction         = "claim_name"
+	// DeleteStorageOperation is the operation whose approval needs the typed claim name.
+	DeleteStorageOperation = "delete-storage"
+)
+
+// confirmMeta is the modal's private metadata: which request, which claim, and where the button was.
+type confirmMeta struct {
+	RequestID string `json:"id"`
+	Claim     string `json:"claim"`
+	Channel   string `json:"channel"`
+	TS        string `json:"ts"`
+}
+
+// Interaction handles an acked interaction: request buttons and the delete-storage confirmation modal.
+func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback) error {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		for _, a := range cb.ActionCallback.BlockActions {
+			if err := h.button(ctx, cb, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == ConfirmDeleteCallback {
+			return h.confirmDelete(ctx, cb)
+		}
+	}
+	return nil
+}
+
+func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
+	id := a.Value
+	voter := h.initiator(cb.User.ID, cb.User.Name)
+	channel, ts := cb.Channel.ID, cb.Container.MessageTs
+	if ts == "" {
+		ts = cb.Message.Timestamp
+	}
+	var rec *ops.Record
+	var err error
+	switch a.ActionID {
+	case ActionApprove:
+		rec, err = h.engine.Get(ctx, id)
+		if err == nil && rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
+			return h.openConfirm(ctx, cb.TriggerID, rec, channel, ts)
+		}
+		if err == nil {
+			rec, err = h.engine.Approve(ctx, id, voter)
+		}
+	case ActionDeny:
+		rec, err = h.engine.Deny(ctx, id, voter)
+	case ActionCancel:
+		rec, err = h.engine.Cancel(ctx, id, voter)
+	case ActionStop:
+		rec, err = h.engine.Stop(ctx, id, voter)
+	case ActionTakeOver:
+		rec, err = h.engine.TakeOver(ctx, id, voter)
+	case ActionResume:
+		rec, err = h.engine.Resume(ctx, id, voter)
+	default:
+		return nil
+	}
+	return h.answerClick(ctx, rec, err, channel, ts, voter.ID)
+}
+
+// answerClick refreshes the clicked message (so an expired request loses its buttons even when nothing was stored
+// by this click) and tells the clicker why a click was refused, privately.
+func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, channel, ts, user string) error {
+	if rec != nil && rec.Version > 0 && ts != "" {
+		if uerr := h.poster.Update(ctx, channel, ts, PlanMessage(rec).Msg); uerr != nil {
+			h.fail(fmt.Errorf("refresh the message of %s: %w", rec.ID(), uerr))
+		}
+	}
+	if err != nil {
+		return h.poster.Ephemeral(ctx, channel, user, ErrorMessage(err))
+	}
+	return nil
+}
+
+func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, channel, ts string) error {
+	meta, _ := json.Marshal(confirmMeta{RequestID: rec.ID(), Claim: claimName(rec), Channel: channel, TS: ts})
+	return h.poster.OpenView(ctx, trigger, ConfirmDeleteModal(rec, string(meta)))
+}
+
+// claimName is the claim a delete-storage request deletes.
+func claimName(rec *ops.Record) string { return rec.Request.Params.String("name") }
+
+// ConfirmDeleteModal renders the modal in which an approver types the claim name to approve its deletion.
+func ConfirmDeleteModal(rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
+	claim := claimName(rec)
+	input := slack.NewPlainTextInputBlockElement(plain("claim name"), confirmAction)
+	return slack.ModalViewRequest{
+		Type: slack.VTModal, CallbackID: ConfirmDeleteCallback, PrivateMetadata: privateMetadata,
+		Title: plain("Delete storage"), Submit: plain("Delete data"), Close: plain("Cancel"),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			section(fmt.Sprintf(":rotating_light: Approving request `%s` deletes the claim `%s` in %s and *its data, for good*.",
+				rec.ID(), claim, target(rec.Request.Target))),
+			slack.NewInputBlock(confirmBlock, plain("Type the claim name to confirm"), nil, input),
+		}},
+	}
+}
+
+// ValidateSubmission checks a view submission without any I/O, so its answer can ride on the ack: nil accepts it,
+// otherwise Slack shows the errors in the modal.
+func ValidateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
+	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != ConfirmDeleteCallback {
+		return nil
+	}
+	var meta confirmMeta
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{confirmBlock: "this form is damaged; click Approve again"})
+	}
+	if typed := strings.TrimSpace(cb.View.State.Values[confirmBlock][confirmAction].Value); typed != meta.Claim {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{confirmBlock: fmt.Sprintf("type %s exactly to delete it", meta.Claim)})
+	}
+	return nil
+}
+
+func (h *Handler) confirmDelete(ctx context.Context, cb slack.InteractionCallback) error {
+	if ValidateSubmission(cb) != nil {
+		return nil // refused in the ack; the modal stays open
+	}
+	var meta confirmMeta
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
+	voter := h.initiator(cb.User.ID, cb.User.Name)
+	rec, err := h.engine.Approve(ctx, meta.RequestID, voter)
+	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, voter.ID)
+}

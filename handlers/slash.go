@@ -1,0 +1,206 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// pendingPost says where the first message of a request being submitted by this process goes.
+type pendingPost struct {
+	channel  string
+	threadTS string
+	// onlyWhenAwaiting posts only once the request waits for approval (agent requests in the approvals channel).
+	onlyWhenAwaiting bool
+	posted           bool
+	mu               sync.Mutex
+}
+
+// Slash handles a slash command that was acked already.
+func (h *Handler) Slash(ctx context.Context, cmd slack.SlashCommand) error {
+	inv, err := h.grammar.Parse(cmd.Text)
+	if err != nil {
+		return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, ErrorMessage(err))
+	}
+	if inv.Help {
+		return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, HelpMessage(h.grammar, inv.HelpTopic))
+	}
+	who := h.initiator(cmd.UserID, cmd.UserName)
+	if !h.commandChannel(cmd.ChannelID) {
+		if !isDM(cmd.ChannelID) || mutates(inv) {
+			return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, ErrorMessage(h.wrongPlace(cmd.ChannelID)))
+		}
+	}
+	return h.run(ctx, inv, who, cmd.ChannelID, "", cmd.TriggerID)
+}
+
+func (h *Handler) wrongPlace(channel string) *ops.Error {
+	where := make([]string, 0, len(h.cfg.Channels))
+	for _, c := range h.cfg.Channels {
+		where = append(where, "<#"+c+">")
+	}
+	if isDM(channel) {
+		return ops.Errorf(ops.CodeNotAuthorized, "", "run it in "+strings.Join(where, ", "),
+			"in a direct message HyperOps answers read-only commands and help only")
+	}
+	return ops.Errorf(ops.CodeNotAuthorized, "", "run it in "+strings.Join(where, ", "), "HyperOps does not take commands in this channel")
+}
+
+// mutates reports whether an invocation could change anything.
+func mutates(inv *Invocation) bool {
+	if inv.Command.Spec != nil {
+		return inv.Command.Spec.Mutates
+	}
+	return inv.Command.Topic == topicRequest && inv.Command.Verb != "show"
+}
+
+// run executes an invocation for who, answering in channel (thread when threadTS is set).
+func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, channel, threadTS, trigger string) error {
+	switch inv.Command.Topic {
+	case topicRequests:
+		return h.listRequests(ctx, inv, who, channel)
+	case topicRequest:
+		return h.requestVerb(ctx, inv, who, channel)
+	case topicReport:
+		return h.report(ctx, inv, who, channel, threadTS)
+	}
+	req := inv.Request(who, "slash")
+	if req.ID == "" && trigger != "" {
+		// The same slash invocation (a redelivered envelope) always names the same request.
+		sum := sha256.Sum256([]byte(trigger))
+		req.ID = "req-" + hex.EncodeToString(sum[:8])
+	}
+	if !inv.Command.Spec.Mutates {
+		return h.read(ctx, req, who, channel, threadTS)
+	}
+	return h.submit(ctx, req, who, channel, threadTS)
+}
+
+func (h *Handler) read(ctx context.Context, req ops.Request, who ops.Initiator, channel, threadTS string) error {
+	rec, err := h.engine.Submit(ctx, req)
+	if rec == nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	r := ResultMessage(rec)
+	r.Msg.ThreadTS = threadTS
+	ts, perr := h.poster.Post(ctx, channel, r.Msg)
+	if perr != nil {
+		return fmt.Errorf("post the result of %s: %w", req.Operation, perr)
+	}
+	return h.upload(ctx, channel, threadOf(threadTS, ts), r.Files)
+}
+
+func threadOf(threadTS, ts string) string {
+	if threadTS != "" {
+		return threadTS
+	}
+	return ts
+}
+
+func (h *Handler) upload(ctx context.Context, channel, threadTS string, files []File) error {
+	for _, f := range files {
+		f.Channel, f.ThreadTS = channel, threadTS
+		if err := h.poster.Upload(ctx, f); err != nil {
+			return fmt.Errorf("upload %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// submit hands a mutating request to the engine. The plan message is posted on the request's first stored
+// transition (by the notifier), so a request refused before it is stored only answers the person who asked.
+func (h *Handler) submit(ctx context.Context, req ops.Request, who ops.Initiator, channel, threadTS string) error {
+	p := &pendingPost{channel: channel, threadTS: threadTS}
+	h.pending.Store(req.ID, p)
+	defer h.pending.Delete(req.ID)
+	rec, err := h.engine.Submit(ctx, req)
+	if rec == nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	p.mu.Lock()
+	posted := p.posted
+	p.mu.Unlock()
+	if !posted {
+		// Nothing was posted by this call: the id named an existing request; show where it stands.
+		msg := PlanMessage(rec).Msg
+		msg.Blocks = append([]slack.Block{contextBlock(fmt.Sprintf("request `%s` already exists; this is where it stands", rec.ID()))}, msg.Blocks...)
+		return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(msg))
+	}
+	if err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	return nil
+}
+
+// withoutActions drops the buttons, for copies of a request's message that are not the one kept up to date.
+func withoutActions(m Msg) Msg {
+	out := m
+	out.Blocks = nil
+	for _, b := range m.Blocks {
+		if b.BlockType() != slack.MBTAction {
+			out.Blocks = append(out.Blocks, b)
+		}
+	}
+	return out
+}
+
+func (h *Handler) listRequests(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
+	q, title := ops.ListQuery{Limit: 20}, "Recent requests"
+	for _, w := range inv.Words {
+		switch w {
+		case "mine":
+			q.Initiator, title = who.ID, "Your requests"
+		case "pending":
+			q.Phases, title = []ops.Phase{ops.PhaseAwaitingApproval}, "Requests awaiting approval"
+		}
+	}
+	recs, err := h.engine.List(ctx, q)
+	if err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	return h.poster.Ephemeral(ctx, channel, who.ID, RequestsMessage(title, recs))
+}
+
+func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
+	id := inv.Args["id"]
+	if id == "" {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, "id",
+			"add id=<request id> (see "+h.cfg.Command+" requests)", "%s request %s needs id=", h.cfg.Command, inv.Command.Verb)))
+	}
+	var rec *ops.Record
+	var err error
+	switch inv.Command.Verb {
+	case "show":
+		rec, err = h.engine.Get(ctx, id)
+	case "cancel":
+		rec, err = h.engine.Cancel(ctx, id, who)
+	case "stop":
+		rec, err = h.engine.Stop(ctx, id, who)
+	}
+	if err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	r := PlanMessage(rec)
+	return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(r.Msg))
+}
+
+func (h *Handler) report(ctx context.Context, inv *Invocation, who ops.Initiator, channel, threadTS string) error {
+	if h.reporter == nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, InfoMessage("Capacity reports are not configured on this HyperOps."))
+	}
+	var clusters []string
+	if c := inv.Args[ArgCluster]; c != "" {
+		clusters = []string{c}
+	}
+	if err := h.reporter.CapacityReport(ctx, ReportRequest{Channel: channel, ThreadTS: threadTS, Clusters: clusters, By: who}); err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	return nil
+}
