@@ -71,7 +71,7 @@ func NewWithAWSConfig(cfg *config.Config, base awssdk.Config) *Clients {
 			rc.Region = cl.Region
 		}
 		c.regional[cl.Name] = regional{
-			sm: sagemaker.NewFromConfig(rc, func(o *sagemaker.Options) { override(&o.BaseEndpoint, ep.SageMaker) }),
+			sm:  sagemaker.NewFromConfig(rc, func(o *sagemaker.Options) { override(&o.BaseEndpoint, ep.SageMaker) }),
 			eks: eks.NewFromConfig(rc, func(o *eks.Options) { override(&o.BaseEndpoint, ep.EKS) }),
 		}
 	}

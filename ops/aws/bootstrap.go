@@ -1,0 +1,309 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// OpBootstrapCluster is the name of the bootstrap-cluster operation.
+const OpBootstrapCluster = "bootstrap-cluster"
+
+// KindHyperPodCluster names a HyperPod cluster in plans and results.
+const KindHyperPodCluster = "HyperPodCluster"
+
+// bootstrapOp is bootstrap-cluster: SageMaker CreateCluster, orchestrated by the cluster's existing EKS cluster,
+// from a template registered in config. The execution role comes from aws.roles by the template's role name;
+// nothing in a request can name a role.
+type bootstrapOp struct {
+	c      *Clients
+	pricer ops.Pricer
+}
+
+var bootstrapParams = []ops.ParamSpec{
+	{Name: "template", Kind: ops.KindString, Required: true, Help: "a HyperPod template registered for the cluster in config"},
+}
+
+func (o *bootstrapOp) Spec() ops.Spec {
+	return ops.Spec{
+		Name: OpBootstrapCluster, Domain: "bootstrap", Slash: "bootstrap hyperpod template=", Mutates: true,
+		Summary:  "Create the cluster's SageMaker HyperPod cluster on its EKS cluster from a registered template",
+		Baseline: ops.RiskHigh, Params: bootstrapParams,
+		Lock: func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },
+	}
+}
+
+// blueprint is a template resolved against config: what CreateCluster will be sent.
+type blueprint struct {
+	t        *target
+	name     string // the template's name
+	tpl      config.Template
+	roleName string
+	roleARN  string
+}
+
+func (o *bootstrapOp) resolve(req *ops.Request) (*blueprint, error) {
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if t.cl.HyperPod.ClusterName == "" || t.cl.EKS.ClusterName == "" {
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "cluster",
+			"set hyperpod.clusterName (the cluster to create) and eks.clusterName (its orchestrator) in config",
+			"cluster %s needs both hyperpod.clusterName and eks.clusterName to bootstrap HyperPod", t.name)
+	}
+	name := req.Params.String("template")
+	tpl, ok := t.cl.Template(name)
+	if !ok {
+		known := make([]string, 0, len(t.cl.HyperPod.Templates))
+		for k := range t.cl.HyperPod.Templates {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		next := "templates of " + t.name + ": " + strings.Join(known, ", ")
+		if s := ops.Closest(name, known); s != "" {
+			next = "did you mean " + s + "? " + next
+		}
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "template", next, "no HyperPod template %q registered for cluster %s", name, t.name)
+	}
+	arn, ok := o.c.cfg.RoleARN(tpl.ExecutionRole)
+	if !ok {
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "template", "register the role under aws.roles in config",
+			"template %s names execution role %q, which is not in aws.roles", name, tpl.ExecutionRole)
+	}
+	for _, g := range tpl.InstanceGroups {
+		if !t.cl.AllowsInstanceType(g.InstanceType) {
+			return nil, ops.Errorf(ops.CodeInstanceTypeNotAllow, "template",
+				"allowed instance types of "+t.name+" (instanceTypes): "+strings.Join(t.cl.InstanceTypes, ", "),
+				"template %s group %s uses %s, which is not in instanceTypes of cluster %s", name, g.Name, g.InstanceType, t.name)
+		}
+		if g.InstanceCount > t.cl.Limits.MaxNodesPerGroup {
+			return nil, ops.Errorf(ops.CodeQuotaExceeded, "template", "lower the template's instanceCount or raise the limit",
+				"template %s group %s asks for %d instances, above limits.maxNodesPerGroup=%d of cluster %s",
+				name, g.Name, g.InstanceCount, t.cl.Limits.MaxNodesPerGroup, t.name)
+		}
+	}
+	return &blueprint{t: t, name: name, tpl: tpl, roleName: tpl.ExecutionRole, roleARN: arn}, nil
+}
+
+// Validate resolves the template, its role and its guardrails from config.
+func (o *bootstrapOp) Validate(_ context.Context, req *ops.Request) error {
+	_, err := o.resolve(req)
+	return err
+}
+
+// existing is the state bootstrap plans against.
+type existing struct {
+	eksARN, eksStatus string
+	hp                *sagemaker.DescribeClusterOutput // nil when the HyperPod cluster does not exist
+}
+
+func (o *bootstrapOp) observe(ctx context.Context, b *blueprint) (*existing, error) {
+	cl, err := o.c.eksStatus(ctx, b.t)
+	if err != nil {
+		return nil, err
+	}
+	ex := &existing{eksARN: awssdk.ToString(cl.Arn), eksStatus: string(cl.Status)}
+	hp, err := o.c.describeHyperPod(ctx, b.t)
+	switch {
+	case err == nil:
+		ex.hp = hp
+	case apiCode(err) != "ResourceNotFound":
+		return nil, err
+	}
+	return ex, nil
+}
+
+func (ex *existing) observed() string {
+	hp := "absent"
+	if ex.hp != nil {
+		hp = fmt.Sprintf("%s status=%s", awssdk.ToString(ex.hp.ClusterArn), ex.hp.ClusterStatus)
+	}
+	return fmt.Sprintf("eks %s status=%s; hyperpod %s", ex.eksARN, ex.eksStatus, hp)
+}
+
+// Plan lists the cluster and every instance group with its hourly cost.
+func (o *bootstrapOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
+	b, err := o.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := o.observe(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	hpName := b.t.cl.HyperPod.ClusterName
+	p := &ops.Plan{Observed: ex.observed()}
+	if ex.hp != nil {
+		p.Summary = fmt.Sprintf("HyperPod cluster %s already exists (%s): nothing to create", hpName, ex.hp.ClusterStatus)
+		p.Changes = []ops.Change{{Action: ops.ActionNoop, Kind: KindHyperPodCluster, Name: hpName}}
+		return p, nil
+	}
+	if ex.eksStatus != statusActive {
+		return nil, clusterBusy("EKS cluster "+b.t.cl.EKS.ClusterName, ex.eksStatus, statusActive, "")
+	}
+	p.Summary = fmt.Sprintf("Create HyperPod cluster %s on EKS cluster %s from template %s (%d instance groups)",
+		hpName, b.t.cl.EKS.ClusterName, b.name, len(b.tpl.InstanceGroups))
+	p.Changes = append(p.Changes, ops.Change{Action: ops.ActionCreate, Kind: KindHyperPodCluster, Name: hpName,
+		Fields: []ops.FieldChange{{Path: "Orchestrator.Eks.ClusterArn", To: ex.eksARN}, {Path: "template", To: b.name}}})
+	for _, g := range b.tpl.InstanceGroups {
+		p.Changes = append(p.Changes, ops.Change{Action: ops.ActionCreate, Kind: KindHyperPodGroup, Name: g.Name,
+			Fields: []ops.FieldChange{
+				{Path: "InstanceType", To: g.InstanceType}, {Path: "InstanceCount", To: strconv.Itoa(g.InstanceCount)},
+				{Path: "ExecutionRole", To: b.roleName + " (" + b.roleARN + ")"},
+				{Path: "LifeCycleConfig", To: b.tpl.LifecycleScript + b.tpl.OnCreate},
+			}})
+		if err := addGroupCost(ctx, o.pricer, b.t.region, g, &p.Cost); err != nil {
+			p.Warnings = append(p.Warnings, err.Error())
+		}
+	}
+	manifest, _ := json.MarshalIndent(createInput(b, ex.eksARN), "", "  ")
+	p.Manifest = string(manifest)
+	return p, nil
+}
+
+func addGroupCost(ctx context.Context, pricer ops.Pricer, region string, g config.InstanceGroup, cost *ops.Cost) error {
+	if g.InstanceCount == 0 {
+		return nil
+	}
+	c, err := deltaCost(ctx, pricer, region, g.InstanceType, g.InstanceCount)
+	for _, l := range c.Lines {
+		cost.AddHourly(g.Name+": "+l.Item, l.Quantity, l.UnitPrice, l.Unit)
+	}
+	cost.Unknown = append(cost.Unknown, c.Unknown...)
+	if cost.Source == "" {
+		cost.Source = c.Source
+	}
+	return err
+}
+
+func createInput(b *blueprint, eksARN string) *sagemaker.CreateClusterInput {
+	in := &sagemaker.CreateClusterInput{
+		ClusterName:  awssdk.String(b.t.cl.HyperPod.ClusterName),
+		Orchestrator: &smtypes.ClusterOrchestrator{Eks: &smtypes.ClusterOrchestratorEksConfig{ClusterArn: awssdk.String(eksARN)}},
+		NodeRecovery: smtypes.ClusterNodeRecoveryAutomatic,
+	}
+	for _, g := range b.tpl.InstanceGroups {
+		spec := smtypes.ClusterInstanceGroupSpecification{
+			InstanceGroupName: awssdk.String(g.Name),
+			InstanceType:      smtypes.ClusterInstanceType(g.InstanceType),
+			InstanceCount:     awssdk.Int32(int32(g.InstanceCount)),
+			ExecutionRole:     awssdk.String(b.roleARN),
+			LifeCycleConfig: &smtypes.ClusterLifeCycleConfig{
+				SourceS3Uri: awssdk.String(b.tpl.LifecycleScript), OnCreate: awssdk.String(b.tpl.OnCreate)},
+		}
+		if g.ThreadsPerCore > 0 {
+			spec.ThreadsPerCore = awssdk.Int32(int32(g.ThreadsPerCore))
+		}
+		if g.VolumeSizeGB > 0 {
+			spec.InstanceStorageConfigs = []smtypes.ClusterInstanceStorageConfig{&smtypes.ClusterInstanceStorageConfigMemberEbsVolumeConfig{
+				Value: smtypes.ClusterEbsVolumeConfig{VolumeSizeInGB: awssdk.Int32(int32(g.VolumeSizeGB))}}}
+		}
+		in.InstanceGroups = append(in.InstanceGroups, spec)
+	}
+	return in
+}
+
+// BootstrapResult is bootstrap-cluster's machine-readable result (Result.Data).
+type BootstrapResult struct {
+	Cluster   string         `json:"cluster"`
+	HyperPod  string         `json:"hyperpod"`
+	ARN       string         `json:"arn"`
+	Status    string         `json:"status"`
+	Template  string         `json:"template"`
+	Instances map[string]int `json:"instances"` // running instances by group
+}
+
+// Execute creates the cluster unless it exists already (a re-run only waits), then waits for InService.
+func (o *bootstrapOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	b, err := o.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := o.observe(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	hpName := b.t.cl.HyperPod.ClusterName
+	if ex.hp == nil {
+		if ex.eksStatus != statusActive {
+			return nil, clusterBusy("EKS cluster "+b.t.cl.EKS.ClusterName, ex.eksStatus, statusActive, "")
+		}
+		out, err := b.t.sm.CreateCluster(ctx, createInput(b, ex.eksARN))
+		switch {
+		case err == nil:
+			ops.Progress(ctx, "CreateCluster accepted: %s (%s)", hpName, awssdk.ToString(out.ClusterArn))
+		case apiCode(err) == "ResourceInUse":
+			ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", hpName)
+		default:
+			return nil, awsError(serviceSageMaker, "CreateCluster", err)
+		}
+	} else {
+		ops.Progress(ctx, "HyperPod cluster %s already exists (%s); waiting for it", hpName, ex.hp.ClusterStatus)
+	}
+	res := BootstrapResult{Cluster: b.t.name, HyperPod: hpName, Template: b.name}
+	want := 0
+	for _, g := range b.tpl.InstanceGroups {
+		want += g.InstanceCount
+	}
+	err = o.c.wait(ctx, "HyperPod cluster "+hpName+" to be InService", func(ctx context.Context) (string, bool, error, error) {
+		d, err := o.c.describeHyperPod(ctx, b.t)
+		if err != nil {
+			return "", false, nil, err
+		}
+		res.ARN, res.Status, res.Instances = awssdk.ToString(d.ClusterArn), string(d.ClusterStatus), map[string]int{}
+		running := 0
+		for _, g := range d.InstanceGroups {
+			n := int(awssdk.ToInt32(g.CurrentCount))
+			res.Instances[awssdk.ToString(g.InstanceGroupName)] = n
+			running += n
+		}
+		status := fmt.Sprintf("%s: %d/%d instances running", d.ClusterStatus, running, want)
+		if d.ClusterStatus == smtypes.ClusterStatusFailed {
+			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the failure, fix its cause (template, role, quotas), delete the failed cluster, then retry",
+				"creating HyperPod cluster %s failed: %s", hpName, failureText(awssdk.ToString(d.FailureMessage))), nil
+		}
+		return status, d.ClusterStatus == smtypes.ClusterStatusInservice, nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(res)
+	return &ops.Result{
+		Summary: fmt.Sprintf("HyperPod cluster %s is InService on EKS cluster %s (template %s)", hpName, b.t.cl.EKS.ClusterName, b.name),
+		Details: []ops.Detail{{Label: "HyperPod cluster", Value: res.ARN}, {Label: "template", Value: b.name},
+			{Label: "execution role", Value: b.roleName}},
+		Data:    data,
+		Objects: []ops.ObjectRef{{Cluster: b.t.name, Kind: KindHyperPodCluster, Name: hpName}},
+	}, nil
+}
+
+// Observe reads the HyperPod cluster's state for a request whose execution was interrupted.
+func (o *bootstrapOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+	b, err := o.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := o.observe(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if ex.hp == nil {
+		return &ops.Result{Summary: fmt.Sprintf("HyperPod cluster %s does not exist", b.t.cl.HyperPod.ClusterName)}, nil
+	}
+	summary := fmt.Sprintf("HyperPod cluster %s is %s", b.t.cl.HyperPod.ClusterName, ex.hp.ClusterStatus)
+	if m := awssdk.ToString(ex.hp.FailureMessage); m != "" {
+		summary += ": " + m
+	}
+	return &ops.Result{Summary: summary, Objects: []ops.ObjectRef{{Cluster: b.t.name, Kind: KindHyperPodCluster, Name: b.t.cl.HyperPod.ClusterName}}}, nil
+}
