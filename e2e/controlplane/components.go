@@ -95,6 +95,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--service-account-signing-key-file=" + cp.path("sa.key"),
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
+		// pods/log is proxied to kwok's kubelet endpoint; its serving certificate is signed by the
+		// plane's CA, so the API server verifies it instead of skipping TLS verification.
+		"--kubelet-certificate-authority=" + cp.path("ca.crt"),
+		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false",
 		fmt.Sprintf("--v=%d", cp.opts.Verbosity),
 	})
@@ -358,6 +362,11 @@ func (cp *ControlPlane) startKwok() (*process, string, error) {
 	for _, s := range stages {
 		args = append(args, "--config="+s)
 	}
+	logsConfig, err := cp.writeKwokLogsConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	args = append(args, "--config="+logsConfig)
 	p, err := cp.launch("kwok", args)
 	return p, "https://" + addr(cp.ports.kwok) + "/healthz", err
 }

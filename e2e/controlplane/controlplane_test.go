@@ -46,6 +46,7 @@ func TestControlPlane(t *testing.T) {
 	}
 	t.Run("nodes become ready and untainted", func(t *testing.T) { testNodes(ctx, t, cp, nodes) })
 	t.Run("GPU job is scheduled on a kwok node and completes", func(t *testing.T) { testGPUJob(ctx, t, cp, nodes) })
+	t.Run("pods/log returns the container log kwok serves", func(t *testing.T) { testPodLogs(ctx, t, cp) })
 	t.Run("PyTorchJob and HyperPodPyTorchJob are served", func(t *testing.T) { testCustomResources(ctx, t, cp) })
 	t.Run("RBAC applies to minted identities", func(t *testing.T) { testRBAC(ctx, t, cp) })
 	t.Run("claims of the kwok storage class bind", func(t *testing.T) { testClaimBinds(ctx, t, cp) })
@@ -162,6 +163,42 @@ func testGPUJob(ctx context.Context, t *testing.T, cp *ControlPlane, nodes []Nod
 		if pod.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("pod %s phase %s, want Succeeded", pod.Name, pod.Status.Phase)
 		}
+	}
+}
+
+func testPodLogs(ctx context.Context, t *testing.T, cp *ControlPlane) {
+	pods, err := cp.Client().CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "job-name=gpu-smoke"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("list job pods: %v (%d pods)", err, len(pods.Items))
+	}
+	pod := pods.Items[0].Name
+	tests := []struct {
+		name string
+		log  string
+		tail int64
+		want string
+	}{
+		{"whole log", "namespace ok\nscheduled on hp-gpu-0\nhyperops-verify: logs ok\n", 0, "namespace ok\nscheduled on hp-gpu-0\nhyperops-verify: logs ok\n"},
+		{"replaced log, last line only", "first\nsecond\n", 1, "second\n"},
+		{"empty log", "", 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := cp.SetContainerLog(tc.log); err != nil {
+				t.Fatal(err)
+			}
+			opts := &corev1.PodLogOptions{Container: "train"}
+			if tc.tail > 0 {
+				opts.TailLines = &tc.tail
+			}
+			got, err := cp.Client().CoreV1().Pods(metav1.NamespaceDefault).GetLogs(pod, opts).DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("pods/log of %s: %v\nkube-apiserver log:\n%s\nkwok log:\n%s", pod, err, cp.LogTail("kube-apiserver"), cp.LogTail("kwok"))
+			}
+			if string(got) != tc.want {
+				t.Errorf("pods/log = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
