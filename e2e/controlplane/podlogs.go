@@ -17,7 +17,9 @@ const (
 )
 
 // podLogFile is the file kwok reads for every container's log.
-func (cp *ControlPlane) podLogFile() string { return cp.path(filepath.Join("pod-logs", podLogFileName)) }
+func (cp *ControlPlane) podLogFile() string {
+	return cp.path(filepath.Join("pod-logs", podLogFileName))
+}
 
 // writeKwokLogsConfig writes the ClusterLogs resource kwok loads with --config, and an empty log
 // file so a pod scheduled before any SetContainerLog gets an empty log rather than an error.
