@@ -1,0 +1,328 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// target is where a request acts, resolved: the cluster, its config and the namespace.
+type target struct {
+	c   *Cluster
+	cfg *config.Cluster
+	ns  string
+}
+
+// resolve finds the cluster and namespace of a request (defaults from config) and checks the namespace guardrail.
+func (cs *Clusters) resolve(req *ops.Request, needNamespace bool) (target, error) {
+	c, err := cs.Get(req.Target.Cluster)
+	if err != nil {
+		return target{}, err
+	}
+	ns := req.Target.Namespace
+	if ns == "" {
+		ns = c.Config.DefaultNamespace
+		if ns == "" && len(c.Config.Namespaces) > 0 {
+			ns = c.Config.Namespaces[0]
+		}
+	}
+	if needNamespace {
+		if err := checkNamespace(c.Config, ns); err != nil {
+			return target{}, err
+		}
+	}
+	return target{c: c, cfg: c.Config, ns: ns}, nil
+}
+
+// Impersonation is the identity the executor takes on for a request when the cluster asks for it: slack:<id> in
+// hyperops:humans or hyperops:agents.
+func Impersonation(req *ops.Request) rest.ImpersonationConfig {
+	group := "hyperops:humans"
+	if req.Initiator.Kind == ops.Agent {
+		group = "hyperops:agents"
+	}
+	return rest.ImpersonationConfig{UserName: "slack:" + req.Initiator.ID, Groups: []string{group}}
+}
+
+// as returns the clients a request's calls go through: impersonating its initiator when the cluster is configured
+// so, else the executor's own.
+func (c *Cluster) as(req *ops.Request) (*Cluster, error) {
+	if !c.Config.Impersonate {
+		return c, nil
+	}
+	if c.REST == nil {
+		return nil, ops.Errorf(ops.CodeClusterUnavailable, "", "check the cluster's kubeconfig",
+			"cluster %s asks for impersonation but has no REST configuration to impersonate with", c.Config.Name)
+	}
+	rc := rest.CopyConfig(c.REST)
+	rc.Impersonate = Impersonation(req)
+	cl, err := clientsFor(rc)
+	if err != nil {
+		return nil, ops.Wrap(err, ops.CodeClusterUnavailable, "", "check the cluster's kubeconfig", "build impersonated clients for %s", c.Config.Name)
+	}
+	return &Cluster{Config: c.Config, Kube: cl.Kube, Dynamic: cl.Dynamic, Discovery: cl.Kube.Discovery(), REST: rc, logs: c.logs}, nil
+}
+
+// operation is one catalog entry built from functions. Read-only ones leave plan nil.
+type operation struct {
+	spec     ops.Spec
+	validate func(ctx context.Context, req *ops.Request) error
+	plan     func(ctx context.Context, req *ops.Request) (*ops.Plan, error)
+	execute  func(ctx context.Context, req *ops.Request, plan *ops.Plan) (*ops.Result, error)
+}
+
+// Spec implements ops.Operation.
+func (o *operation) Spec() ops.Spec { return o.spec }
+
+// Validate implements ops.Operation.
+func (o *operation) Validate(ctx context.Context, req *ops.Request) error {
+	return o.validate(ctx, req)
+}
+
+// Plan implements ops.Operation.
+func (o *operation) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
+	if o.plan == nil {
+		return &ops.Plan{Summary: o.spec.Summary}, nil
+	}
+	return o.plan(ctx, req)
+}
+
+// Execute implements ops.Operation.
+func (o *operation) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	return o.execute(ctx, req, plan)
+}
+
+// observedOperation is a mutating operation that can report the real state after an interrupted execution.
+type observedOperation struct {
+	operation
+	observe func(ctx context.Context, req *ops.Request) (*ops.Result, error)
+}
+
+// Observe implements ops.Observer.
+func (o *observedOperation) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+	return o.observe(ctx, req)
+}
+
+// desired is what an apply-based operation wants in the cluster.
+type desired struct {
+	summary  string
+	objects  []desiredObject
+	cost     ops.Cost
+	risk     ops.Risk
+	warnings []string
+	// watch are the objects whose status the watcher should tell in the request's thread.
+	watch []ops.ObjectRef
+}
+
+type desiredObject struct {
+	res Resource
+	obj *unstructured.Unstructured
+}
+
+func (d *desired) add(res Resource, obj *unstructured.Unstructured) {
+	d.objects = append(d.objects, desiredObject{res, obj})
+}
+
+func ref(cluster string, res Resource, ns, name string) ops.ObjectRef {
+	return ops.ObjectRef{Cluster: cluster, Namespace: ns, APIVersion: res.APIVersion(), Kind: res.Kind, Name: name}
+}
+
+// planApply diffs every desired object against the cluster and validates it with a server-side dry run.
+func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
+	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings}
+	var observed strings.Builder
+	objs := make([]*unstructured.Unstructured, 0, len(d.objects))
+	for _, o := range d.objects {
+		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
+		if err != nil {
+			return nil, err
+		}
+		ch, seen := diffObject(o.obj, have)
+		p.Changes = append(p.Changes, ch)
+		observed.WriteString(renderObserved(o.res.Kind, o.obj.GetName(), seen))
+		if _, err := c.applyObject(ctx, o.res, o.obj, true); err != nil {
+			return nil, err
+		}
+		objs = append(objs, o.obj)
+	}
+	p.ServerValidated = true
+	if allNoop(p.Changes) {
+		p.Cost = ops.Cost{}
+		p.Warnings = append(p.Warnings, "everything is already as requested: executing changes nothing and adds no cost")
+	}
+	p.Observed = observed.String()
+	m, err := manifest(objs...)
+	if err != nil {
+		return nil, err
+	}
+	p.Manifest = m
+	return p, nil
+}
+
+// applyResult is the machine-readable outcome of an apply, per object.
+type applyResult struct {
+	Kind       string     `json:"kind"`
+	Name       string     `json:"name"`
+	Action     ops.Action `json:"action"`
+	Generation int64      `json:"generation"`
+}
+
+// executeApply server-side applies every object that differs from the cluster. Objects already as desired are not
+// written at all, so re-running a request is a no-op at the API server.
+func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (*ops.Result, error) {
+	res := &ops.Result{Watch: d.watch}
+	var out []applyResult
+	var done []string
+	for _, o := range d.objects {
+		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
+		if err != nil {
+			return res, err
+		}
+		ch, _ := diffObject(o.obj, have)
+		res.Objects = append(res.Objects, ref(cluster, o.res, o.obj.GetNamespace(), o.obj.GetName()))
+		if ch.Action == ops.ActionNoop {
+			out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, have.GetGeneration()})
+			done = append(done, fmt.Sprintf("%s %s unchanged", o.res.Kind, o.obj.GetName()))
+			continue
+		}
+		applied, err := c.applyObject(ctx, o.res, o.obj, false)
+		if err != nil {
+			return res, err
+		}
+		ops.Progress(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
+		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration()})
+		done = append(done, fmt.Sprintf("%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action))
+	}
+	res.Summary = strings.Join(done, "; ")
+	res.Data, _ = json.Marshal(map[string]any{"objects": out})
+	for _, a := range out {
+		res.Details = append(res.Details, ops.Detail{Label: a.Kind + " " + a.Name, Value: fmt.Sprintf("%s (generation %d)", a.Action, a.Generation)})
+	}
+	return res, nil
+}
+
+// observeApply reports whether each desired object is in the cluster as desired, after an interrupted execution.
+func observeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (*ops.Result, error) {
+	res := &ops.Result{Watch: d.watch}
+	var parts []string
+	for _, o := range d.objects {
+		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
+		if err != nil {
+			return nil, err
+		}
+		ch, _ := diffObject(o.obj, have)
+		state := "applied as planned"
+		switch {
+		case have == nil:
+			state = "not created"
+		case ch.Action != ops.ActionNoop:
+			state = fmt.Sprintf("exists, %d field(s) differ from the plan", len(ch.Fields))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", o.res.Kind, o.obj.GetName(), state))
+		if have != nil {
+			res.Objects = append(res.Objects, ref(cluster, o.res, o.obj.GetNamespace(), o.obj.GetName()))
+		}
+	}
+	res.Summary = strings.Join(parts, "; ")
+	return res, nil
+}
+
+// applyOperation builds a mutating operation from a guardrail check and a builder of the desired objects.
+func (r *registry) applyOperation(spec ops.Spec, check func(t target, req *ops.Request) error,
+	build func(ctx context.Context, t target, req *ops.Request) (*desired, error),
+	after func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error,
+) ops.Operation {
+	withTarget := func(ctx context.Context, req *ops.Request) (target, *Cluster, *desired, error) {
+		t, err := r.cs.resolve(req, true)
+		if err != nil {
+			return t, nil, nil, err
+		}
+		if err := check(t, req); err != nil {
+			return t, nil, nil, err
+		}
+		c, err := t.c.as(req)
+		if err != nil {
+			return t, nil, nil, err
+		}
+		d, err := build(ctx, target{c: c, cfg: t.cfg, ns: t.ns}, req)
+		return target{c: c, cfg: t.cfg, ns: t.ns}, c, d, err
+	}
+	return &observedOperation{
+		operation: operation{
+			spec: spec,
+			validate: func(_ context.Context, req *ops.Request) error {
+				t, err := r.cs.resolve(req, true)
+				if err != nil {
+					return err
+				}
+				return check(t, req)
+			},
+			plan: func(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
+				_, c, d, err := withTarget(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				return planApply(ctx, c, d)
+			},
+			execute: func(ctx context.Context, req *ops.Request, _ *ops.Plan) (*ops.Result, error) {
+				t, c, d, err := withTarget(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				res, err := executeApply(ctx, t.cfg.Name, c, d)
+				if err != nil || after == nil {
+					return res, err
+				}
+				return res, after(ctx, t, req, res)
+			},
+		},
+		observe: func(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+			t, c, d, err := withTarget(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return observeApply(ctx, t.cfg.Name, c, d)
+		},
+	}
+}
+
+func allNoop(chs []ops.Change) bool {
+	for _, c := range chs {
+		if c.Action != ops.ActionNoop {
+			return false
+		}
+	}
+	return true
+}
+
+// registry builds the operations; it holds what they share.
+type registry struct {
+	cs     *Clusters
+	pricer ops.Pricer
+	// pollEvery is how often executions that wait (rollout, verify) look again; 0 means 2s.
+	pollEvery time.Duration
+}
+
+// lock returns the lock scope ns/kind/name of a request, the namespace defaulted as resolve does.
+func (r *registry) lock(kind string) func(ops.Request) ops.LockScope {
+	return func(req ops.Request) ops.LockScope {
+		t, err := r.cs.resolve(&req, false)
+		if err != nil {
+			return ops.LockScope{Cluster: req.Target.Cluster, Namespace: req.Target.Namespace, Kind: kind, Name: req.Params.String("name")}
+		}
+		return ops.LockScope{Cluster: t.cfg.Name, Namespace: t.ns, Kind: kind, Name: req.Params.String("name")}
+	}
+}
+
+func listOptions(selector string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: selector}
+}

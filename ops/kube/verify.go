@@ -1,0 +1,223 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// verifyMarker is the JSON line the smoke-test pod prints and verify-cluster reads back from its log.
+const verifyMarker = `{"hyperops":"verify","ok":true}`
+
+// VerifyReport is verify-cluster's machine-readable answer: each check with how long it took.
+type VerifyReport struct {
+	Job    string        `json:"job"`
+	Node   string        `json:"node,omitempty"`
+	Checks []VerifyCheck `json:"checks"`
+	OK     bool          `json:"ok"`
+}
+
+// VerifyCheck is one step of the smoke test.
+type VerifyCheck struct {
+	Name   string        `json:"name"`
+	OK     bool          `json:"ok"`
+	Took   time.Duration `json:"took"`
+	Detail string        `json:"detail,omitempty"`
+}
+
+func (r *registry) verifyCluster() ops.Operation {
+	spec := ops.Spec{
+		Name: "verify-cluster", Domain: "bootstrap", Slash: "/hp bootstrap verify", Mutates: true, Baseline: ops.RiskLow,
+		Summary: "Smoke-test a cluster: a small Job in an allowed namespace prints a JSON line; namespace, scheduling and logs are checked and timed",
+		Params: []ops.ParamSpec{
+			{Name: "image", Kind: ops.KindString, Required: true, Help: "a small image with echo (e.g. a busybox mirror); must match the cluster's allowed registries"},
+			{Name: "timeout", Kind: ops.KindDuration, Default: "5m", Help: "how long to wait for the Job, at most 30m"},
+		},
+		Lock: func(req ops.Request) ops.LockScope {
+			cluster := req.Target.Cluster
+			if c, err := r.cs.Get(cluster); err == nil {
+				cluster = c.Config.Name
+			}
+			return ops.LockScope{Cluster: cluster, Kind: "verify"}
+		},
+	}
+	check := func(t target, req *ops.Request) error {
+		if err := checkImage(t.cfg, req.Params.String("image")); err != nil {
+			return err
+		}
+		if d, _ := req.Params.Duration("timeout"); d > 30*time.Minute {
+			return ops.Errorf(ops.CodeQuotaExceeded, "timeout", "use at most 30m", "timeout=%s exceeds 30m", d)
+		}
+		return nil
+	}
+	build := func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
+		name := verifyJobName(req.ID)
+		sa, err := serviceAccount(t.cfg, req.Profile)
+		if err != nil {
+			return nil, err
+		}
+		k := container{name: "verify", image: req.Params.String("image"), command: []string{"echo", verifyMarker}}
+		tpl := podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k)
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.ns, Labels: objectLabels(t.cfg, req)},
+			Spec: batchv1.JobSpec{
+				ActiveDeadlineSeconds:   ptr.To(int64(timeoutOf(req) / time.Second)),
+				BackoffLimit:            ptr.To(int32(0)),
+				TTLSecondsAfterFinished: ptr.To(int32(3600)),
+				Template:                tpl,
+			},
+		}
+		u, err := fromTyped(job, ResJob)
+		if err != nil {
+			return nil, err
+		}
+		d := &desired{summary: fmt.Sprintf("smoke test Job %s/%s running %s", t.ns, name, k.image)}
+		d.add(ResJob, u)
+		return d, nil
+	}
+	return r.applyOperation(spec, check, build, func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {
+		return r.followVerify(ctx, t, req, res)
+	})
+}
+
+func timeoutOf(req *ops.Request) time.Duration {
+	if d, ok := req.Params.Duration("timeout"); ok {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+// verifyJobName is stable per request, so a re-run finds the same Job instead of starting another.
+func verifyJobName(requestID string) string {
+	sum := sha256.Sum256([]byte(requestID))
+	return "hyperops-verify-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// followVerify waits for the smoke-test pod to be scheduled and finish, then reads its log back.
+func (r *registry) followVerify(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {
+	ctx, cancel := context.WithTimeout(ctx, timeoutOf(req))
+	defer cancel()
+	rep := VerifyReport{Job: verifyJobName(req.ID)}
+	start := time.Now()
+	_, err := t.c.Kube.CoreV1().Namespaces().Get(ctx, t.ns, metav1.GetOptions{})
+	rep.Checks = append(rep.Checks, VerifyCheck{Name: "namespace", OK: err == nil, Took: time.Since(start), Detail: errText(err, "namespace "+t.ns+" exists")})
+	if err == nil {
+		step := time.Now()
+		pod, err := r.waitPod(ctx, t, rep.Job, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+		rep.Checks = append(rep.Checks, VerifyCheck{Name: "scheduling", OK: err == nil, Took: time.Since(step), Detail: errText(err, "scheduled on "+podNode(pod))})
+		if err == nil {
+			rep.Node = pod.Spec.NodeName
+			step = time.Now()
+			rep.Checks = append(rep.Checks, r.checkLogs(ctx, t, rep.Job))
+			rep.Checks[len(rep.Checks)-1].Took = time.Since(step)
+		}
+	}
+	rep.OK = true
+	var lines []string
+	for _, c := range rep.Checks {
+		rep.OK = rep.OK && c.OK
+		mark := "ok"
+		if !c.OK {
+			mark = "FAILED"
+		}
+		lines = append(lines, fmt.Sprintf("%s %s (%s): %s", c.Name, mark, c.Took.Round(time.Millisecond), c.Detail))
+		res.Details = append(res.Details, ops.Detail{Label: c.Name, Value: fmt.Sprintf("%s in %s — %s", mark, c.Took.Round(time.Millisecond), c.Detail)})
+	}
+	res.Output = strings.Join(lines, "\n")
+	res.Data, _ = json.Marshal(rep)
+	if !rep.OK {
+		res.Summary = "cluster " + t.cfg.Name + " failed its smoke test"
+		return ops.Errorf(ops.CodeClusterUnavailable, "", "see the failed check; /hp train status name="+rep.Job+" shows the Job",
+			"smoke test on %s failed: %s", t.cfg.Name, strings.Join(lines, "; "))
+	}
+	res.Summary = fmt.Sprintf("cluster %s passed its smoke test in %s", t.cfg.Name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (r *registry) checkLogs(ctx context.Context, t target, job string) VerifyCheck {
+	c := VerifyCheck{Name: "logs"}
+	pod, err := r.waitPod(ctx, t, job, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if pod.Status.Phase != corev1.PodSucceeded {
+		c.Detail = "pod " + pod.Name + " failed: " + pod.Status.Reason + " " + pod.Status.Message
+		return c
+	}
+	log, err := t.c.tailLogs(ctx, t.ns, pod.Name, "verify", 20)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	for _, line := range strings.Split(log, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(strings.TrimSpace(line)), &m) == nil && m["hyperops"] == "verify" && m["ok"] == true {
+			c.OK, c.Detail = true, "read back "+strings.TrimSpace(line)
+			return c
+		}
+	}
+	c.Detail = fmt.Sprintf("the log of %s lacks the JSON line %s (got %q)", pod.Name, verifyMarker, truncate(log, 200))
+	return c
+}
+
+// waitPod polls the pods of the smoke-test Job until one satisfies done.
+func (r *registry) waitPod(ctx context.Context, t target, job string, done func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	tick := time.NewTicker(r.poll())
+	defer tick.Stop()
+	for {
+		pods, err := workloadPods(ctx, t.c, t.ns, job)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods {
+			if done(&pods[i]) {
+				return &pods[i], nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			why := "no pod yet"
+			if len(pods) > 0 {
+				s, reason := PodState(&pods[0])
+				why = strings.TrimSpace(pods[0].Name + " " + s + " " + reason)
+			}
+			return nil, fmt.Errorf("gave up waiting (%s): %w", why, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func podNode(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return p.Spec.NodeName
+}
+
+func errText(err error, ok string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ok
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
