@@ -1,0 +1,84 @@
+package state_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+	"github.com/hyperops/hyperops/ops/state/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// dial connects to url and closes the client when the test ends (before the server it talks to stops).
+func dial(t *testing.T, url string) redis.UniversalClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := state.Dial(ctx, url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// backend is a Redis the store runs against: a real redis-server, and the embedded server `run` uses by default.
+type backend struct {
+	name  string
+	start func(t *testing.T) redis.UniversalClient
+}
+
+var backends = []backend{
+	{"redis-server", func(t *testing.T) redis.UniversalClient { return dial(t, redistest.Start(t).URL()) }},
+	{"embedded", func(t *testing.T) redis.UniversalClient {
+		url, stop, err := state.Embedded(context.Background())
+		if err != nil {
+			t.Fatalf("embedded: %v", err)
+		}
+		t.Cleanup(stop)
+		return dial(t, url)
+	}},
+}
+
+// eachBackend runs f against a fresh store on every backend.
+func eachBackend(t *testing.T, opts state.Options, f func(t *testing.T, s *state.Store, rdb redis.UniversalClient)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			rdb := b.start(t)
+			f(t, state.New(rdb, opts), rdb)
+		})
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var epoch = time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC)
+
+func record(id string, phase ops.Phase, initiator string, created time.Time) *ops.Record {
+	req := ops.Request{ID: id, Operation: "scale-capacity", Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml"},
+		Params: ops.Params{"group": "gpu", "count": int64(4)}, Initiator: ops.Initiator{Kind: ops.Human, ID: initiator}}
+	return &ops.Record{Request: req, Fingerprint: req.Fingerprint(), Phase: phase, Version: 1,
+		Owner: req.Initiator, CreatedAt: created, UpdatedAt: created}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

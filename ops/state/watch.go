@@ -1,0 +1,158 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Job-watch state of one object: {p}:subs:<object> is a hash requestID → Subscription, {p}:told:<object> the last
+// state told about it, and {p}:watched:<cluster> the set of watched objects of a cluster (JSON ObjectRefs). All live
+// RequestTTL after their last write.
+
+// Subscription is where a request's watched object is told about: the Slack message to update and its thread.
+type Subscription struct {
+	RequestID string `json:"requestId"`
+	Channel   string `json:"channel"`
+	MessageTS string `json:"messageTs,omitempty"`
+	ThreadTS  string `json:"threadTs,omitempty"`
+}
+
+// unsubscribeScript: KEYS subs, watched, told; ARGV request id, object JSON. Forgets the object when its last
+// subscription goes.
+var unsubscribeScript = redis.NewScript(`
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('HLEN', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[2], ARGV[2])
+  redis.call('DEL', KEYS[3])
+end
+return 1
+`)
+
+// tellScript: KEYS told, subs, watched; ARGV from, to, ttl ms. Moves the last state told from ARGV[1] (” for
+// none) to ARGV[2]; returns 1 only for the caller that made the move.
+var tellScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+return 1
+`)
+
+// objectKey renders an object as an unambiguous key part.
+func objectKey(o ops.ObjectRef) string {
+	parts := []string{o.Cluster, o.Namespace, o.APIVersion, o.Kind, o.Name}
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
+func objectJSON(o ops.ObjectRef) string {
+	b, _ := json.Marshal(o) // a struct of strings always marshals
+	return string(b)
+}
+
+func (s *Store) subsKey(o ops.ObjectRef) string   { return s.key("subs", objectKey(o)) }
+func (s *Store) toldKey(o ops.ObjectRef) string   { return s.key("told", objectKey(o)) }
+func (s *Store) watchedKey(cluster string) string { return s.key("watched", cluster) }
+
+// Subscribe records that sub wants to hear about obj; subscribing the same request again replaces its entry.
+func (s *Store) Subscribe(ctx context.Context, obj ops.ObjectRef, sub Subscription) error {
+	if sub.RequestID == "" {
+		return fmt.Errorf("state: subscribe to %s: a subscription needs a request id", objectKey(obj))
+	}
+	data, err := json.Marshal(sub)
+	if err != nil {
+		return fmt.Errorf("state: encode subscription: %w", err)
+	}
+	ttl := s.opts.RequestTTL
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.subsKey(obj), sub.RequestID, data)
+		p.PExpire(ctx, s.subsKey(obj), ttl)
+		p.SAdd(ctx, s.watchedKey(obj.Cluster), objectJSON(obj))
+		p.PExpire(ctx, s.watchedKey(obj.Cluster), ttl)
+		return nil
+	})
+	return unavailable("subscribe to "+objectKey(obj), err)
+}
+
+// Unsubscribe removes a request's subscription to obj; with none left the object is no longer watched.
+func (s *Store) Unsubscribe(ctx context.Context, obj ops.ObjectRef, requestID string) error {
+	keys := []string{s.subsKey(obj), s.watchedKey(obj.Cluster), s.toldKey(obj)}
+	err := unsubscribeScript.Run(ctx, s.rdb, keys, requestID, objectJSON(obj)).Err()
+	return unavailable("unsubscribe from "+objectKey(obj), err)
+}
+
+// Subscriptions returns the subscriptions to obj, by request id.
+func (s *Store) Subscriptions(ctx context.Context, obj ops.ObjectRef) ([]Subscription, error) {
+	m, err := s.rdb.HGetAll(ctx, s.subsKey(obj)).Result()
+	if err != nil {
+		return nil, unavailable("read subscriptions of "+objectKey(obj), err)
+	}
+	out := make([]Subscription, 0, len(m))
+	for id, raw := range m {
+		var sub Subscription
+		if err := json.Unmarshal([]byte(raw), &sub); err != nil {
+			return nil, fmt.Errorf("state: decode subscription %s of %s: %w", id, objectKey(obj), err)
+		}
+		out = append(out, sub)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RequestID < out[j].RequestID })
+	return out, nil
+}
+
+// WatchedObjects returns the objects of a cluster that have subscriptions, so a watcher can rebuild after a
+// restart or lease hand-over.
+func (s *Store) WatchedObjects(ctx context.Context, cluster string) ([]ops.ObjectRef, error) {
+	members, err := s.rdb.SMembers(ctx, s.watchedKey(cluster)).Result()
+	if err != nil {
+		return nil, unavailable("read watched objects of "+cluster, err)
+	}
+	sort.Strings(members)
+	out := make([]ops.ObjectRef, 0, len(members))
+	for _, m := range members {
+		var o ops.ObjectRef
+		if err := json.Unmarshal([]byte(m), &o); err != nil {
+			return nil, fmt.Errorf("state: decode watched object of %s: %w", cluster, err)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Tell claims the telling of obj's transition from → to (from is "" before anything was told). It reports true to
+// exactly one caller across replicas and restarts; false means the last state told is not from (already told, or
+// another transition came first).
+func (s *Store) Tell(ctx context.Context, obj ops.ObjectRef, from, to string) (bool, error) {
+	if from == to {
+		return false, nil
+	}
+	keys := []string{s.toldKey(obj), s.subsKey(obj), s.watchedKey(obj.Cluster)}
+	n, err := tellScript.Run(ctx, s.rdb, keys, from, to, ms(s.opts.RequestTTL)).Int64()
+	if err != nil {
+		return false, unavailable("tell about "+objectKey(obj), err)
+	}
+	return n == 1, nil
+}
+
+// LastTold returns the last state told about obj ("" when nothing was).
+func (s *Store) LastTold(ctx context.Context, obj ops.ObjectRef) (string, error) {
+	v, err := s.rdb.Get(ctx, s.toldKey(obj)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable("read last state told of "+objectKey(obj), err)
+	}
+	return v, nil
+}
