@@ -35,6 +35,9 @@ type NodeSpec struct {
 	CPU           string
 	Memory        string
 	Health        string
+	// Labels are extra labels (for example the ones AWS puts on a node group's nodes); they may
+	// not override the HyperPod labels above.
+	Labels map[string]string
 }
 
 // nodeObject renders the Node: HyperPod labels, the kwok annotation, capacity and
@@ -65,20 +68,27 @@ func (s NodeSpec) nodeObject() (*corev1.Node, error) {
 		corev1.ResourcePods:   resource.MustParse("110"),
 		ResourceGPU:           *resource.NewQuantity(int64(s.GPUs), resource.DecimalSI),
 	}
+	labels := map[string]string{
+		LabelInstanceGroup:     s.InstanceGroup,
+		LabelComputeType:       ComputeTypeHyperPod,
+		LabelInstanceType:      s.InstanceType,
+		LabelNodeHealth:        s.Health,
+		corev1.LabelHostname:   s.Name,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: "amd64",
+		"type":                 "kwok",
+		"nvidia.com/gpu.count": strconv.Itoa(s.GPUs),
+	}
+	for k, v := range s.Labels {
+		if own, set := labels[k]; set && own != v {
+			return nil, fmt.Errorf("node %q: label %s=%q conflicts with %q", s.Name, k, v, own)
+		}
+		labels[k] = v
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: s.Name,
-			Labels: map[string]string{
-				LabelInstanceGroup:     s.InstanceGroup,
-				LabelComputeType:       ComputeTypeHyperPod,
-				LabelInstanceType:      s.InstanceType,
-				LabelNodeHealth:        s.Health,
-				corev1.LabelHostname:   s.Name,
-				corev1.LabelOSStable:   "linux",
-				corev1.LabelArchStable: "amd64",
-				"type":                 "kwok",
-				"nvidia.com/gpu.count": strconv.Itoa(s.GPUs),
-			},
+			Name:        s.Name,
+			Labels:      labels,
 			Annotations: map[string]string{NodeAnnotation: NodeAnnotationValue},
 		},
 		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources.DeepCopy()},

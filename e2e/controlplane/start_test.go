@@ -164,6 +164,8 @@ func TestNodeSpecValidation(t *testing.T) {
 		{"no group", NodeSpec{Name: "n1"}, "instance group"},
 		{"negative GPUs", NodeSpec{Name: "n1", InstanceGroup: "g", GPUs: -1}, "negative"},
 		{"bad memory", NodeSpec{Name: "n1", InstanceGroup: "g", Memory: "lots"}, "memory"},
+		{"extra labels", NodeSpec{Name: "n1", InstanceGroup: "g", Labels: map[string]string{"sagemaker.amazonaws.com/cluster-name": "hp", LabelInstanceGroup: "g"}}, ""},
+		{"extra label overriding a HyperPod one", NodeSpec{Name: "n1", InstanceGroup: "g", Labels: map[string]string{LabelInstanceGroup: "other"}}, "conflicts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +181,11 @@ func TestNodeSpecValidation(t *testing.T) {
 			}
 			if node.Labels[LabelNodeHealth] != HealthSchedulable || node.Labels[LabelInstanceType] != "ml.g5.12xlarge" {
 				t.Errorf("defaults not applied: %v", node.Labels)
+			}
+			for k, v := range tc.spec.Labels {
+				if node.Labels[k] != v {
+					t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
+				}
 			}
 			if node.Annotations[NodeAnnotation] != NodeAnnotationValue {
 				t.Errorf("kwok annotation missing: %v", node.Annotations)
