@@ -1,0 +1,332 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/hyperops/hyperops/approvals"
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+)
+
+// Options are what New wires; Run fills them from the configuration. Tests inject their own catalog and Redis.
+type Options struct {
+	Config *config.Config
+	Log    zerolog.Logger
+	// Redis is the state store's client; the caller owns it.
+	Redis redis.UniversalClient
+	// Catalog holds the operations.
+	Catalog *ops.Catalog
+	// Clock drives the engine, approvals and sweeps (default real).
+	Clock clockwork.Clock
+	// Reporter answers /hp report capacity (optional).
+	Reporter handlers.Reporter
+	// Limits are the Slack client's rate limits (default DefaultLimits()).
+	Limits *Limits
+	// SweepEvery is how often expired approvals and orphaned executions are swept (default 15s).
+	SweepEvery time.Duration
+	// JobTimeout bounds the handling of one envelope after its ack (default 10m: executions run in it).
+	JobTimeout time.Duration
+	// Replica names this process (default: the engine's random name).
+	Replica string
+	// Listener serves /healthz, /readyz and /metrics; nil listens on Config.Server.Listen.
+	Listener net.Listener
+}
+
+// Bot is a wired HyperOps process.
+type Bot struct {
+	opts    Options
+	store   *state.Store
+	engine  *ops.Engine
+	handler *handlers.Handler
+	slack   *SlackClient
+	metrics *Metrics
+	rt      *runtime
+}
+
+// notifier forwards engine notifications to the handlers and counts them; it exists before the handlers do.
+type notifier struct {
+	h *handlers.Handler
+	m *Metrics
+}
+
+func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
+	n.m.transition(rec, t)
+	n.h.Changed(ctx, rec, t)
+}
+
+func (n *notifier) Progress(ctx context.Context, rec *ops.Record, msg string) {
+	n.h.Progress(ctx, rec, msg)
+}
+
+// New wires a bot from opts without connecting anywhere yet.
+func New(opts Options) (*Bot, error) {
+	cfg := opts.Config
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	if opts.SweepEvery <= 0 {
+		opts.SweepEvery = 15 * time.Second
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = 10 * time.Minute
+	}
+	limits := DefaultLimits()
+	if opts.Limits != nil {
+		limits = *opts.Limits
+	}
+	jobs := make(chan job, cfg.Slack.QueueSize)
+	m := NewMetrics(func() float64 { return float64(len(jobs)) })
+	opts.Redis.AddHook(redisErrorHook{m})
+	apiOpts := []slack.Option{slack.OptionAppLevelToken(cfg.Slack.AppToken)}
+	if cfg.Slack.APIURL != "" {
+		apiOpts = append(apiOpts, slack.OptionAPIURL(cfg.Slack.APIURL))
+	}
+	api := slack.New(cfg.Slack.BotToken, apiOpts...)
+	sc := NewSlackClient(api, limits, m)
+	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
+		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock})
+	policy := approvals.New(cfg, sc, opts.Clock)
+	n := &notifier{m: m}
+	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: n, Targets: targets{cfg},
+		Risk: ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
+	})
+	log := opts.Log
+	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, opts.Catalog, sc,
+		&redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}, opts.Reporter)
+	n.h = h
+	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
+		workers: cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
+	return &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt}, nil
+}
+
+func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
+	agents := map[string]handlers.AgentInfo{}
+	for _, a := range cfg.Agents {
+		agents[a.SlackUser] = handlers.AgentInfo{Name: a.Name, Operations: a.Operations}
+	}
+	return handlers.Config{Command: cfg.Slack.Command, Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel,
+		AuditChannel: cfg.Slack.AuditChannel, Agents: agents, OnError: onErr}
+}
+
+func production(cfg *config.Config) func(cluster, namespace string) bool {
+	return func(cluster, _ string) bool {
+		cl, ok := cfg.Cluster(cluster)
+		return ok && cl.IsProduction()
+	}
+}
+
+// targets resolves request targets from the registered clusters: defaults filled, unknown ones refused.
+type targets struct{ cfg *config.Config }
+
+func (t targets) Resolve(tg ops.Target) (ops.Target, error) {
+	if tg.Cluster == "" {
+		if d := t.cfg.DefaultCluster(); d != nil {
+			tg.Cluster = d.Name
+		}
+	}
+	cl, ok := t.cfg.Cluster(tg.Cluster)
+	if !ok {
+		var names []string
+		for _, c := range t.cfg.Clusters {
+			names = append(names, c.Name)
+		}
+		next := fmt.Sprintf("registered clusters: %v", names)
+		if c := ops.Closest(tg.Cluster, names); c != "" {
+			next = "did you mean " + c + "? " + next
+		}
+		return tg, ops.Errorf(ops.CodeUnknownCluster, "cluster", next, "cluster %q is not registered", tg.Cluster)
+	}
+	if tg.Namespace == "" {
+		tg.Namespace = cl.DefaultNamespace
+	}
+	if !cl.AllowsNamespace(tg.Namespace) {
+		next := fmt.Sprintf("allowed namespaces on %s: %v", cl.Name, cl.Namespaces)
+		if c := ops.Closest(tg.Namespace, cl.Namespaces); c != "" {
+			next = "did you mean " + c + "? " + next
+		}
+		return tg, ops.Errorf(ops.CodeNamespaceNotAllowed, "namespace", next, "namespace %q is not allowed on %s", tg.Namespace, cl.Name)
+	}
+	return tg, nil
+}
+
+// Engine returns the bot's engine.
+func (b *Bot) Engine() *ops.Engine { return b.engine }
+
+// Metrics returns the bot's metrics.
+func (b *Bot) Metrics() *Metrics { return b.metrics }
+
+// Connected reports whether the Socket Mode connection is up.
+func (b *Bot) Connected() bool { return b.rt.connected.Load() }
+
+// HTTPHandler serves /healthz (alive), /readyz (Slack connected and Redis reachable) and /metrics.
+func (b *Bot) HTTPHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		var problems []string
+		if !b.Connected() {
+			problems = append(problems, "slack: socket mode not connected")
+		}
+		if err := b.store.Ping(ctx); err != nil {
+			problems = append(problems, "redis: "+err.Error())
+		}
+		if len(problems) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			for _, p := range problems {
+				_, _ = fmt.Fprintln(w, p)
+			}
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Run serves until ctx ends: the HTTP endpoints, the Socket Mode connection, the worker pool and the sweeper. It
+// returns after every goroutine it started has stopped.
+func (b *Bot) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+	user, botID, err := b.slack.AuthTest(actx)
+	acancel()
+	if err != nil {
+		return fmt.Errorf("check the bot token: %w", err)
+	}
+	b.rt.botUser, b.rt.botID = user, botID
+	ln := b.opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", b.opts.Config.Server.Listen); err != nil {
+			return fmt.Errorf("listen on %s: %w", b.opts.Config.Server.Listen, err)
+		}
+	}
+	srv := &http.Server{Handler: b.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	b.rt.wg.Add(1)
+	go func() {
+		defer b.rt.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve http: %w", err)
+			cancel()
+		}
+	}()
+	var workers, loops = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(workers)
+		b.runWorkers(ctx)
+	}()
+	go func() {
+		defer close(loops)
+		b.runLoops(ctx)
+	}()
+	<-ctx.Done()
+	<-loops // the event loop has stopped: nothing enqueues any more
+	close(b.rt.jobs)
+	<-workers
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = srv.Shutdown(sctx)
+	scancel()
+	b.rt.wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+func (b *Bot) runWorkers(ctx context.Context) {
+	wctx := context.WithoutCancel(ctx) // accepted work finishes on shutdown; its own timeout bounds it
+	done := make(chan struct{}, b.rt.workers)
+	for range b.rt.workers {
+		go func() {
+			b.rt.work(wctx)
+			done <- struct{}{}
+		}()
+	}
+	for range b.rt.workers {
+		<-done
+	}
+}
+
+func (b *Bot) runLoops(ctx context.Context) {
+	done := make(chan struct{}, 3)
+	go func() { b.rt.connect(ctx); done <- struct{}{} }()
+	go func() { b.rt.loop(ctx); done <- struct{}{} }()
+	go func() { b.sweep(ctx); done <- struct{}{} }()
+	for range 3 {
+		<-done
+	}
+}
+
+// sweep expires approvals and marks orphaned executions, on every replica (transitions are compare-and-set).
+func (b *Bot) sweep(ctx context.Context) {
+	t := b.opts.Clock.NewTicker(b.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			if _, err := b.engine.Sweep(ctx); err != nil {
+				b.opts.Log.Warn().Err(err).Msg("sweep failed")
+			}
+		}
+	}
+}
+
+// Run is the whole HyperOps process for cmd/hyperops: it connects Redis (embedded when no URL is configured),
+// builds the catalog from the configured clusters and AWS, and serves until ctx ends.
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
+	rdb, stop, err := connectRedis(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cat, err := buildCatalog(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: cat})
+	if err != nil {
+		return err
+	}
+	return b.Run(ctx)
+}
+
+func connectRedis(ctx context.Context, cfg *config.Config, log zerolog.Logger) (redis.UniversalClient, func(), error) {
+	url := cfg.Redis.URL
+	stopEmbedded := func() {}
+	if url == "" {
+		var err error
+		url, stopEmbedded, err = state.Embedded(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the embedded redis: %w", err)
+		}
+		log.Warn().Msg("redis.url is empty: using an embedded in-process Redis; single replica only, state is lost on restart")
+	}
+	rdb, err := state.Dial(ctx, url)
+	if err != nil {
+		stopEmbedded()
+		return nil, nil, fmt.Errorf("connect redis: %w", err)
+	}
+	return rdb, func() { _ = rdb.Close(); stopEmbedded() }, nil
+}

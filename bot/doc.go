@@ -1,0 +1,4 @@
+// Package bot is the HyperOps runtime: the Socket Mode connection that acks every envelope at once and hands it to
+// a bounded worker pool, delivery dedupe, the rate-limited Slack Web API client, health and metrics endpoints, and
+// Run, which wires config, Redis, the catalog, approvals, the engine and the handlers together.
+package bot

@@ -1,0 +1,98 @@
+package bot
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Metrics are the bot's Prometheus series.
+type Metrics struct {
+	Registry       *prometheus.Registry
+	Envelopes      *prometheus.CounterVec
+	AckLatency     prometheus.Histogram
+	Busy           prometheus.Counter
+	Duplicates     prometheus.Counter
+	Requests       *prometheus.CounterVec
+	Approvals      *prometheus.CounterVec
+	Executions     *prometheus.CounterVec
+	ExecDuration   *prometheus.HistogramVec
+	SlackCalls     *prometheus.CounterVec
+	SlackLimited   *prometheus.CounterVec
+	RedisErrors    prometheus.Counter
+	WatchedObjects prometheus.Gauge
+	QueueDepth     prometheus.GaugeFunc
+}
+
+// NewMetrics registers the series on a new registry; queueDepth reports the worker queue's length.
+func NewMetrics(queueDepth func() float64) *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.Envelopes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_envelopes_total", Help: "Socket Mode envelopes received, by type."}, []string{"type"})
+	m.AckLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hyperops_ack_latency_seconds", Help: "Time from reading an envelope to queueing its ack.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .1, .5, 1, 3}})
+	m.Busy = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_envelopes_busy_total", Help: "Envelopes refused because the worker queue was full."})
+	m.Duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_envelopes_duplicate_total", Help: "Redelivered envelopes and retried events dropped."})
+	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_requests_total", Help: "Request transitions, by operation and the phase entered."}, []string{"operation", "phase"})
+	m.Approvals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_approvals_total", Help: "Votes recorded, by decision."}, []string{"decision"})
+	m.Executions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_executions_total", Help: "Executions finished, by operation and result."}, []string{"operation", "result"})
+	m.ExecDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hyperops_execution_duration_seconds", Help: "How long executions ran.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 3, 10)}, []string{"operation"})
+	m.SlackCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_slack_api_calls_total", Help: "Slack Web API calls, by method and outcome."}, []string{"method", "outcome"})
+	m.SlackLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_slack_api_rate_limited_total", Help: "Slack Web API calls answered 429, by method."}, []string{"method"})
+	m.RedisErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_redis_errors_total", Help: "Redis commands that failed (not counting nil answers)."})
+	m.WatchedObjects = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperops_watched_objects", Help: "Objects whose status changes are told in Slack threads."})
+	m.QueueDepth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hyperops_worker_queue_depth", Help: "Acked envelopes waiting for a worker."}, queueDepth)
+	m.Registry.MustRegister(m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
+		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth)
+	return m
+}
+
+func (m *Metrics) slackCall(method string, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	var rl *slack.RateLimitedError
+	switch {
+	case errors.As(err, &rl):
+		outcome = "rate_limited"
+		m.SlackLimited.WithLabelValues(method).Inc()
+	case err != nil:
+		outcome = "error"
+	}
+	m.SlackCalls.WithLabelValues(method, outcome).Inc()
+}
+
+// transition counts a stored transition: requests by phase, votes, and finished executions with their duration.
+func (m *Metrics) transition(rec *ops.Record, t ops.Transition) {
+	if m == nil {
+		return
+	}
+	op := rec.Request.Operation
+	m.Requests.WithLabelValues(op, string(t.To)).Inc()
+	switch {
+	case t.To == ops.PhaseDenied:
+		m.Approvals.WithLabelValues("deny").Inc()
+	case t.From == ops.PhaseAwaitingApproval && (t.To == ops.PhaseApproved || t.To == ops.PhaseAwaitingApproval) && t.By.Kind != ops.System:
+		m.Approvals.WithLabelValues("approve").Inc()
+	}
+	if t.From == ops.PhaseExecuting && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed) {
+		m.Executions.WithLabelValues(op, string(t.To)).Inc()
+		if start, ok := executingSince(rec); ok {
+			m.ExecDuration.WithLabelValues(op).Observe(t.At.Sub(start).Seconds())
+		}
+	}
+}
+
+func executingSince(rec *ops.Record) (time.Time, bool) {
+	for _, h := range rec.History {
+		if h.To == ops.PhaseExecuting && h.From != ops.PhaseExecuting {
+			return h.At, true
+		}
+	}
+	return time.Time{}, false
+}

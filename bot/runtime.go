@@ -1,0 +1,218 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/hyperops/hyperops/handlers"
+)
+
+// Deduper remembers Slack deliveries across replicas (ops/state's Store.Seen).
+type Deduper interface {
+	Seen(ctx context.Context, kind, id string) (first bool, err error)
+}
+
+// job is an acked envelope waiting for a worker.
+type job struct {
+	ev socketmode.Event
+}
+
+// runtime is the Socket Mode loop: ack at once, hand over to the pool, dedupe in the workers.
+type runtime struct {
+	smc       *socketmode.Client
+	h         *handlers.Handler
+	dedupe    Deduper
+	metrics   *Metrics
+	log       zerolog.Logger
+	slack     *SlackClient
+	jobs      chan job
+	workers   int
+	timeout   time.Duration
+	botUser   string
+	botID     string
+	command   string
+	connected atomic.Bool
+	wg        sync.WaitGroup
+}
+
+// loop reads events until ctx ends, acking every envelope before anything else happens to it.
+func (r *runtime) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-r.smc.Events:
+			if !ok {
+				return
+			}
+			r.dispatch(ctx, ev)
+		}
+	}
+}
+
+func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
+	switch ev.Type {
+	case socketmode.EventTypeConnected:
+		r.connected.Store(true)
+		r.log.Info().Msg("slack socket mode connected")
+		return
+	case socketmode.EventTypeConnecting, socketmode.EventTypeConnectionError, socketmode.EventTypeInvalidAuth:
+		r.connected.Store(false)
+		r.log.Warn().Str("event", string(ev.Type)).Msg("slack socket mode not connected")
+		return
+	case socketmode.EventTypeDisconnect:
+		r.log.Info().Msg("slack asked to reconnect")
+		return
+	}
+	if ev.Request == nil || ev.Request.EnvelopeID == "" {
+		return
+	}
+	start := time.Now()
+	r.metrics.Envelopes.WithLabelValues(string(ev.Type)).Inc()
+	// Only this goroutine enqueues, so room seen now is still there after the ack.
+	full := len(r.jobs) == cap(r.jobs)
+	var payload any
+	switch {
+	case full && ev.Type == socketmode.EventTypeSlashCommand:
+		payload = map[string]any{"response_type": "ephemeral", "text": "HyperOps is busy right now: nothing was done, please retry in a moment."}
+	case ev.Type == socketmode.EventTypeInteractive:
+		if cb, ok := ev.Data.(slack.InteractionCallback); ok {
+			if resp := handlers.ValidateSubmission(cb); resp != nil {
+				payload = resp
+			}
+		}
+	}
+	if err := r.smc.AckCtx(ctx, ev.Request.EnvelopeID, payload); err != nil {
+		r.log.Error().Err(err).Str("envelope", ev.Request.EnvelopeID).Msg("ack failed")
+	}
+	r.metrics.AckLatency.Observe(time.Since(start).Seconds())
+	if full {
+		r.metrics.Busy.Inc()
+		r.busy(ctx, ev)
+		return
+	}
+	r.jobs <- job{ev: ev}
+}
+
+// busy tells the person behind an interaction that nothing was done (slash commands were told in the ack).
+func (r *runtime) busy(ctx context.Context, ev socketmode.Event) {
+	cb, ok := ev.Data.(slack.InteractionCallback)
+	if !ok || cb.User.ID == "" || cb.Channel.ID == "" {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = r.slack.Ephemeral(ctx, cb.Channel.ID, cb.User.ID, handlers.InfoMessage("HyperOps is busy right now: your click was not recorded, please click again in a moment."))
+	}()
+}
+
+// work runs one worker until the queue is closed.
+func (r *runtime) work(ctx context.Context) {
+	for j := range r.jobs {
+		jctx, cancel := context.WithTimeout(ctx, r.timeout)
+		if err := r.handle(jctx, j.ev); err != nil {
+			r.log.Error().Err(err).Str("type", string(j.ev.Type)).Str("envelope", j.ev.Request.EnvelopeID).Msg("handling failed")
+		}
+		cancel()
+	}
+}
+
+func (r *runtime) first(ctx context.Context, kind, id string) bool {
+	if id == "" {
+		return true
+	}
+	first, err := r.dedupe.Seen(ctx, kind, id)
+	if err != nil {
+		// Redis is down: mutating work fails closed in the engine, read-only answers may still be useful.
+		r.log.Warn().Err(err).Str("kind", kind).Msg("dedupe unavailable; handling anyway")
+		return true
+	}
+	if !first {
+		r.metrics.Duplicates.Inc()
+	}
+	return first
+}
+
+func (r *runtime) handle(ctx context.Context, ev socketmode.Event) error {
+	if !r.first(ctx, "envelope", ev.Request.EnvelopeID) {
+		return nil
+	}
+	switch ev.Type {
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := ev.Data.(slack.SlashCommand)
+		if !ok {
+			return fmt.Errorf("slash command payload of type %T", ev.Data)
+		}
+		return r.h.Slash(ctx, cmd)
+	case socketmode.EventTypeInteractive:
+		cb, ok := ev.Data.(slack.InteractionCallback)
+		if !ok {
+			return fmt.Errorf("interaction payload of type %T", ev.Data)
+		}
+		if cb.Type == slack.InteractionTypeBlockActions && !r.first(ctx, "action", cb.TriggerID) {
+			return nil
+		}
+		return r.h.Interaction(ctx, cb)
+	case socketmode.EventTypeEventsAPI:
+		return r.event(ctx, ev)
+	}
+	return nil
+}
+
+func (r *runtime) event(ctx context.Context, ev socketmode.Event) error {
+	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
+	if !ok {
+		return fmt.Errorf("events api payload of type %T", ev.Data)
+	}
+	var cbe struct {
+		EventID string `json:"event_id"`
+	}
+	if err := json.Unmarshal(ev.Request.Payload, &cbe); err != nil {
+		return fmt.Errorf("read the event id: %w", err)
+	}
+	if !r.first(ctx, "event", cbe.EventID) {
+		return nil
+	}
+	msg, ok := outer.InnerEvent.Data.(*slackevents.MessageEvent)
+	if !ok || msg.ChannelType != "im" || msg.SubType != "" || msg.BotID == r.botID && r.botID != "" || msg.User == r.botUser || msg.User == "" {
+		return nil
+	}
+	return r.h.DirectMessage(ctx, handlers.DM{Channel: msg.Channel, User: msg.User, TS: msg.TimeStamp, ThreadTS: msg.ThreadTimeStamp, Text: msg.Text})
+}
+
+// connect keeps the Socket Mode connection up, reconnecting with backoff when slack-go gives up.
+func (r *runtime) connect(ctx context.Context) {
+	backoff := 500 * time.Millisecond
+	for {
+		err := r.smc.RunContext(ctx)
+		r.connected.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		r.log.Warn().Err(err).Dur("retry_in", backoff).Msg("slack socket mode connection failed")
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}

@@ -1,0 +1,273 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"golang.org/x/time/rate"
+
+	"github.com/hyperops/hyperops/handlers"
+)
+
+// Tier is a Slack rate-limit tier: calls per minute sustained, with bursts.
+type Tier struct {
+	PerMinute int
+	Burst     int
+}
+
+func (t Tier) limiter() *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(float64(t.PerMinute)/60), max(1, t.Burst))
+}
+
+// Limits are the client-side limits per Web API method tier (Slack's published tiers by default).
+type Limits struct {
+	Tier2, Tier3, Tier4 Tier
+	// PostPerChannel limits chat.postMessage in each channel.
+	PostPerChannel Tier
+	// Retries is how many times a 429 is retried after its Retry-After (default 3).
+	Retries int
+}
+
+// DefaultLimits are Slack's tiers: tier 2 20/min, tier 3 50/min, tier 4 100/min, chat.postMessage 1/s per channel.
+func DefaultLimits() Limits {
+	return Limits{Tier2: Tier{20, 3}, Tier3: Tier{50, 5}, Tier4: Tier{100, 10}, PostPerChannel: Tier{60, 4}, Retries: 3}
+}
+
+// methodTier maps the Web API methods the bot calls to their tier.
+var methodTier = map[string]int{
+	"chat.postMessage": 4, "chat.update": 3, "chat.postEphemeral": 4, "views.open": 4, "conversations.members": 4,
+	"usergroups.users.list": 2, "files.upload": 4, "auth.test": 4,
+}
+
+// SlackClient is the bot's Web API client: per-tier and per-channel rate limits, Retry-After honoured on 429,
+// chat.update coalesced per message (the latest version wins), and every call counted. It implements
+// handlers.Poster and approvals.Directory.
+type SlackClient struct {
+	api     *slack.Client
+	metrics *Metrics
+	limits  Limits
+
+	mu       sync.Mutex
+	tiers    map[int]*rate.Limiter
+	channels map[string]*rate.Limiter
+	updates  map[string]*pendingUpdate
+}
+
+type pendingUpdate struct {
+	sending bool
+	next    *handlers.Msg
+	sent    int64
+}
+
+// NewSlackClient wraps api with limits; metrics may be nil.
+func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackClient {
+	if limits.Retries == 0 {
+		limits.Retries = 3
+	}
+	return &SlackClient{api: api, metrics: metrics, limits: limits,
+		tiers:    map[int]*rate.Limiter{2: limits.Tier2.limiter(), 3: limits.Tier3.limiter(), 4: limits.Tier4.limiter()},
+		channels: map[string]*rate.Limiter{}, updates: map[string]*pendingUpdate{}}
+}
+
+// API returns the underlying slack-go client.
+func (c *SlackClient) API() *slack.Client { return c.api }
+
+func (c *SlackClient) wait(ctx context.Context, method, channel string) error {
+	c.mu.Lock()
+	lim := c.tiers[methodTier[method]]
+	var chLim *rate.Limiter
+	if method == "chat.postMessage" && channel != "" {
+		chLim = c.channels[channel]
+		if chLim == nil {
+			chLim = c.limits.PostPerChannel.limiter()
+			c.channels[channel] = chLim
+		}
+	}
+	c.mu.Unlock()
+	if lim != nil {
+		if err := lim.Wait(ctx); err != nil {
+			return fmt.Errorf("wait for the %s rate limit: %w", method, err)
+		}
+	}
+	if chLim != nil {
+		if err := chLim.Wait(ctx); err != nil {
+			return fmt.Errorf("wait for the %s rate limit in %s: %w", method, channel, err)
+		}
+	}
+	return nil
+}
+
+// call runs fn under the method's limits, retrying after Retry-After when Slack answers 429.
+func (c *SlackClient) call(ctx context.Context, method, channel string, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		if err := c.wait(ctx, method, channel); err != nil {
+			return err
+		}
+		err := fn()
+		c.metrics.slackCall(method, err)
+		var rl *slack.RateLimitedError
+		if !errors.As(err, &rl) || attempt >= c.limits.Retries {
+			if err != nil {
+				return fmt.Errorf("slack %s: %w", method, err)
+			}
+			return nil
+		}
+		t := time.NewTimer(rl.RetryAfter)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func msgOptions(m handlers.Msg) []slack.MsgOption {
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
+	if len(m.Blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(m.Blocks...))
+	}
+	if m.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+	}
+	if m.Metadata != nil {
+		opts = append(opts, slack.MsgOptionMetadata(*m.Metadata))
+	}
+	return opts
+}
+
+// Post implements handlers.Poster with chat.postMessage.
+func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
+	var ts string
+	err := c.call(ctx, "chat.postMessage", channel, func() error {
+		var err error
+		_, ts, err = c.api.PostMessageContext(ctx, channel, msgOptions(m)...)
+		return err
+	})
+	return ts, err
+}
+
+// Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
+// flight, later ones replace each other and only the latest (by version) is sent when it returns.
+func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
+	key := channel + "/" + ts
+	c.mu.Lock()
+	p := c.updates[key]
+	if p == nil {
+		p = &pendingUpdate{}
+		c.updates[key] = p
+	}
+	if m.Version != 0 && m.Version < p.sent {
+		c.mu.Unlock()
+		return nil // an older version than one already shown
+	}
+	if p.sending {
+		if p.next == nil || m.Version >= p.next.Version {
+			mm := m
+			p.next = &mm
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	p.sending = true
+	c.mu.Unlock()
+	var firstErr error
+	for cur := &m; cur != nil; {
+		err := c.call(ctx, "chat.update", "", func() error {
+			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, msgOptions(*cur)...)
+			return err
+		})
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		c.mu.Lock()
+		p.sent = max(p.sent, cur.Version)
+		cur, p.next = p.next, nil
+		if cur == nil {
+			p.sending = false
+			delete(c.updates, key)
+			if p.sent > 0 {
+				// keep the high-water mark so a late, older update is still dropped
+				c.updates[key] = &pendingUpdate{sent: p.sent}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return firstErr
+}
+
+// Ephemeral implements handlers.Poster with chat.postEphemeral.
+func (c *SlackClient) Ephemeral(ctx context.Context, channel, user string, m handlers.Msg) error {
+	m.Metadata = nil
+	return c.call(ctx, "chat.postEphemeral", "", func() error {
+		_, err := c.api.PostEphemeralContext(ctx, channel, user, msgOptions(m)...)
+		return err
+	})
+}
+
+// Upload implements handlers.Poster with files upload v2.
+func (c *SlackClient) Upload(ctx context.Context, f handlers.File) error {
+	return c.call(ctx, "files.upload", "", func() error {
+		_, err := c.api.UploadFileContext(ctx, slack.UploadFileParameters{Content: f.Content, FileSize: len(f.Content), Filename: f.Name,
+			Title: f.Title, Channel: f.Channel, ThreadTimestamp: f.ThreadTS})
+		return err
+	})
+}
+
+// OpenView implements handlers.Poster with views.open.
+func (c *SlackClient) OpenView(ctx context.Context, triggerID string, v slack.ModalViewRequest) error {
+	return c.call(ctx, "views.open", "", func() error {
+		_, err := c.api.OpenViewContext(ctx, triggerID, v)
+		return err
+	})
+}
+
+// UserGroupMembers implements approvals.Directory with usergroups.users.list (the policy caches the answers).
+func (c *SlackClient) UserGroupMembers(ctx context.Context, groupID string) ([]string, error) {
+	var out []string
+	err := c.call(ctx, "usergroups.users.list", "", func() error {
+		var err error
+		out, err = c.api.GetUserGroupMembersContext(ctx, groupID)
+		return err
+	})
+	return out, err
+}
+
+// ChannelMembers implements approvals.Directory with conversations.members, all pages.
+func (c *SlackClient) ChannelMembers(ctx context.Context, channelID string) ([]string, error) {
+	var all []string
+	cursor := ""
+	for {
+		var page []string
+		var next string
+		err := c.call(ctx, "conversations.members", "", func() error {
+			var err error
+			page, next, err = c.api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channelID, Cursor: cursor, Limit: 1000})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+// AuthTest returns the bot's own user and bot IDs.
+func (c *SlackClient) AuthTest(ctx context.Context) (userID, botID string, err error) {
+	err = c.call(ctx, "auth.test", "", func() error {
+		r, err := c.api.AuthTestContext(ctx)
+		if err == nil {
+			userID, botID = r.UserID, r.BotID
+		}
+		return err
+	})
+	return userID, botID, err
+}
