@@ -1,0 +1,219 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// OnDemand is the report name of /hp report capacity, so on-demand reports keep their own series.
+const OnDemand = "on-demand"
+
+// Spec says which report to build: for which cluster, in which zone, with which sections and how many samples.
+type Spec struct {
+	// Report is the report's name (OnDemand for /hp report capacity).
+	Report  string
+	Cluster string
+	// Region is the cluster's AWS region, for prices.
+	Region string
+	// Location is the time zone the report is written in (UTC when nil).
+	Location *time.Location
+	// Sections are the sections shown; empty means all.
+	Sections []string
+	// Samples is how many runs the series keeps for the chart (config.DefaultReportSamples when 0).
+	Samples int
+}
+
+// SpecsFor returns one Spec per cluster a configured report covers (all registered clusters when it names none).
+func SpecsFor(cfg *config.Config, r *config.Report) []Spec {
+	names := r.Clusters
+	if len(names) == 0 {
+		for i := range cfg.Clusters {
+			names = append(names, cfg.Clusters[i].Name)
+		}
+	}
+	out := make([]Spec, 0, len(names))
+	for _, name := range names {
+		s := Spec{Report: r.Name, Cluster: name, Location: r.Location(), Sections: r.Sections, Samples: r.Samples}
+		if cl, ok := cfg.Cluster(name); ok {
+			s.Region = cl.Region
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Builder builds reports. Kube and Pricer are required; Groups and Samples are optional (without them the report
+// has the Kubernetes view only, and no change or history).
+type Builder struct {
+	Kube    KubeClients
+	Groups  GroupSource
+	Pricer  ops.Pricer
+	Samples SampleStore
+	// Clock reads the time of the report (the real clock when nil).
+	Clock clockwork.Clock
+	// GPUResource is the extended resource counted as GPUs (DefaultGPUResource when empty).
+	GPUResource corev1.ResourceName
+}
+
+// Build reads the cluster and returns its report, and records it as a sample of its series. A cluster that cannot
+// be read is an E_CLUSTER_UNAVAILABLE error; the AWS view, prices and samples that cannot be read become warnings.
+func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
+	clock := b.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	loc := s.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	gpu := b.GPUResource
+	if gpu == "" {
+		gpu = DefaultGPUResource
+	}
+	k, err := b.Kube(s.Cluster)
+	if err != nil {
+		return Report{}, ops.Wrap(err, ops.CodeUnknownCluster, "cluster", "name a registered cluster", "cluster %q: %v", s.Cluster, err)
+	}
+	view, err := readKube(ctx, k, gpu)
+	if err != nil {
+		return Report{}, ops.Wrap(err, ops.CodeClusterUnavailable, "", "check the cluster's API server and the bot's RBAC (list nodes, pods, jobs, deployments)",
+			"cannot read cluster %s: %v", s.Cluster, err)
+	}
+	r := Report{Name: s.Report, Cluster: s.Cluster, At: clock.Now().In(loc), Sections: s.Sections}
+	if b.Groups != nil {
+		aws, err := b.Groups.InstanceGroups(ctx, s.Cluster)
+		if err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("AWS instance groups unavailable, node counts are the cluster's: %v", err))
+		}
+		mergeAWS(view.groups, aws)
+	} else {
+		mergeAWS(view.groups, nil)
+	}
+	r.Groups = sortedGroups(view.groups)
+	r.GPUs = totalGPUs(r.Groups)
+	r.Pending = summarisePending(view.pending, r.At)
+	r.Workloads = view.namespaces()
+	if err := b.price(ctx, s.Region, &r); err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("prices unavailable: %v", err))
+	}
+	b.track(ctx, s, &r)
+	return r, nil
+}
+
+// mergeAWS sets Current, Target and Status from AWS; groups AWS knows but that have no nodes yet are added, and
+// without an AWS view the node count stands for both.
+func mergeAWS(groups map[string]*Group, aws []GroupStatus) {
+	for _, g := range groups {
+		g.Current, g.Target = g.Nodes, g.Nodes
+	}
+	for _, a := range aws {
+		g := groups[a.Name]
+		if g == nil {
+			g = &Group{Name: a.Name}
+			groups[a.Name] = g
+		}
+		if a.InstanceType != "" {
+			g.InstanceType = a.InstanceType
+		}
+		g.Current, g.Target, g.Status = a.Current, a.Target, a.Status
+	}
+}
+
+func sortedGroups(m map[string]*Group) []Group {
+	out := make([]Group, 0, len(m))
+	for _, g := range m {
+		g.GPUs = newGPUs(g.GPUs.Total, g.GPUs.Allocated)
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func totalGPUs(groups []Group) GPUs {
+	var total, alloc int64
+	for _, g := range groups {
+		total += g.GPUs.Total
+		alloc += g.GPUs.Allocated
+	}
+	return newGPUs(total, alloc)
+}
+
+func summarisePending(pods []PendingPod, now time.Time) Pending {
+	p := Pending{Pods: len(pods)}
+	for i := range pods {
+		pods[i].Waiting = max(now.Sub(pods[i].Since), 0)
+		p.GPUs += pods[i].GPUs
+	}
+	sort.Slice(pods, func(i, j int) bool {
+		if !pods[i].Since.Equal(pods[j].Since) {
+			return pods[i].Since.Before(pods[j].Since)
+		}
+		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
+	})
+	if len(pods) > 0 {
+		p.Longest = pods[0].Waiting
+	}
+	p.Oldest = pods[:min(len(pods), MaxPendingListed)]
+	if len(p.Oldest) == 0 {
+		p.Oldest = nil
+	}
+	return p
+}
+
+// price sets each group's $/h (Current × on-demand price) and the cluster's spend.
+func (b *Builder) price(ctx context.Context, region string, r *Report) error {
+	var errs []error
+	sources := map[string]bool{}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.InstanceType == "" {
+			continue
+		}
+		p, ok, err := b.Pricer.Price(ctx, region, g.InstanceType)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", g.InstanceType, err))
+		}
+		if err != nil || !ok {
+			if !containsString(r.Spend.Unknown, g.InstanceType) {
+				r.Spend.Unknown = append(r.Spend.Unknown, g.InstanceType)
+			}
+			continue
+		}
+		g.PriceKnown = true
+		g.Hourly = float64(g.Current) * p.Hourly
+		r.Spend.Hourly += g.Hourly
+		sources[p.Source] = true
+	}
+	r.Spend.Daily = r.Spend.Hourly * 24
+	sort.Strings(r.Spend.Unknown)
+	r.Spend.Source = strings.Join(sortedKeys(sources), "; ")
+	return errors.Join(errs...)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

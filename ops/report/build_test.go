@@ -1,0 +1,262 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+func newBuilder(objs []runtime.Object, groups GroupSource, samples SampleStore) (*Builder, *clockwork.FakeClock) {
+	clock := clockwork.NewFakeClockAt(t0)
+	return &Builder{Kube: kubeFor(objs...), Groups: groups, Pricer: ops.NewPriceTable(nil), Samples: samples, Clock: clock}, clock
+}
+
+var prodSpec = Spec{Report: "daily-capacity", Cluster: "ml-prod-eks", Region: "us-west-2"}
+
+func TestBuildFigures(t *testing.T) {
+	aws := fakeGroups{groups: []GroupStatus{
+		{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating"},
+		{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService"},
+		{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
+	}}
+	b, _ := newBuilder(fixture(), aws, nil)
+	r, err := b.Build(context.Background(), prodSpec)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	wantGroups := []Group{
+		{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
+			Health: map[string]int{"Schedulable": 1}, GPUs: GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
+			Hourly: 7.09, PriceKnown: true},
+		{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
+		{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
+			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1},
+			GPUs:   GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
+	}
+	if !reflect.DeepEqual(r.Groups, wantGroups) {
+		t.Errorf("groups:\n got %+v\nwant %+v", r.Groups, wantGroups)
+	}
+	if want := (GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
+		t.Errorf("GPUs = %+v, want %+v", r.GPUs, want)
+	}
+	if r.Pending.Pods != 2 || r.Pending.GPUs != 9 || r.Pending.Longest != 90*time.Minute {
+		t.Errorf("pending = %d pods, %d GPUs, longest %v; want 2, 9, 1h30m", r.Pending.Pods, r.Pending.GPUs, r.Pending.Longest)
+	}
+	if len(r.Pending.Oldest) != 2 || r.Pending.Oldest[0].Name != "llm-ft-master-0" || !strings.Contains(r.Pending.Oldest[0].Reason, "Insufficient") ||
+		r.Pending.Oldest[1].Name != "notebook" || r.Pending.Oldest[1].Waiting != 10*time.Minute {
+		t.Errorf("pending pods = %+v", r.Pending.Oldest)
+	}
+	wantWork := []NamespaceWorkloads{
+		{Namespace: "ml-platform", Training: []Workload{
+			{Kind: "Job", Name: "fraud-v17", Pods: 2, Running: 2, GPUs: 12, Since: t0.Add(-3 * time.Hour)},
+			{Kind: "PyTorchJob", Name: "llm-ft", Pods: 1, Running: 0, GPUs: 8, Since: t0.Add(-2 * time.Hour)},
+		}},
+		{Namespace: "ml-serving", Inference: []Workload{
+			{Kind: "Deployment", Name: "ranker", Pods: 1, Running: 1, GPUs: 2, Since: t0.Add(-48 * time.Hour)},
+		}},
+	}
+	if !reflect.DeepEqual(r.Workloads, wantWork) {
+		t.Errorf("workloads:\n got %+v\nwant %+v", r.Workloads, wantWork)
+	}
+	wantHourly := 3*113.068 + 7.09
+	if math.Abs(r.Spend.Hourly-wantHourly) > 1e-9 || math.Abs(r.Spend.Daily-24*wantHourly) > 1e-9 {
+		t.Errorf("spend = %v/h %v/day, want %v/h", r.Spend.Hourly, r.Spend.Daily, wantHourly)
+	}
+	if !reflect.DeepEqual(r.Spend.Unknown, []string{"ml.x9.huge"}) || r.Spend.Source != ops.BuiltinPriceSource {
+		t.Errorf("spend unknown %v source %q", r.Spend.Unknown, r.Spend.Source)
+	}
+	if len(r.Warnings) != 0 || r.Change != nil || len(r.History) != 1 {
+		t.Errorf("warnings %v change %v history %d; want none, nil, 1", r.Warnings, r.Change, len(r.History))
+	}
+}
+
+func TestBuildDegradesWithoutAWSOrSamples(t *testing.T) {
+	tests := []struct {
+		name     string
+		groups   GroupSource
+		samples  SampleStore
+		warnings []string
+		current  int
+	}{
+		{name: "no AWS view configured", current: 3},
+		{name: "AWS unreachable", groups: fakeGroups{err: errors.New("ThrottlingException")}, warnings: []string{"AWS instance groups unavailable"}, current: 3},
+		{name: "Redis unreachable", groups: fakeGroups{}, samples: &memSamples{err: ops.ErrStateUnavailable},
+			warnings: []string{"earlier reports unavailable", "not recorded"}, current: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := newBuilder(fixture(), tt.groups, tt.samples)
+			r, err := b.Build(context.Background(), prodSpec)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if len(r.Warnings) != len(tt.warnings) {
+				t.Fatalf("warnings = %q, want %d containing %q", r.Warnings, len(tt.warnings), tt.warnings)
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(r.Warnings[i], w) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, r.Warnings[i], w)
+				}
+			}
+			g := r.Groups[len(r.Groups)-1]
+			if g.Name != "train-p5" || g.Current != tt.current || g.Target != tt.current || g.Status != "" {
+				t.Errorf("train-p5 = %+v, want the node count (%d) as current and target", g, tt.current)
+			}
+		})
+	}
+}
+
+func TestBuildClusterErrors(t *testing.T) {
+	broken := fake.NewClientset()
+	broken.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	tests := []struct {
+		name    string
+		cluster string
+		kube    KubeClients
+		code    ops.Code
+	}{
+		{"unknown cluster", "nope", kubeFor(), ops.CodeUnknownCluster},
+		{"API server down", "ml-prod-eks", func(string) (kubernetes.Interface, error) { return broken, nil }, ops.CodeClusterUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &Builder{Kube: tt.kube, Pricer: ops.NewPriceTable(nil)}
+			_, err := b.Build(context.Background(), Spec{Report: "r", Cluster: tt.cluster})
+			if got := ops.AsError(err); got == nil || got.Code != tt.code {
+				t.Fatalf("err = %v, want code %s", err, tt.code)
+			}
+		})
+	}
+}
+
+func TestBuildChangeAndHistory(t *testing.T) {
+	samples := &memSamples{}
+	objs := fixture()
+	b, clock := newBuilder(objs, nil, samples)
+	spec := prodSpec
+	spec.Samples = 3
+	first, err := b.Build(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Change != nil {
+		t.Fatalf("first report has a change: %+v", first.Change)
+	}
+	// A day later one more node joined and a pending pod got placed on it.
+	clock.Advance(24 * time.Hour)
+	cs, _ := b.Kube("ml-prod-eks")
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Nodes().Create(ctx, hpNode("p5-4", "train-p5", "ml.p5.48xlarge", 8, true, "Schedulable"), createOpts); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cs.CoreV1().Pods("ml-platform").Get(ctx, "llm-ft-master-0", getOpts)
+	p.Spec.NodeName, p.Status.Phase = "p5-4", corev1.PodRunning
+	if _, err := cs.CoreV1().Pods("ml-platform").Update(ctx, p, updateOpts); err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Build(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Change{Since: t0, Nodes: 1, GPUsTotal: 8, GPUsAllocated: 8, Utilisation: 22.0/36 - 0.5, PendingPods: -1, Hourly: 113.068}
+	if c := second.Change; c == nil || !c.Since.Equal(want.Since) || c.Nodes != want.Nodes || c.GPUsTotal != want.GPUsTotal ||
+		c.GPUsAllocated != want.GPUsAllocated || math.Abs(c.Utilisation-want.Utilisation) > 1e-9 || c.PendingPods != want.PendingPods ||
+		math.Abs(c.Hourly-want.Hourly) > 1e-9 {
+		t.Errorf("change = %+v, want %+v", c, want)
+	}
+	for range 3 {
+		clock.Advance(24 * time.Hour)
+		if _, err := b.Build(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := b.Build(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(last.History) != 3 || !last.History[2].At.Equal(clock.Now()) {
+		t.Errorf("history = %+v, want the 3 newest ending now", last.History)
+	}
+	stored, _ := samples.Samples(ctx, SeriesName("daily-capacity", "ml-prod-eks"))
+	if len(stored) != 3 {
+		t.Errorf("series keeps %d samples, want 3", len(stored))
+	}
+}
+
+func TestPodRequest(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	c := func(req, lim int64) corev1.Container {
+		r := corev1.ResourceRequirements{}
+		if req > 0 {
+			r.Requests = gpuList(req)
+		}
+		if lim > 0 {
+			r.Limits = gpuList(lim)
+		}
+		return corev1.Container{Resources: r}
+	}
+	tests := []struct {
+		name string
+		spec corev1.PodSpec
+		want int64
+	}{
+		{"containers add up", corev1.PodSpec{Containers: []corev1.Container{c(2, 2), c(1, 1)}}, 3},
+		{"limit stands for a missing request", corev1.PodSpec{Containers: []corev1.Container{c(0, 4)}}, 4},
+		{"a bigger init container wins", corev1.PodSpec{InitContainers: []corev1.Container{c(8, 8)}, Containers: []corev1.Container{c(2, 2)}}, 8},
+		{"a sidecar adds", corev1.PodSpec{InitContainers: []corev1.Container{func() corev1.Container {
+			s := c(1, 1)
+			s.RestartPolicy = &always
+			return s
+		}()}, Containers: []corev1.Container{c(2, 2)}}, 3},
+		{"no GPUs", corev1.PodSpec{Containers: []corev1.Container{c(0, 0)}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := podRequest(&corev1.Pod{Spec: tt.spec}, DefaultGPUResource); got != tt.want {
+				t.Errorf("podRequest = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSpecsFor(t *testing.T) {
+	cfg := &config.Config{Clusters: []config.Cluster{{Name: "a", Region: "us-west-2"}, {Name: "b", Region: "eu-west-1"}}}
+	tests := []struct {
+		name   string
+		report config.Report
+		want   []string
+	}{
+		{"named clusters", config.Report{Name: "r", Clusters: []string{"b"}, Timezone: "America/Los_Angeles"}, []string{"b/eu-west-1"}},
+		{"all clusters", config.Report{Name: "r", Timezone: "UTC"}, []string{"a/us-west-2", "b/eu-west-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, s := range SpecsFor(cfg, &tt.report) {
+				got = append(got, s.Cluster+"/"+s.Region)
+				if s.Location.String() != tt.report.Timezone || s.Report != "r" {
+					t.Errorf("spec %+v: want zone %s", s, tt.report.Timezone)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("specs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

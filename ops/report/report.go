@@ -1,0 +1,194 @@
+package report
+
+import (
+	"time"
+)
+
+// Report is the platform-neutral capacity report of one cluster at one moment. handlers renders it as Block Kit;
+// Chart draws it.
+type Report struct {
+	// Name is the report's name in config ("on-demand" for /hp report capacity).
+	Name    string `json:"name"`
+	Cluster string `json:"cluster"`
+	// At is when the figures were read, in the report's time zone.
+	At time.Time `json:"at"`
+	// Sections are the sections to show (config.ReportSections); empty means all.
+	Sections  []string             `json:"sections,omitempty"`
+	Groups    []Group              `json:"groups"`
+	GPUs      GPUs                 `json:"gpus"`
+	Pending   Pending              `json:"pending"`
+	Workloads []NamespaceWorkloads `json:"workloads,omitempty"`
+	Spend     Spend                `json:"spend"`
+	// Change is the difference from the previous report of the same series; nil when there is none.
+	Change *Change `json:"change,omitempty"`
+	// History is the utilisation of earlier reports of the same series, oldest first, ending with this one.
+	History []Point `json:"history,omitempty"`
+	// Warnings say what could not be read (the AWS view, the samples); the figures that remain are still right.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Shows reports whether the report includes section (an empty Sections means all).
+func (r Report) Shows(section string) bool {
+	if len(r.Sections) == 0 {
+		return true
+	}
+	for _, s := range r.Sections {
+		if s == section {
+			return true
+		}
+	}
+	return false
+}
+
+// The sections of a report, as config.ReportSections names them.
+const (
+	SectionGroups    = "instance-groups"
+	SectionGPUs      = "gpus"
+	SectionPending   = "pending"
+	SectionWorkloads = "workloads"
+	SectionSpend     = "spend"
+	SectionChart     = "chart"
+)
+
+// Group is one HyperPod instance group or EKS node group: what AWS says (current/target, status) merged with what the
+// cluster shows (nodes, readiness, health labels, GPUs).
+type Group struct {
+	Name         string `json:"name"`
+	InstanceType string `json:"instanceType"`
+	// Current and Target are the instance counts AWS reports; without the AWS view both are the node count.
+	Current int `json:"current"`
+	Target  int `json:"target"`
+	// Status is the AWS status of the group (InService, Updating, ACTIVE, …); empty without the AWS view.
+	Status string `json:"status,omitempty"`
+	Nodes  int    `json:"nodes"`
+	Ready  int    `json:"ready"`
+	// Health counts nodes by the HyperPod health label (sagemaker.amazonaws.com/node-health-status).
+	Health map[string]int `json:"health,omitempty"`
+	GPUs   GPUs           `json:"gpus"`
+	// Hourly is the estimated on-demand $/h of the group's Current instances; PriceKnown is false when the
+	// instance type has no price.
+	Hourly     float64 `json:"hourly"`
+	PriceKnown bool    `json:"priceKnown"`
+}
+
+// GPUs are allocatable GPUs and what running or bound pods request of them. Utilisation is Allocated / Total:
+// allocation by requests, not device activity.
+type GPUs struct {
+	Total       int64   `json:"total"`
+	Allocated   int64   `json:"allocated"`
+	Free        int64   `json:"free"`
+	Utilisation float64 `json:"utilisation"`
+}
+
+func newGPUs(total, allocated int64) GPUs {
+	g := GPUs{Total: total, Allocated: allocated, Free: total - allocated}
+	if g.Free < 0 {
+		g.Free = 0 // requests can exceed allocatable while a node shrinks; nothing is free then
+	}
+	if total > 0 {
+		g.Utilisation = float64(allocated) / float64(total)
+	}
+	return g
+}
+
+// Pending summarises pods that wait to be scheduled and request GPUs.
+type Pending struct {
+	Pods int   `json:"pods"`
+	GPUs int64 `json:"gpus"`
+	// Longest is how long the longest-waiting pod has waited.
+	Longest time.Duration `json:"longest"`
+	// Oldest are the longest-waiting pods, longest first (at most MaxPendingListed).
+	Oldest []PendingPod `json:"oldest,omitempty"`
+}
+
+// MaxPendingListed caps Pending.Oldest, so the report stays readable and within Slack's limits.
+const MaxPendingListed = 10
+
+// PendingPod is one pod waiting for GPUs.
+type PendingPod struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	GPUs      int64         `json:"gpus"`
+	Since     time.Time     `json:"since"`
+	Waiting   time.Duration `json:"waiting"`
+	// Reason is the scheduler's message when it said why (e.g. "0/8 nodes are available: 8 Insufficient nvidia.com/gpu").
+	Reason string `json:"reason,omitempty"`
+}
+
+// NamespaceWorkloads are the HyperOps-managed workloads of one namespace.
+type NamespaceWorkloads struct {
+	Namespace string     `json:"namespace"`
+	Training  []Workload `json:"training,omitempty"`
+	Inference []Workload `json:"inference,omitempty"`
+}
+
+// Workload is one running training job or inference service labelled app.kubernetes.io/managed-by=hyperops.
+type Workload struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Pods counts the workload's live pods; Running those running.
+	Pods    int   `json:"pods"`
+	Running int   `json:"running"`
+	GPUs    int64 `json:"gpus"`
+	// Since is when the workload was created.
+	Since time.Time `json:"since"`
+}
+
+// Spend is the estimated on-demand spend of the cluster's instance groups.
+type Spend struct {
+	Hourly float64 `json:"hourly"`
+	Daily  float64 `json:"daily"`
+	// Unknown lists instance types without a price; Hourly then leaves them out.
+	Unknown []string `json:"unknown,omitempty"`
+	// Source says where the prices came from.
+	Source string `json:"source,omitempty"`
+}
+
+// Change is the difference from the previous report of the same series.
+type Change struct {
+	Since         time.Time `json:"since"`
+	Nodes         int       `json:"nodes"`
+	GPUsTotal     int64     `json:"gpusTotal"`
+	GPUsAllocated int64     `json:"gpusAllocated"`
+	// Utilisation is in fraction points (0.05 = 5 points).
+	Utilisation float64 `json:"utilisation"`
+	PendingPods int     `json:"pendingPods"`
+	Hourly      float64 `json:"hourly"`
+	Training    int     `json:"training"`
+	Inference   int     `json:"inference"`
+}
+
+// Point is one report's figures in the series, for the chart's line.
+type Point struct {
+	At          time.Time `json:"at"`
+	Total       int64     `json:"total"`
+	Allocated   int64     `json:"allocated"`
+	Utilisation float64   `json:"utilisation"`
+}
+
+// Nodes counts the nodes of all groups.
+func (r Report) Nodes() int {
+	n := 0
+	for _, g := range r.Groups {
+		n += g.Nodes
+	}
+	return n
+}
+
+// TrainingCount and InferenceCount count the workloads of all namespaces.
+func (r Report) TrainingCount() int {
+	n := 0
+	for _, ns := range r.Workloads {
+		n += len(ns.Training)
+	}
+	return n
+}
+
+// InferenceCount counts the inference services of all namespaces.
+func (r Report) InferenceCount() int {
+	n := 0
+	for _, ns := range r.Workloads {
+		n += len(ns.Inference)
+	}
+	return n
+}
