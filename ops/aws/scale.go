@@ -45,14 +45,30 @@ func (o *scaleOp) Spec() ops.Spec {
 	}
 }
 
-// Validate checks the guardrails: the count is within limits.maxNodesPerGroup, and the group exists, has an
-// allowed instance type, and its cluster is InService (HyperPod) or ACTIVE (EKS).
+// Validate checks the guardrails: the count is within limits.maxNodesPerGroup, and the group exists and has an
+// allowed instance type. Whether the cluster is InService is checked by Plan, after the engine has checked the
+// lock, so that a second scaling of a busy group is told who holds it.
 func (o *scaleOp) Validate(ctx context.Context, req *ops.Request) error {
-	_, _, err := o.observe(ctx, req)
-	return err
+	t, g, err := o.lookup(ctx, req)
+	if err != nil {
+		return err
+	}
+	return checkInstanceTypes(g, t)
 }
 
+// observe reads the group and checks every guardrail, the cluster's status included.
 func (o *scaleOp) observe(ctx context.Context, req *ops.Request) (*target, *groupState, error) {
+	t, g, err := o.lookup(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkGroup(t, g); err != nil {
+		return nil, nil, err
+	}
+	return t, g, nil
+}
+
+func (o *scaleOp) lookup(ctx context.Context, req *ops.Request) (*target, *groupState, error) {
 	t, err := o.c.cluster(req.Target.Cluster)
 	if err != nil {
 		return nil, nil, err
@@ -65,9 +81,6 @@ func (o *scaleOp) observe(ctx context.Context, req *ops.Request) (*target, *grou
 	}
 	g, err := o.c.findGroup(ctx, t, req.Params.String("group"))
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkGroup(t, g); err != nil {
 		return nil, nil, err
 	}
 	return t, g, nil
@@ -90,14 +103,21 @@ func checkCount(t *target, p ops.Params) error {
 	return nil
 }
 
-// checkGroup refuses a group whose instance type is not allowed or whose cluster is busy or failed.
-func checkGroup(t *target, g *groupState) error {
+func checkInstanceTypes(g *groupState, t *target) error {
 	for _, it := range g.InstanceTypes {
 		if !t.cl.AllowsInstanceType(it) {
 			return ops.Errorf(ops.CodeInstanceTypeNotAllow, "group",
 				fmt.Sprintf("allowed instance types of %s (instanceTypes): %s", t.name, strings.Join(t.cl.InstanceTypes, ", ")),
 				"group %s runs %s, which is not in instanceTypes of cluster %s", g.Name, it, t.name)
 		}
+	}
+	return nil
+}
+
+// checkGroup refuses a group whose instance type is not allowed or whose cluster is busy or failed.
+func checkGroup(t *target, g *groupState) error {
+	if err := checkInstanceTypes(g, t); err != nil {
+		return err
 	}
 	want := statusInService
 	if g.Kind == KindEKSNodegroup {

@@ -1,0 +1,437 @@
+package aws
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/ops"
+)
+
+const (
+	testCluster    = "ml-prod"
+	testDevCluster = "ml-dev"
+	testRoleARN    = "arn:aws:iam::123456789012:role/HyperPodExecutionRole"
+	testS3         = "s3://lifecycle-bucket/scripts/"
+	priceP5        = 113.068 // ml.p5.48xlarge in ops' built-in table
+)
+
+// fixture is a fake AWS seeded with one production cluster (HyperPod ml-hp on EKS ml-eks, plus a managed node
+// group) and one dev cluster with only EKS (for bootstrap), the real SDK clients pointed at it through the
+// endpoint overrides in config, and an engine with an in-memory store and locker.
+type fixture struct {
+	srv      *fakeaws.Server
+	cfg      *config.Config
+	clients  *Clients
+	catalog  *ops.Catalog
+	engine   *ops.Engine
+	locks    *memLocker
+	progress *progressLog
+	nodes    *hookNodes
+}
+
+type fixtureOptions struct {
+	hyperPodStatus  string        // status the ml-hp cluster is seeded with (default InService)
+	transitionDelay time.Duration // fake's delay before nodes move (default 20ms)
+	gpuCount        int           // ml-hp gpu group's seeded count (default 2)
+}
+
+func newFixture(t *testing.T, o fixtureOptions) *fixture {
+	t.Helper()
+	if o.transitionDelay == 0 {
+		o.transitionDelay = 20 * time.Millisecond
+	}
+	if o.gpuCount == 0 {
+		o.gpuCount = 2
+	}
+	f := &fixture{locks: newMemLocker(), progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
+	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record})
+	t.Cleanup(f.srv.Close)
+	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
+	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "dev-eks"}))
+	eksARN := eksARN(t, f.srv, "ml-eks")
+	group := func(name, typ string, n int) fakeaws.InstanceGroup {
+		return fakeaws.InstanceGroup{Name: name, Type: typ, Count: n, LifecycleS3URI: testS3, ExecutionRole: testRoleARN}
+	}
+	must(t, f.srv.AddHyperPodCluster(fakeaws.HyperPodCluster{
+		Name: "ml-hp", Status: o.hyperPodStatus, EKSClusterARN: eksARN,
+		InstanceGroups: []fakeaws.InstanceGroup{
+			group("gpu", "ml.p5.48xlarge", o.gpuCount), group("controller", "ml.m5.2xlarge", 1), group("a100", "ml.p4d.24xlarge", 1),
+		},
+	}))
+	must(t, f.srv.AddNodegroup(fakeaws.Nodegroup{Cluster: "ml-eks", Name: "cpu", InstanceTypes: []string{"g5.12xlarge"},
+		MinSize: 1, MaxSize: 4, DesiredSize: 2}))
+
+	f.cfg = testConfig(f.srv.URL())
+	f.clients = NewWithAWSConfig(f.cfg, testAWSConfig())
+	f.clients.PollInterval = 5 * time.Millisecond
+	f.clients.WaitTimeout = 20 * time.Second
+	f.catalog = ops.NewCatalog()
+	Register(f.catalog, f.clients, ops.NewPriceTable(nil), f.nodes)
+	f.engine = ops.NewEngine(f.catalog, newMemStore(), f.locks, nil, ops.EngineOptions{
+		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second,
+		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},
+	})
+	return f
+}
+
+func testConfig(url string) *config.Config {
+	return &config.Config{
+		Clusters: []config.Cluster{
+			{
+				Name: testCluster, Region: "us-west-2", Environment: config.EnvStaging,
+				HyperPod:      config.HyperPod{ClusterName: "ml-hp"},
+				EKS:           config.EKS{ClusterName: "ml-eks"},
+				InstanceTypes: []string{"ml.p5.48xlarge", "ml.m5.2xlarge", "g5.12xlarge"},
+				Limits:        config.Limits{MaxNodesPerGroup: 16},
+			},
+			{
+				Name: testDevCluster, Region: "us-west-2", Environment: config.EnvDevelopment,
+				HyperPod: config.HyperPod{ClusterName: "dev-hp", Templates: map[string]config.Template{
+					"gpu-small": {
+						InstanceGroups: []config.InstanceGroup{
+							{Name: "controller", InstanceType: "ml.m5.2xlarge", InstanceCount: 1},
+							{Name: "workers", InstanceType: "ml.g5.12xlarge", InstanceCount: 2, ThreadsPerCore: 1, VolumeSizeGB: 500},
+						},
+						LifecycleScript: testS3, OnCreate: "on_create.sh", ExecutionRole: "hyperpod-exec",
+					},
+				}},
+				EKS:           config.EKS{ClusterName: "dev-eks"},
+				InstanceTypes: []string{"ml.m5.2xlarge", "ml.g5.12xlarge"},
+				Limits:        config.Limits{MaxNodesPerGroup: 4},
+			},
+		},
+		AWS: config.AWS{
+			Roles:     map[string]string{"hyperpod-exec": testRoleARN},
+			Endpoints: config.Endpoints{SageMaker: url, EKS: url, Pricing: url},
+		},
+	}
+}
+
+// testAWSConfig is what New would load, with static credentials and the standard retryer's backoff shortened;
+// what the retryer retries stays the SDK's decision.
+func testAWSConfig() awssdk.Config {
+	return awssdk.Config{
+		Region:      "us-west-2",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDHYPEROPS", "secret", ""),
+		Retryer: func() awssdk.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			})
+		},
+	}
+}
+
+func eksARN(t *testing.T, srv *fakeaws.Server, name string) string {
+	t.Helper()
+	c, ok := srv.EKSCluster(name)
+	if !ok {
+		t.Fatalf("EKS cluster %s not seeded", name)
+	}
+	return c.ARN
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func human(id string) ops.Initiator { return ops.Initiator{Kind: ops.Human, ID: id, Name: id} }
+
+func scaleRequest(id, cluster, group string, count any) ops.Request {
+	return ops.Request{ID: id, Operation: OpScaleCapacity, Target: ops.Target{Cluster: cluster},
+		Params: ops.Params{"group": group, "count": count}, Initiator: human("U0ALICE")}
+}
+
+// codeOf is the ops error code of err, or "".
+func codeOf(err error) ops.Code {
+	var ue *ops.Error
+	if errors.As(err, &ue) {
+		return ue.Code
+	}
+	return ""
+}
+
+func asOpsError(t *testing.T, err error) *ops.Error {
+	t.Helper()
+	var ue *ops.Error
+	if !errors.As(err, &ue) {
+		t.Fatalf("error %v (%T) is not an *ops.Error", err, err)
+	}
+	return ue
+}
+
+// eventually polls cond until it holds or five seconds pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// progressLog is an ops.Notifier that keeps the progress steps executions report.
+type progressLog struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (p *progressLog) Changed(context.Context, *ops.Record, ops.Transition) {}
+
+func (p *progressLog) Progress(_ context.Context, _ *ops.Record, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.steps = append(p.steps, msg)
+}
+
+func (p *progressLog) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.steps)
+}
+
+// has reports whether some step contains every fragment.
+func (p *progressLog) has(fragments ...string) bool {
+	for _, s := range p.all() {
+		ok := true
+		for _, f := range fragments {
+			ok = ok && strings.Contains(s, f)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hookNodes is the Kubernetes view the fake's OnNodesChanged hook builds, like the e2e tier's kwok nodes: nodes
+// join Ready when AWS adds them and go away when AWS removes them.
+type hookNodes struct {
+	mu      sync.Mutex
+	cluster map[string]string                    // EKS cluster name → registered cluster
+	groups  map[string]map[string]map[string]int // cluster → group → node name → 1
+	types   map[string]string                    // group → instance type
+}
+
+func newHookNodes(cluster map[string]string) *hookNodes {
+	return &hookNodes{cluster: cluster, groups: map[string]map[string]map[string]int{}, types: map[string]string{}}
+}
+
+func (h *hookNodes) record(_ context.Context, ch fakeaws.NodeChange) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cl := h.cluster[ch.EKSClusterName]
+	if h.groups[cl] == nil {
+		h.groups[cl] = map[string]map[string]int{}
+	}
+	g := h.groups[cl][ch.InstanceGroup]
+	if g == nil {
+		g = map[string]int{}
+		h.groups[cl][ch.InstanceGroup] = g
+	}
+	h.types[ch.InstanceGroup] = ch.InstanceType
+	for _, n := range ch.Added {
+		g[string(n)] = 1
+	}
+	for _, n := range ch.Removed {
+		delete(g, string(n))
+	}
+}
+
+func (h *hookNodes) NodeGroups(_ context.Context, cluster string) ([]ops.NodeGroupNodes, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ops.NodeGroupNodes
+	for name, nodes := range h.groups[cluster] {
+		out = append(out, ops.NodeGroupNodes{Group: name, InstanceType: h.types[name], Nodes: len(nodes), Ready: len(nodes),
+			Health: map[string]int{"Schedulable": len(nodes)}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
+}
+
+// memStore is an in-memory ops.Store with the same compare-and-set contract as the Redis one.
+type memStore struct {
+	mu   sync.Mutex
+	recs map[string]*ops.Record
+}
+
+func newMemStore() *memStore { return &memStore{recs: map[string]*ops.Record{}} }
+
+func (s *memStore) Create(_ context.Context, rec *ops.Record) (*ops.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.recs[rec.ID()]; ok {
+		return old.Clone(), false, nil
+	}
+	s.recs[rec.ID()] = rec.Clone()
+	return rec.Clone(), true, nil
+}
+
+func (s *memStore) Get(_ context.Context, id string) (*ops.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[id]
+	if !ok {
+		return nil, ops.ErrNotFound
+	}
+	return r.Clone(), nil
+}
+
+func (s *memStore) Update(_ context.Context, rec *ops.Record, expect int64, _ ops.AuditEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.recs[rec.ID()]
+	if !ok {
+		return ops.ErrNotFound
+	}
+	if old.Version != expect {
+		return ops.ErrVersionConflict
+	}
+	rec.Version = expect + 1
+	s.recs[rec.ID()] = rec.Clone()
+	return nil
+}
+
+func (s *memStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*ops.Record
+	for _, r := range s.recs {
+		if len(q.Phases) == 0 || slices.Contains(q.Phases, r.Phase) {
+			out = append(out, r.Clone())
+		}
+	}
+	return out, nil
+}
+
+// memLocker is an in-memory ops.Locker: expiring, token-checked locks with fencing numbers.
+type memLocker struct {
+	mu    sync.Mutex
+	held  map[string]memLock
+	fence int64
+}
+
+type memLock struct {
+	owner, token string
+	fence        int64
+	until        time.Time
+}
+
+func newMemLocker() *memLocker { return &memLocker{held: map[string]memLock{}} }
+
+func (l *memLocker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := scope.String()
+	now := time.Now()
+	if h, ok := l.held[key]; ok && now.Before(h.until) {
+		if h.owner != owner {
+			return nil, &ops.LockHeldError{Scope: scope, Holder: h.owner}
+		}
+		h.until = now.Add(ttl)
+		l.held[key] = h
+		return &ops.Lock{Scope: scope, Owner: owner, Token: h.token, Fence: h.fence}, nil
+	}
+	l.fence++
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	h := memLock{owner: owner, token: hex.EncodeToString(b), fence: l.fence, until: now.Add(ttl)}
+	l.held[key] = h
+	return &ops.Lock{Scope: scope, Owner: owner, Token: h.token, Fence: h.fence}, nil
+}
+
+func (l *memLocker) Holder(_ context.Context, scope ops.LockScope) (string, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[scope.String()]; ok && time.Now().Before(h.until) {
+		return h.owner, true, nil
+	}
+	return "", false, nil
+}
+
+func (l *memLocker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.held[lk.Scope.String()]
+	if !ok || h.token != lk.Token || !time.Now().Before(h.until) {
+		return ops.ErrLockLost
+	}
+	h.until = time.Now().Add(ttl)
+	l.held[lk.Scope.String()] = h
+	return nil
+}
+
+func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[lk.Scope.String()]; ok && h.token == lk.Token {
+		delete(l.held, lk.Scope.String())
+	}
+	return nil
+}
+
+// memCache is an in-memory Cache that honours TTLs, as Redis does.
+type memCache struct {
+	mu   sync.Mutex
+	vals map[string][]byte
+	exp  map[string]time.Time
+	ttls []time.Duration
+	now  func() time.Time
+}
+
+func newMemCache() *memCache {
+	return &memCache{vals: map[string][]byte{}, exp: map[string]time.Time{}, now: time.Now}
+}
+
+func (c *memCache) CacheGet(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.vals[key]
+	if !ok || !c.now().Before(c.exp[key]) {
+		return nil, false, nil
+	}
+	return slices.Clone(v), true, nil
+}
+
+func (c *memCache) CacheSet(_ context.Context, key string, val []byte, ttl time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vals[key] = slices.Clone(val)
+	c.exp[key] = c.now().Add(ttl)
+	c.ttls = append(c.ttls, ttl)
+	return nil
+}
+
+// count is how many nodes Kubernetes has in a group.
+func (h *hookNodes) count(cluster, group string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.groups[cluster][group])
+}
