@@ -13,7 +13,14 @@ import (
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{}) // dial failures are expected while tests stop Redis; the tests assert on them
+	goleak.VerifyTestMain(m)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // dial connects to url and closes the client when the test ends (before the server it talks to stops).
 func dial(t *testing.T, url string) redis.UniversalClient {
