@@ -161,8 +161,14 @@ func touchEverything(t *testing.T, s *state.Store) {
 	ctx := ctxT(t)
 	obj := ops.ObjectRef{Cluster: "c1", Namespace: "ml", Kind: "Job", Name: "j"}
 	steps := []error{
-		func() error { _, _, err := s.Create(ctx, record("r1", ops.PhaseReceived, "U1", time.Now())); return err }(),
-		func() error { _, err := s.Acquire(ctx, ops.LockScope{Cluster: "c1", Kind: "k"}, "r1", time.Minute); return err }(),
+		func() error {
+			_, _, err := s.Create(ctx, record("r1", ops.PhaseReceived, "U1", time.Now()))
+			return err
+		}(),
+		func() error {
+			_, err := s.Acquire(ctx, ops.LockScope{Cluster: "c1", Kind: "k"}, "r1", time.Minute)
+			return err
+		}(),
 		func() error { _, err := s.AcquireLease(ctx, "watch/c1", "A", time.Minute); return err }(),
 		func() error { _, err := s.Seen(ctx, "envelope", "e1"); return err }(),
 		func() error { _, err := s.ClaimTick(ctx, "daily", epoch); return err }(),
