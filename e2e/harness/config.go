@@ -1,0 +1,138 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+)
+
+// The world every scenario runs in: one registered cluster backed by the local control plane and the fake AWS,
+// people and an agent in the fake Slack.
+const (
+	Cluster      = "ml-e2e"
+	HyperPod     = "ml-e2e-hp"
+	EKSCluster   = "ml-e2e"
+	Namespace    = "ml-platform"
+	Region       = "us-west-2"
+	GPUGroup     = "gpu-workers"
+	GPUType      = "ml.p5.48xlarge"
+	GPUPrice     = 63.296 // pricing override of GPUType, $/h
+	StorageClass = "kwok-volume"
+
+	OpsChannel       = "C0OPS"
+	ApprovalsChannel = "C0APPROVE"
+	AgentDM          = "D0AGENT"
+
+	Alice  = "U0ALICE" // an engineer
+	Lead1  = "U0LEAD1" // approver, listed by ID
+	Lead2  = "U0LEAD2" // approver, through the S0LEADS user group
+	Agent  = "U0AGENT" // the registered agent ops-agent
+	Leads  = "S0LEADS"
+	BotKey = "AKIDE2EHYPEROPS" // the fake AWS access key the bot signs with
+
+	// MaxInferenceReplicas is the cluster's inference cap in the generated config.
+	MaxInferenceReplicas = 4
+	// MaxNodesPerGroup is the cluster's capacity cap in the generated config.
+	MaxNodesPerGroup = 6
+)
+
+// BotSecret is the secret key of BotKey.
+const BotSecret = "e2e-secret-key-not-a-real-one"
+
+// ConfigData fills the generated configuration.
+type ConfigData struct {
+	SlackAPIURL string
+	RedisURL    string
+	KeyPrefix   string
+	Kubeconfig  string
+	AWSURL      string
+}
+
+// configTemplate is the bot's configuration. Secrets and the per-replica listen address come from the
+// environment, as in production.
+var configTemplate = template.Must(template.New("config").Parse(`slack:
+  appToken: ${SLACK_APP_TOKEN}
+  botToken: ${SLACK_BOT_TOKEN}
+  apiURL: {{printf "%q" .SlackAPIURL}}
+  command: /hp
+  channels: [` + OpsChannel + `]
+  approvalsChannel: ` + ApprovalsChannel + `
+  workers: 4
+  queueSize: 64
+redis:
+  url: {{printf "%q" .RedisURL}}
+  keyPrefix: {{.KeyPrefix}}
+clusters:
+  - name: ` + Cluster + `
+    kubeconfig: {{printf "%q" .Kubeconfig}}
+    region: ` + Region + `
+    environment: staging
+    hyperpod:
+      clusterName: ` + HyperPod + `
+    eks:
+      clusterName: ` + EKSCluster + `
+    namespaces: [` + Namespace + `]
+    defaultNamespace: ` + Namespace + `
+    instanceTypes: [` + GPUType + `, ml.g5.12xlarge]
+    images: ["public.ecr.aws/docker/library/*", "123456789012.dkr.ecr.us-west-2.amazonaws.com/*"]
+    limits: {maxNodesPerGroup: ` + fmt.Sprint(MaxNodesPerGroup) + `, maxTrainingReplicas: 4, maxGPUsPerJob: 32, maxTrainingHours: 24, maxInferenceReplicas: ` + fmt.Sprint(MaxInferenceReplicas) + `}
+    gpuNodes:
+      nodeSelector: {sagemaker.amazonaws.com/compute-type: hyperpod}
+    profiles: {default: {serviceAccount: default}}
+    requiredLabels: {team: ml-platform}
+    storageClasses: [` + StorageClass + `]
+aws:
+  roles: {hyperpod-exec: "arn:aws:iam::123456789012:role/HyperPodExecutionRole"}
+  endpoints: {sagemaker: {{printf "%q" .AWSURL}}, eks: {{printf "%q" .AWSURL}}, pricing: {{printf "%q" .AWSURL}}}
+agents:
+  - name: ops-agent
+    slackUser: ` + Agent + `
+    operations: ["get-*", "list-*", "submit-training-job", "deploy-inference", "scale-inference"]
+approvals:
+  groups:
+    leads: {users: [` + Lead1 + `], userGroups: [` + Leads + `]}
+  requireChannelMembership: false
+  rules:
+    - {risk: [critical], approvers: leads, required: 2, expiresAfter: 30m}
+    - {risk: [high, medium], approvers: leads, required: 1, expiresAfter: 1h}
+    - {risk: [low], initiator: human, required: 0}
+    - {risk: [low], initiator: agent, approvers: leads, required: 1, expiresAfter: 1h}
+risk:
+  hourlyCost: {medium: 50, high: 500}
+pricing:
+  source: builtin
+  overrides: {` + GPUType + `: ` + fmt.Sprint(GPUPrice) + `}
+reports:
+  - name: e2e-capacity
+    schedule: "0 9 * * 1-5"
+    timezone: UTC
+    channel: ` + OpsChannel + `
+    clusters: [` + Cluster + `]
+server:
+  listen: ${HYPEROPS_LISTEN}
+log: {level: debug, format: json}
+`))
+
+// WriteConfig renders the configuration into dir/hyperops.yaml and checks it with the bot's own
+// `validate-config` (bin, run with env as its environment), so a bad harness config fails here with the loader's
+// message rather than in a replica.
+func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []string) (string, error) {
+	var b strings.Builder
+	if err := configTemplate.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("render the bot config: %w", err)
+	}
+	path := filepath.Join(dir, "hyperops.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return "", fmt.Errorf("write the bot config: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "validate-config", path)
+	cmd.Env = append(env, "HYPEROPS_LISTEN=127.0.0.1:1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("the generated bot config %s does not validate: %w\n%s", path, err, out)
+	}
+	return path, nil
+}
