@@ -1,0 +1,61 @@
+package aws
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+func TestGetCapacity(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	rec, err := f.engine.Submit(ctxT(t), ops.Request{Operation: OpGetCapacity, Target: ops.Target{Cluster: testCluster},
+		Initiator: human("U0BOB")})
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("Submit: %v %+v", err, rec)
+	}
+	var c Capacity
+	must(t, json.Unmarshal(rec.Result.Data, &c))
+	if c.HyperPod == nil || c.HyperPod.Status != "InService" || len(c.HyperPod.Groups) != 3 {
+		t.Fatalf("hyperpod %+v", c.HyperPod)
+	}
+	gpu := c.HyperPod.Groups[0]
+	if gpu.Name != "gpu" || gpu.Current != 2 || gpu.Target != 2 || gpu.Instances["Running"] != 2 || !gpu.PriceKnown ||
+		!near(gpu.Hourly, 2*priceP5) || gpu.Kubernetes == nil || gpu.Kubernetes.Ready != 2 {
+		t.Errorf("gpu %+v", gpu)
+	}
+	if c.EKS == nil || c.EKS.Status != "ACTIVE" || len(c.EKS.Nodegroups) != 1 {
+		t.Fatalf("eks %+v", c.EKS)
+	}
+	cpu := c.EKS.Nodegroups[0]
+	if cpu.Name != "cpu" || cpu.Current != -1 || cpu.Target != 2 || cpu.Min != 1 || cpu.Max != 4 || cpu.Kubernetes == nil || cpu.Kubernetes.Nodes != 2 {
+		t.Errorf("cpu %+v", cpu)
+	}
+	// gpu 2 × 113.068 + controller 1 × 0.461 + a100 1 × 37.688 + cpu 2 × 5.672, from the built-in table.
+	want := 2*priceP5 + 0.461 + 37.688 + 2*5.672
+	if !near(c.Hourly, want) || len(c.Unknown) != 0 {
+		t.Errorf("hourly %v unknown %v, want %v", c.Hourly, c.Unknown, want)
+	}
+	if !strings.Contains(rec.Result.Summary, "HyperPod ml-hp InService (3 groups)") || !strings.Contains(rec.Result.Output, "2 nodes, 2 Ready") {
+		t.Errorf("summary %q output %q", rec.Result.Summary, rec.Result.Output)
+	}
+	if len(rec.Result.Details) != 4 {
+		t.Errorf("details %+v", rec.Result.Details)
+	}
+}
+
+// The wiring may pass no Kubernetes view and no pricer: capacity is still reported, with prices unknown.
+func TestCapacityWithoutKubernetesOrPrices(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c, err := f.clients.Capacity(ctxT(t), testCluster, nil, nil)
+	must(t, err)
+	if c.Hourly != 0 || strings.Join(c.Unknown, ",") != "g5.12xlarge,ml.m5.2xlarge,ml.p4d.24xlarge,ml.p5.48xlarge" {
+		t.Errorf("hourly %v unknown %v", c.Hourly, c.Unknown)
+	}
+	for _, g := range c.HyperPod.Groups {
+		if g.Kubernetes != nil || g.PriceKnown {
+			t.Errorf("group %+v", g)
+		}
+	}
+}
