@@ -1,0 +1,334 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+	"github.com/hyperops/hyperops/ops/state/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	chOps      = "C0OPS"
+	chApprove  = "C0APPROVE"
+	dmAgent    = "D0AGENT"
+	dmAlice    = "D0ALICE"
+	userAlice  = "U0ALICE"
+	userBob    = "U0BOB"
+	userLead1  = "U0LEAD1"
+	userLead2  = "U0LEAD2"
+	userAgent  = "U0AGENT"
+	clusterTst = "test-eks"
+)
+
+const testConfig = `
+slack:
+  appToken: xapp-1-fake-app-token
+  botToken: xoxb-fake-bot-token
+  apiURL: %s
+  channels: [C0OPS]
+  approvalsChannel: C0APPROVE
+  workers: 4
+  queueSize: 16
+redis:
+  url: %s
+  keyPrefix: %s
+clusters:
+  - name: test-eks
+    environment: staging
+    namespaces: [ml]
+    instanceTypes: [ml.g5.12xlarge]
+    images: ["registry.example.com/*"]
+    limits: {maxNodesPerGroup: 4, maxTrainingReplicas: 8, maxGPUsPerJob: 8, maxTrainingHours: 4, maxInferenceReplicas: 2}
+agents:
+  - name: ops-agent
+    slackUser: U0AGENT
+    operations: ["get-*", "submit-training-job"]
+approvals:
+  groups:
+    leads: {users: [U0LEAD1], userGroups: [S0LEADS]}
+  requireChannelMembership: true
+  rules:
+    - {risk: [critical], approvers: leads, required: 1, expiresAfter: 30m}
+    - {risk: [high, medium], approvers: leads, required: 1, expiresAfter: 1h}
+    - {risk: [low], initiator: human, required: 0}
+    - {risk: [low], initiator: agent, approvers: leads, required: 1, expiresAfter: 1h}
+risk:
+  hourlyCost: {medium: 50, high: 500}
+server:
+  listen: "127.0.0.1:0"
+`
+
+// widgetOp is an in-test operation that behaves like a real one: a plan against observed state, a cost from the
+// count, and an execution counted (and optionally held) by the test.
+type widgetOp struct {
+	spec     ops.Spec
+	observed atomic.Value // string
+	runs     atomic.Int64
+	hold     chan struct{} // when non-nil, Execute waits for it to close
+	mu       sync.Mutex
+}
+
+func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.ParamSpec) *widgetOp {
+	w := &widgetOp{spec: ops.Spec{Name: name, Domain: "test", Slash: slashFor(name), Summary: "test operation " + name, Mutates: mutates,
+		Baseline: baseline, Params: params,
+		Lock: func(r ops.Request) ops.LockScope {
+			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: name, Name: r.Params.String("name")}
+		}}}
+	w.observed.Store("v1")
+	return w
+}
+
+func slashFor(name string) string {
+	switch name {
+	case "scale-widget":
+		return "/hp widget scale name= count="
+	case "get-widget":
+		return "/hp widget status name="
+	case "submit-training-job":
+		return "/hp train submit name= image= [replicas=]"
+	case "delete-storage":
+		return "/hp storage delete name="
+	}
+	return "/hp " + name
+}
+
+func (w *widgetOp) Spec() ops.Spec                               { return w.spec }
+func (w *widgetOp) Validate(context.Context, *ops.Request) error { return nil }
+
+func (w *widgetOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
+	n := req.Params.IntOr("count", req.Params.IntOr("replicas", 1))
+	p := &ops.Plan{Summary: fmt.Sprintf("%s %s", w.spec.Name, req.Params.String("name")), Observed: w.observed.Load().(string),
+		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Widget", Name: req.Params.String("name"),
+			Fields: []ops.FieldChange{{Path: "spec.count", From: "0", To: fmt.Sprint(n)}}}}, ServerValidated: true}
+	if w.spec.Name == "scale-widget" {
+		p.Cost.AddHourly("ml.g5.12xlarge", float64(n), 60, "instance")
+	}
+	if w.spec.Name == "delete-storage" {
+		p.Risk.Add(ops.RiskCritical, "deletes the data of claim %s", req.Params.String("name"))
+	}
+	return p, nil
+}
+
+func (w *widgetOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	if w.hold != nil {
+		select {
+		case <-w.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if w.spec.Mutates {
+		w.runs.Add(1)
+	}
+	return &ops.Result{Summary: w.spec.Name + " done", Details: []ops.Detail{{Label: "name", Value: req.Params.String("name")}}}, nil
+}
+
+type harness struct {
+	t      *testing.T
+	srv    *fakeslack.Server
+	bot    *Bot
+	clock  *clockwork.FakeClock
+	ops    map[string]*widgetOp
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+	redis  *redistest.Server
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	rs := redistest.Start(t)
+	srv := fakeslack.New(fakeslack.Options{
+		Users: []fakeslack.User{{ID: userAlice, Name: "alice"}, {ID: userBob, Name: "bob"}, {ID: userLead1, Name: "lead1"},
+			{ID: userLead2, Name: "lead2"}, {ID: userAgent, Name: "ops-agent", IsBot: true}},
+		UserGroups: map[string][]string{"S0LEADS": {userLead2}},
+		Channels: map[string][]string{
+			chOps:     {"U0BOT", userAlice, userBob, userLead1, userLead2},
+			chApprove: {"U0BOT", userLead1, userLead2, userBob},
+			dmAgent:   {userAgent}, dmAlice: {userAlice},
+		},
+		RateLimits: &fakeslack.RateLimits{Disabled: true},
+	})
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(testConfig, srv.APIURL(), rs.URL(), "t"+strings.ReplaceAll(t.Name(), "/", "-"))), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rdb, err := state.Dial(ctx, rs.URL())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
+	h := &harness{t: t, srv: srv, clock: clock, ops: map[string]*widgetOp{}, cancel: cancel, done: make(chan error, 1), redis: rs}
+	cat := ops.NewCatalog()
+	str := func(n string, req bool) ops.ParamSpec {
+		return ops.ParamSpec{Name: n, Kind: ops.KindString, Required: req, Help: n}
+	}
+	num := func(n string, req bool) ops.ParamSpec {
+		return ops.ParamSpec{Name: n, Kind: ops.KindInt, Required: req, Help: n}
+	}
+	for _, w := range []*widgetOp{
+		newWidgetOp("scale-widget", true, ops.RiskLow, []ops.ParamSpec{str("name", true), num("count", true)}),
+		newWidgetOp("get-widget", false, ops.RiskLow, []ops.ParamSpec{str("name", true)}),
+		newWidgetOp("submit-training-job", true, ops.RiskLow, []ops.ParamSpec{str("name", true), str("image", true), num("replicas", false)}),
+		newWidgetOp("delete-storage", true, ops.RiskCritical, []ops.ParamSpec{str("name", true)}),
+	} {
+		h.ops[w.spec.Name] = w
+		cat.Register(w)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h.addr = ln.Addr().String()
+	b, err := New(Options{Config: cfg, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
+		Clock: clock, Listener: ln, Limits: &Limits{Tier2: Tier{6000, 100}, Tier3: Tier{6000, 100}, Tier4: Tier{6000, 100}, PostPerChannel: Tier{6000, 100}}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h.bot = b
+	go func() { h.done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		h.stop()
+		_ = rdb.Close()
+	})
+	h.waitFor("the bot to connect", func(s fakeslack.Snapshot) bool {
+		for _, c := range s.Connections {
+			if c.Open {
+				return true
+			}
+		}
+		return false
+	})
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case <-h.done:
+	case <-time.After(20 * time.Second):
+		h.t.Error("bot did not stop within 20s")
+	}
+}
+
+func (h *harness) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+func (h *harness) waitFor(what string, cond func(fakeslack.Snapshot) bool) fakeslack.Snapshot {
+	h.t.Helper()
+	s, err := h.srv.WaitFor(h.ctx(), cond)
+	if err != nil {
+		h.t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return s
+}
+
+func (h *harness) slash(user, channel, text string) fakeslack.Delivery {
+	h.t.Helper()
+	d, err := h.srv.SlashCommand(h.ctx(), fakeslack.SlashCommand{Text: text, User: user, Channel: channel})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return d
+}
+
+// topLevel returns the top-level messages of a channel.
+func topLevel(s fakeslack.Snapshot, ch string) []fakeslack.Message {
+	var out []fakeslack.Message
+	for _, m := range s.Messages[ch] {
+		if m.ThreadTS == "" || m.ThreadTS == m.TS {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func hasButton(m fakeslack.Message, action string) bool {
+	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`)
+}
+
+func ephemeralWith(s fakeslack.Snapshot, user, substr string) bool {
+	for _, e := range s.Ephemerals {
+		if e.User == user && strings.Contains(e.Text+string(e.Blocks), substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) click(user, channel, ts, action string) fakeslack.Delivery {
+	h.t.Helper()
+	d, err := h.srv.ClickButton(h.ctx(), fakeslack.Click{User: user, Channel: channel, MessageTS: ts, ActionID: action})
+	if err != nil {
+		h.t.Fatalf("click %s as %s: %v", action, user, err)
+	}
+	return d
+}
+
+func (h *harness) record(id string) *ops.Record {
+	h.t.Helper()
+	rec, err := h.bot.Engine().Get(h.ctx(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec
+}
+
+// requestID reads the request id from a plan message's buttons.
+func requestID(t *testing.T, m fakeslack.Message) string {
+	t.Helper()
+	var blocks []map[string]any
+	if err := json.Unmarshal(m.Blocks, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if els, ok := b["elements"].([]any); ok && b["type"] == "actions" {
+			return els[0].(map[string]any)["value"].(string)
+		}
+	}
+	t.Fatalf("no buttons on message %s", m.TS)
+	return ""
+}
+
+func assertAcksFast(t *testing.T, s fakeslack.Snapshot) {
+	t.Helper()
+	for _, a := range s.Acks {
+		if a.Latency > 3*time.Second {
+			t.Errorf("envelope %s (%s) acked after %s, want within 3s", a.EnvelopeID, a.Type, a.Latency)
+		}
+	}
+	for _, d := range s.Deliveries {
+		if d.Failed {
+			t.Errorf("delivery %s (%s) failed: not acked in time", d.EnvelopeID, d.Type)
+		}
+	}
+}
