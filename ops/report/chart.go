@@ -91,6 +91,8 @@ func barPlot(r Report) (*plot.Plot, error) {
 	p.Legend.Add("allocated", a)
 	p.Legend.Add("free", f)
 	p.NominalX(names...)
+	// half a slot of room on each side, so the outer groups' bars are not cut at the axis ends
+	p.X.Min, p.X.Max = -0.5, float64(len(r.Groups))-0.5
 	return p, nil
 }
 
@@ -99,12 +101,15 @@ func linePlot(r Report) (*plot.Plot, error) {
 	p.Title.Text = "GPU utilisation (allocated / allocatable), %"
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Label.Text = "%"
-	loc := r.At.Location()
-	p.X.Tick.Marker = plot.TimeTicks{Format: "Jan 2 15:04", Time: plot.UnixTimeIn(loc)}
 	if len(r.History) == 0 {
 		p.HideX()
 		return p, nil
 	}
+	format := "Jan 2 15:04"
+	if r.History[len(r.History)-1].At.Sub(r.History[0].At) > 72*time.Hour {
+		format = "Jan 2"
+	}
+	p.X.Tick.Marker = plot.TimeTicks{Format: format, Time: plot.UnixTimeIn(r.At.Location())}
 	xys := make(plotter.XYs, len(r.History))
 	for i, pt := range r.History {
 		xys[i].X = float64(pt.At.Unix())

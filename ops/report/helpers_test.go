@@ -42,7 +42,9 @@ func hpNode(name, group, instanceType string, gpus int64, ready bool, health str
 
 type podOpt func(*corev1.Pod)
 
-func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n; p.Status.Phase = corev1.PodRunning } }
+func onNode(n string) podOpt {
+	return func(p *corev1.Pod) { p.Spec.NodeName = n; p.Status.Phase = corev1.PodRunning }
+}
 
 func ownedBy(kind, name string) podOpt {
 	return func(p *corev1.Pod) {
@@ -168,7 +170,9 @@ type fakeGroups struct {
 	err    error
 }
 
-func (f fakeGroups) InstanceGroups(context.Context, string) ([]GroupStatus, error) { return f.groups, f.err }
+func (f fakeGroups) InstanceGroups(context.Context, string) ([]GroupStatus, error) {
+	return f.groups, f.err
+}
 
 var (
 	createOpts = metav1.CreateOptions{}
