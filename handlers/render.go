@@ -34,10 +34,16 @@ type Rendered struct {
 	Files []File
 }
 
-func mrkdwn(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.MarkdownType, s, false, false) }
-func plain(s string) *slack.TextBlockObject  { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+}
 
-func section(s string) *slack.SectionBlock { return slack.NewSectionBlock(mrkdwn(clip(s, maxSectionText)), nil, nil) }
+func section(s string) *slack.SectionBlock {
+	return slack.NewSectionBlock(mrkdwn(clip(s, maxSectionText)), nil, nil)
+}
 
 func fieldsSection(fields ...string) *slack.SectionBlock {
 	objs := make([]*slack.TextBlockObject, 0, len(fields))
@@ -47,7 +53,9 @@ func fieldsSection(fields ...string) *slack.SectionBlock {
 	return slack.NewSectionBlock(nil, objs, nil)
 }
 
-func contextBlock(s string) *slack.ContextBlock { return slack.NewContextBlock("", mrkdwn(clip(s, maxSectionText))) }
+func contextBlock(s string) *slack.ContextBlock {
+	return slack.NewContextBlock("", mrkdwn(clip(s, maxSectionText)))
+}
 
 // clip shortens s to n characters, saying so; callers send anything longer than inlineLimit as a file first.
 func clip(s string, n int) string {

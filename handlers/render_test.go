@@ -1,0 +1,159 @@
+package handlers
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var t0 = time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC)
+
+func sampleRecord(phase ops.Phase) *ops.Record {
+	req := ops.Request{ID: "req-0123456789abcdef", Operation: "scale-capacity", Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
+		Params: ops.Params{"group": "gpu-workers", "count": int64(4)}, Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
+	p := &ops.Plan{Summary: "scale gpu-workers from 2 to 4 ml.g5.12xlarge", ServerValidated: true, Hash: "9f86d081884c7d659a2feaa0c55ad015",
+		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "InstanceGroup", Name: "gpu-workers", Fields: []ops.FieldChange{{Path: "instanceCount", From: "2", To: "4"}}}}}
+	p.Cost.AddHourly("ml.g5.12xlarge", 2, 7.09, "instance")
+	p.Risk.Add(ops.RiskMedium, "adds $14.18/h")
+	p.Risk.Add(ops.RiskHigh, "production cluster ml-prod-eks: one level up")
+	rec := &ops.Record{Request: req, Phase: phase, Version: 4, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0,
+		Approval: ops.Approval{Required: 2, Approvers: "leads", ExpiresAt: t0.Add(time.Hour), PlanHash: p.Hash, Rule: "rule 1",
+			Votes: []ops.Vote{{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, Approve: true, At: t0, PlanHash: p.Hash}}}}
+	return rec
+}
+
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./handlers -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
+		t.Errorf("%s differs from %s (rerun with -update if intended):\n%s", name, path, got)
+	}
+}
+
+// checkLimits applies Slack's Block Kit limits the fake Slack also enforces.
+func checkLimits(t *testing.T, m Msg) {
+	t.Helper()
+	if len(m.Blocks) > maxBlocks {
+		t.Errorf("%d blocks, Slack allows %d", len(m.Blocks), maxBlocks)
+	}
+	for _, b := range m.Blocks {
+		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil && len([]rune(s.Text.Text)) > maxSectionText {
+			t.Errorf("section of %d characters", len([]rune(s.Text.Text)))
+		}
+	}
+}
+
+func TestGoldenMessages(t *testing.T) {
+	agentRec := sampleRecord(ops.PhaseAwaitingApproval)
+	agentRec.Request.Initiator = ops.Initiator{Kind: ops.Agent, ID: "U0AGENT", Name: "ops-agent"}
+	agentRec.Owner, agentRec.Request.Origin = agentRec.Request.Initiator, "agent"
+	done := sampleRecord(ops.PhaseSucceeded)
+	done.Result = &ops.Result{Summary: "gpu-workers at 4 instances", Details: []ops.Detail{{Label: "InService", Value: "4/4"}}, Output: "node-1 Ready\nnode-2 Ready"}
+	long := sampleRecord(ops.PhaseAwaitingApproval)
+	long.Plan.Manifest = strings.Repeat("apiVersion: v1\nkind: ConfigMap\n", 200)
+	interrupted := sampleRecord(ops.PhaseInterrupted)
+	interrupted.Errors = []*ops.Error{ops.Errorf(ops.CodeInternal, "", "use Take over, then Resume or Stop", "execution was interrupted")}
+	g := NewGrammar("/hp", testSpecs())
+	tr := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, At: t0, By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "approved by U0LEAD2 (2/2)"}
+	reply, _ := TransitionReply(done, tr)
+	cases := map[string]Rendered{
+		"plan_awaiting":      PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
+		"plan_agent":         PlanMessage(agentRec),
+		"plan_succeeded":     PlanMessage(done),
+		"plan_expired":       PlanMessage(sampleRecord(ops.PhaseExpired)),
+		"plan_interrupted":   PlanMessage(interrupted),
+		"plan_long_manifest": PlanMessage(long),
+		"result":             ResultMessage(done),
+		"transition_reply":   {Msg: reply},
+		"progress_reply":     {Msg: ProgressReply(done, "2/4 nodes InService")},
+		"error":              {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
+		"help":               {Msg: HelpMessage(g, "")},
+		"help_topic":         {Msg: HelpMessage(g, "train")},
+		"requests":           {Msg: RequestsMessage("Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
+		"agent_reply":        {Msg: AgentReply(AgentBody(agentRec, agentRec.ID(), nil))},
+		"agent_reply_error":  {Msg: AgentReply(AgentBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
+		"audit_line":         {Msg: AuditLine(done, tr)},
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkLimits(t, r.Msg)
+			golden(t, name, r)
+		})
+	}
+	if len(cases["plan_long_manifest"].Files) != 1 {
+		t.Errorf("a long manifest must go to a file, got %d files", len(cases["plan_long_manifest"].Files))
+	}
+	t.Run("confirm_delete_modal", func(t *testing.T) {
+		rec := sampleRecord(ops.PhaseAwaitingApproval)
+		rec.Request.Operation, rec.Request.Params = DeleteStorageOperation, ops.Params{"name": "checkpoints"}
+		golden(t, "confirm_delete_modal", ConfirmDeleteModal(rec, `{"id":"req-0123456789abcdef","claim":"checkpoints"}`))
+	})
+}
+
+func TestActionable(t *testing.T) {
+	tests := []struct {
+		phase ops.Phase
+		agent bool
+		want  string
+	}{
+		{ops.PhaseAwaitingApproval, false, "hp_approve hp_deny hp_cancel"},
+		{ops.PhaseAwaitingApproval, true, "hp_approve hp_deny hp_cancel hp_stop hp_takeover"},
+		{ops.PhaseExecuting, false, ""},
+		{ops.PhaseExpired, false, ""},
+		{ops.PhaseSucceeded, false, ""},
+		{ops.PhaseInterrupted, true, "hp_takeover hp_resume hp_stop"},
+	}
+	for _, tc := range tests {
+		rec := sampleRecord(tc.phase)
+		if tc.agent {
+			rec.Owner.Kind = ops.Agent
+		}
+		if got := strings.Join(Actionable(rec), " "); got != tc.want {
+			t.Errorf("%s (agent %v): %q, want %q", tc.phase, tc.agent, got, tc.want)
+		}
+	}
+}
+
+func TestValidateSubmission(t *testing.T) {
+	mk := func(typed string) slack.InteractionCallback {
+		var cb slack.InteractionCallback
+		cb.Type = slack.InteractionTypeViewSubmission
+		cb.View.CallbackID = ConfirmDeleteCallback
+		cb.View.PrivateMetadata = `{"id":"r","claim":"checkpoints"}`
+		cb.View.State = &slack.ViewState{Values: map[string]map[string]slack.BlockAction{confirmBlock: {confirmAction: {Value: typed}}}}
+		return cb
+	}
+	tests := []struct {
+		typed string
+		ok    bool
+	}{{"checkpoints", true}, {" checkpoints ", true}, {"checkpoint", false}, {"", false}}
+	for _, tc := range tests {
+		if got := ValidateSubmission(mk(tc.typed)) == nil; got != tc.ok {
+			t.Errorf("typed %q: accepted %v, want %v", tc.typed, got, tc.ok)
+		}
+	}
+}
