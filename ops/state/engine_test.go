@@ -1,0 +1,451 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+	"github.com/hyperops/hyperops/ops/state/redistest"
+)
+
+// The acceptance tests of issue 2: a real ops.Engine over the Redis store, against a real redis-server.
+
+// scaleOp is an in-test mutating operation that counts its plans and executions. Its plan diffs against an
+// observed state the test can change; its execution can be held at a gate, ignoring its context, as a replica
+// that hangs or dies mid-execution would.
+type scaleOp struct {
+	observed atomic.Value // string
+	plans    atomic.Int64
+	execs    atomic.Int64
+	started  chan string   // gets the request id when an execution starts (if not nil)
+	gate     chan struct{} // an execution waits for it to close (if not nil)
+}
+
+func newScaleOp() *scaleOp {
+	o := &scaleOp{started: make(chan string, 16)}
+	o.observed.Store("gpu: 2 nodes")
+	return o
+}
+
+func (o *scaleOp) Spec() ops.Spec {
+	return ops.Spec{Name: "test-scale", Domain: "test", Summary: "scale a test node group", Mutates: true,
+		Params: []ops.ParamSpec{
+			{Name: "group", Kind: ops.KindString, Required: true, Help: "node group"},
+			{Name: "count", Kind: ops.KindInt, Required: true, Help: "nodes"},
+		},
+		Lock: func(r ops.Request) ops.LockScope {
+			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "capacity", Name: r.Params.String("group")}
+		}}
+}
+
+func (o *scaleOp) Validate(context.Context, *ops.Request) error { return nil }
+
+func (o *scaleOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
+	o.plans.Add(1)
+	observed := o.observed.Load().(string)
+	return &ops.Plan{Summary: fmt.Sprintf("scale %s to %d", req.Params.String("group"), req.Params.IntOr("count", 0)),
+		Observed: observed,
+		Changes:  []ops.Change{{Action: ops.ActionUpdate, Kind: "NodeGroup", Name: req.Params.String("group")}}}, nil
+}
+
+func (o *scaleOp) Execute(_ context.Context, req *ops.Request, _ *ops.Plan, x ops.Execution) (*ops.Result, error) {
+	o.execs.Add(1)
+	select {
+	case o.started <- req.ID:
+	default:
+	}
+	if o.gate != nil {
+		<-o.gate
+	}
+	return &ops.Result{Summary: fmt.Sprintf("scaled with fence %d", x.Fence)}, nil
+}
+
+// Observe reads the real state after an interrupted execution.
+func (o *scaleOp) Observe(context.Context, *ops.Request) (*ops.Result, error) {
+	return &ops.Result{Summary: o.observed.Load().(string)}, nil
+}
+
+// quorumPolicy asks for a fixed number of approvals from people other than the requester.
+type quorumPolicy struct{ required int }
+
+func (p quorumPolicy) Permit(context.Context, ops.Request) error { return nil }
+
+func (p quorumPolicy) Requirement(context.Context, ops.Request, *ops.Plan) (ops.Approval, error) {
+	return ops.Approval{Required: p.required, Approvers: "leads", Rule: "test"}, nil
+}
+
+func (p quorumPolicy) CheckVoter(_ context.Context, rec *ops.Record, voter ops.Initiator) error {
+	switch {
+	case voter.Kind != ops.Human:
+		return ops.Errorf(ops.CodeNotAuthorized, "", "ask a lead", "only people approve")
+	case voter.ID == rec.Request.Initiator.ID:
+		return ops.Errorf(ops.CodeSelfApproval, "", "ask a lead", "you cannot approve your own request")
+	}
+	return nil
+}
+
+// cluster is a real redis-server shared by engines ("replicas") that each have their own connection.
+type cluster struct {
+	srv *redistest.Server
+	op  *scaleOp
+}
+
+func newCluster(t *testing.T) *cluster {
+	return &cluster{srv: redistest.Start(t), op: newScaleOp()}
+}
+
+func (c *cluster) store(t *testing.T) *state.Store {
+	return state.New(dial(t, c.srv.URL()), state.Options{KeyPrefix: "accept"})
+}
+
+func (c *cluster) engine(t *testing.T, replica string, p ops.Policy, lockTTL time.Duration) *ops.Engine {
+	catalog := ops.NewCatalog()
+	catalog.Register(c.op)
+	s := c.store(t)
+	return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, LockTTL: lockTTL})
+}
+
+var (
+	requester = ops.Initiator{Kind: ops.Human, ID: "U0REQ", Name: "req"}
+	lead1     = ops.Initiator{Kind: ops.Human, ID: "U0LEAD1", Name: "lead1"}
+	lead2     = ops.Initiator{Kind: ops.Human, ID: "U0LEAD2", Name: "lead2"}
+)
+
+func scaleRequest(id string, count int) ops.Request {
+	return ops.Request{ID: id, Operation: "test-scale", Target: ops.Target{Cluster: "c1", Namespace: "ml"},
+		Params: ops.Params{"group": "gpu", "count": count}, Initiator: requester}
+}
+
+func code(err error) ops.Code {
+	if err == nil {
+		return ""
+	}
+	return ops.AsError(err).Code
+}
+
+func TestSameRequestIDFromManyCallers(t *testing.T) {
+	cases := []struct {
+		name      string
+		required  int
+		wantPhase ops.Phase
+		wantPlans int64 // approval-free requests are planned again just before executing
+		wantExecs int64
+	}{
+		{"needs approval", 1, ops.PhaseAwaitingApproval, 1, 0},
+		{"executes at once", 0, ops.PhaseSucceeded, 2, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := newCluster(t)
+			engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{c.required}, 5*time.Second),
+				cl.engine(t, "b", quorumPolicy{c.required}, 5*time.Second)}
+			ctx := ctxT(t)
+			const callers = 200
+			var wg sync.WaitGroup
+			got := make([]string, callers)
+			errs := make([]error, callers)
+			for i := range callers {
+				wg.Go(func() {
+					rec, err := engines[i%2].Submit(ctx, scaleRequest("train-20250308-001", 4))
+					errs[i] = err
+					if rec != nil {
+						got[i] = rec.ID()
+					}
+				})
+			}
+			wg.Wait()
+			for i := range callers {
+				if errs[i] != nil || got[i] != "train-20250308-001" {
+					t.Fatalf("caller %d got id %q, error %v", i, got[i], errs[i])
+				}
+			}
+			recs, err := engines[0].List(ctx, ops.ListQuery{Limit: 100})
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("List = %d records, %v; want exactly one", len(recs), err)
+			}
+			if recs[0].Phase != c.wantPhase {
+				t.Errorf("phase %s, want %s", recs[0].Phase, c.wantPhase)
+			}
+			if n := cl.op.plans.Load(); n != c.wantPlans {
+				t.Errorf("planned %d times, want %d", n, c.wantPlans)
+			}
+			if n := cl.op.execs.Load(); n != c.wantExecs {
+				t.Errorf("executed %d times, want %d", n, c.wantExecs)
+			}
+			audit, err := cl.store(t).Audit(ctx, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			received := 0
+			for _, ev := range audit {
+				if ev.To == ops.PhaseReceived {
+					received++
+				}
+			}
+			if received != 1 {
+				t.Errorf("the audit stream records %d receptions, want 1", received)
+			}
+		})
+	}
+}
+
+func TestSameRequestIDDifferentContent(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
+	ctx := ctxT(t)
+	first, err := e.Submit(ctx, scaleRequest("req-1", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		req  ops.Request
+		want ops.Code
+	}{
+		{"same content", scaleRequest("req-1", 4), ""},
+		{"other count", scaleRequest("req-1", 8), ops.CodeIdempotencyConflict},
+		{"other initiator", func() ops.Request { r := scaleRequest("req-1", 4); r.Initiator = lead1; return r }(), ops.CodeIdempotencyConflict},
+	}
+	for _, c := range cases {
+		rec, err := e.Submit(ctx, c.req)
+		if code(err) != c.want {
+			t.Errorf("%s: error %v, want code %q", c.name, err, c.want)
+		}
+		if c.want == "" && (rec == nil || rec.Version != first.Version) {
+			t.Errorf("%s: got %+v, want the stored record unchanged", c.name, rec)
+		}
+	}
+	stored, err := e.Get(ctx, "req-1")
+	if err != nil || stored.Request.Params.IntOr("count", 0) != 4 || stored.Version != first.Version {
+		t.Fatalf("stored record changed: %+v, %v", stored, err)
+	}
+}
+
+// Two replicas racing approved → executing on one request: exactly one executes.
+func TestTwoReplicasRaceToExecute(t *testing.T) {
+	cl := newCluster(t)
+	cl.op.gate = make(chan struct{})
+	engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
+	ctx := ctxT(t)
+	rec, err := engines[0].Submit(ctx, scaleRequest("race-1", 4))
+	if err != nil || rec.Phase != ops.PhaseAwaitingApproval {
+		t.Fatalf("Submit = %v, %v", rec, err)
+	}
+	// The approval is stored but its replica went away before executing: both replicas now try to.
+	s := cl.store(t)
+	approved := rec.Clone()
+	approved.Phase = ops.PhaseApproved
+	if err := s.Update(ctx, approved, rec.Version, ops.AuditEvent{RequestID: "race-1", To: ops.PhaseApproved}); err != nil {
+		t.Fatal(err)
+	}
+	const perEngine = 10
+	var wg sync.WaitGroup
+	var returned atomic.Int64
+	for i := range 2 * perEngine {
+		wg.Go(func() {
+			defer returned.Add(1)
+			if _, err := engines[i%2].Execute(ctx, "race-1"); err != nil {
+				t.Errorf("Execute: %v", err)
+			}
+		})
+	}
+	// Everyone but the winner gives up while the winner is still executing; then the winner finishes.
+	eventually(t, 10*time.Second, "the losers to return", func() bool { return returned.Load() == 2*perEngine-1 })
+	close(cl.op.gate)
+	wg.Wait()
+	if n := cl.op.execs.Load(); n != 1 {
+		t.Fatalf("executed %d times, want exactly once", n)
+	}
+	final, err := s.Get(ctx, "race-1")
+	if err != nil || final.Phase != ops.PhaseSucceeded || (final.Replica != "a" && final.Replica != "b") {
+		t.Fatalf("final record %s on %q, %v", final.Phase, final.Replica, err)
+	}
+	starts := 0
+	for _, h := range final.History {
+		if strings.HasPrefix(h.Note, "executing on") {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("%d executions started in the history, want 1", starts)
+	}
+}
+
+// With Redis stopped a mutating request fails closed; once Redis is back, the same request id goes through.
+func TestRedisStoppedFailsClosed(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{0}, 5*time.Second)
+	s := cl.store(t)
+	ctx := ctxT(t)
+	cl.srv.Stop()
+	_, err := e.Submit(ctx, scaleRequest("outage-1", 4))
+	if !errors.Is(err, ops.ErrStateUnavailable) || code(err) != ops.CodeStateUnavailable {
+		t.Fatalf("Submit with Redis down: %v, want E_STATE_UNAVAILABLE", err)
+	}
+	if n := cl.op.execs.Load(); n != 0 {
+		t.Fatalf("executed %d times with Redis down", n)
+	}
+	cl.srv.Restart()
+	eventually(t, 10*time.Second, "Redis to answer again", func() bool { return s.Ping(ctx) == nil })
+	rec, err := e.Submit(ctx, scaleRequest("outage-1", 4))
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("Submit after Redis came back = %v, %v; want succeeded", rec, err)
+	}
+	again, err := e.Submit(ctx, scaleRequest("outage-1", 4))
+	if err != nil || again.Phase != ops.PhaseSucceeded || cl.op.execs.Load() != 1 {
+		t.Fatalf("retry = %v, %v with %d executions; want the same request, executed once", again, err, cl.op.execs.Load())
+	}
+}
+
+// An approval arriving while Redis is down executes nothing.
+func TestApproveWithRedisDownExecutesNothing(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
+	ctx := ctxT(t)
+	if _, err := e.Submit(ctx, scaleRequest("pending-1", 4)); err != nil {
+		t.Fatal(err)
+	}
+	cl.srv.Stop()
+	if _, err := e.Approve(ctx, "pending-1", lead1); code(err) != ops.CodeStateUnavailable {
+		t.Fatalf("Approve with Redis down: %v, want E_STATE_UNAVAILABLE", err)
+	}
+	if n := cl.op.execs.Load(); n != 0 {
+		t.Fatalf("executed %d times with Redis down", n)
+	}
+}
+
+// A replica that dies mid-execution (its lease is no longer renewed) gets its request marked interrupted by
+// another replica's sweep, with the observed state, and the request is never executed again.
+func TestDeadReplicaIsInterruptedNotReExecuted(t *testing.T) {
+	const lockTTL = 600 * time.Millisecond
+	cl := newCluster(t)
+	cl.op.gate = make(chan struct{})
+	dying := cl.engine(t, "dying", quorumPolicy{0}, lockTTL)
+	survivor := cl.engine(t, "survivor", quorumPolicy{0}, lockTTL)
+	ctx := ctxT(t)
+
+	dyingCtx, die := context.WithCancel(ctx)
+	finished := make(chan error, 1)
+	go func() {
+		_, err := dying.Submit(dyingCtx, scaleRequest("long-1", 4))
+		finished <- err
+	}()
+	select {
+	case <-cl.op.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the execution never started")
+	}
+
+	// While the executing replica renews its lease, sweeps leave the request alone.
+	for end := time.Now().Add(3 * lockTTL); time.Now().Before(end); time.Sleep(lockTTL / 6) {
+		changed, err := survivor.Sweep(ctx)
+		if err != nil || len(changed) != 0 {
+			t.Fatalf("Sweep of a live execution changed %d records, %v", len(changed), err)
+		}
+	}
+
+	die() // the replica stops renewing; its execution hangs on
+	var interrupted *ops.Record
+	eventually(t, 10*time.Second, "a sweep to mark the request interrupted", func() bool {
+		changed, err := survivor.Sweep(ctx)
+		if err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+		if len(changed) == 1 {
+			interrupted = changed[0]
+		}
+		return interrupted != nil
+	})
+	if interrupted.ID() != "long-1" || interrupted.Phase != ops.PhaseInterrupted ||
+		interrupted.Result == nil || interrupted.Result.Summary != "gpu: 2 nodes" {
+		t.Fatalf("interrupted record %s %s result %+v", interrupted.ID(), interrupted.Phase, interrupted.Result)
+	}
+	if changed, err := survivor.Sweep(ctx); err != nil || len(changed) != 0 {
+		t.Fatalf("a second sweep changed %d records, %v", len(changed), err)
+	}
+	if rec, err := survivor.Execute(ctx, "long-1"); err != nil || rec.Phase != ops.PhaseInterrupted {
+		t.Fatalf("Execute of an interrupted request = %v, %v; want it left interrupted", rec, err)
+	}
+
+	// The hung execution finally returns: its late result must not overwrite the interruption.
+	close(cl.op.gate)
+	if err := <-finished; err == nil {
+		t.Fatalf("the dead replica's Submit reported success after its request was interrupted")
+	}
+	final, err := survivor.Get(ctx, "long-1")
+	if err != nil || final.Phase != ops.PhaseInterrupted {
+		t.Fatalf("final phase %v, %v; want interrupted", final.Phase, err)
+	}
+	if n := cl.op.execs.Load(); n != 1 {
+		t.Fatalf("executed %d times, want once", n)
+	}
+}
+
+// Quorum 2: one vote per person, self-approval refused, and a plan that went stale between approval and execution
+// goes back to awaiting approval with E_STALE_PLAN and no votes.
+func TestQuorumAndStalePlan(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{2}, 5*time.Second)
+	ctx := ctxT(t)
+	rec, err := e.Submit(ctx, scaleRequest("quorum-1", 6))
+	if err != nil || rec.Phase != ops.PhaseAwaitingApproval || rec.Approval.Required != 2 {
+		t.Fatalf("Submit = %+v, %v", rec, err)
+	}
+	steps := []struct {
+		name     string
+		voter    ops.Initiator
+		before   func()
+		wantCode ops.Code
+		phase    ops.Phase
+		received int
+	}{
+		{"first lead", lead1, nil, "", ops.PhaseAwaitingApproval, 1},
+		{"first lead again", lead1, nil, "", ops.PhaseAwaitingApproval, 1},
+		{"requester", requester, nil, ops.CodeSelfApproval, ops.PhaseAwaitingApproval, 1},
+		{"an agent", ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, nil, ops.CodeNotAuthorized, ops.PhaseAwaitingApproval, 1},
+		{"second lead after the cluster changed", lead2, func() { cl.op.observed.Store("gpu: 3 nodes") }, ops.CodeStalePlan, ops.PhaseAwaitingApproval, 0},
+		{"first lead on the new plan", lead1, nil, "", ops.PhaseAwaitingApproval, 1},
+		{"second lead on the new plan", lead2, nil, "", ops.PhaseSucceeded, 1},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		before, _ := e.Get(ctx, "quorum-1")
+		_, err := e.Approve(ctx, "quorum-1", st.voter)
+		if code(err) != st.wantCode {
+			t.Fatalf("%s: error %v, want code %q", st.name, err, st.wantCode)
+		}
+		got, err := e.Get(ctx, "quorum-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != st.phase {
+			t.Fatalf("%s: phase %s, want %s", st.name, got.Phase, st.phase)
+		}
+		if st.phase == ops.PhaseAwaitingApproval && got.Approval.Received() != st.received {
+			t.Fatalf("%s: %d approvals count, want %d", st.name, got.Approval.Received(), st.received)
+		}
+		if st.name == "first lead again" && got.Version != before.Version {
+			t.Fatalf("a repeated vote changed the record (version %d → %d)", before.Version, got.Version)
+		}
+		if st.wantCode == ops.CodeStalePlan {
+			if got.Plan.Observed != "gpu: 3 nodes" || got.Approval.PlanHash != got.Plan.Hash || len(got.Approval.Votes) != 0 {
+				t.Fatalf("stale plan: observed %q, votes %v; want the new plan and no votes", got.Plan.Observed, got.Approval.Votes)
+			}
+			if cl.op.execs.Load() != 0 {
+				t.Fatalf("a stale plan executed")
+			}
+		}
+	}
+	if n := cl.op.execs.Load(); n != 1 {
+		t.Fatalf("executed %d times, want once", n)
+	}
+}
