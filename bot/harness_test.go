@@ -141,7 +141,7 @@ func (w *widgetOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *fakeslack.Server
 	bot    *Bot
 	clock  *clockwork.FakeClock
@@ -152,7 +152,7 @@ type harness struct {
 	redis  *redistest.Server
 }
 
-func start(t *testing.T) *harness {
+func start(t testing.TB) *harness {
 	t.Helper()
 	rs := redistest.Start(t)
 	srv := fakeslack.New(fakeslack.Options{
