@@ -2,8 +2,6 @@ package aws
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"slices"
 	"sort"
@@ -19,6 +17,8 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
 const (
@@ -31,14 +31,14 @@ const (
 
 // fixture is a fake AWS seeded with one production cluster (HyperPod ml-hp on EKS ml-eks, plus a managed node
 // group) and one dev cluster with only EKS (for bootstrap), the real SDK clients pointed at it through the
-// endpoint overrides in config, and an engine with an in-memory store and locker.
+// endpoint overrides in config, and an engine whose store and locker are ops/state on a real redis-server.
 type fixture struct {
 	srv      *fakeaws.Server
 	cfg      *config.Config
 	clients  *Clients
 	catalog  *ops.Catalog
 	engine   *ops.Engine
-	locks    *memLocker
+	store    *state.Store
 	progress *progressLog
 	nodes    *hookNodes
 }
@@ -57,7 +57,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.gpuCount == 0 {
 		o.gpuCount = 2
 	}
-	f := &fixture{locks: newMemLocker(), progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
+	f := &fixture{store: newStateStore(t), progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
 	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record})
 	t.Cleanup(f.srv.Close)
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
@@ -81,7 +81,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f.clients.WaitTimeout = 20 * time.Second
 	f.catalog = ops.NewCatalog()
 	Register(f.catalog, f.clients, ops.NewPriceTable(nil), f.nodes)
-	f.engine = ops.NewEngine(f.catalog, newMemStore(), f.locks, nil, ops.EngineOptions{
+	f.engine = ops.NewEngine(f.catalog, f.store, f.store, nil, ops.EngineOptions{
 		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second,
 		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},
 	})
@@ -276,127 +276,6 @@ func (h *hookNodes) NodeGroups(_ context.Context, cluster string) ([]ops.NodeGro
 	return out, nil
 }
 
-// memStore is an in-memory ops.Store with the same compare-and-set contract as the Redis one.
-type memStore struct {
-	mu   sync.Mutex
-	recs map[string]*ops.Record
-}
-
-func newMemStore() *memStore { return &memStore{recs: map[string]*ops.Record{}} }
-
-func (s *memStore) Create(_ context.Context, rec *ops.Record) (*ops.Record, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.recs[rec.ID()]; ok {
-		return old.Clone(), false, nil
-	}
-	s.recs[rec.ID()] = rec.Clone()
-	return rec.Clone(), true, nil
-}
-
-func (s *memStore) Get(_ context.Context, id string) (*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.recs[id]
-	if !ok {
-		return nil, ops.ErrNotFound
-	}
-	return r.Clone(), nil
-}
-
-func (s *memStore) Update(_ context.Context, rec *ops.Record, expect int64, _ ops.AuditEvent) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.recs[rec.ID()]
-	if !ok {
-		return ops.ErrNotFound
-	}
-	if old.Version != expect {
-		return ops.ErrVersionConflict
-	}
-	rec.Version = expect + 1
-	s.recs[rec.ID()] = rec.Clone()
-	return nil
-}
-
-func (s *memStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*ops.Record
-	for _, r := range s.recs {
-		if len(q.Phases) == 0 || slices.Contains(q.Phases, r.Phase) {
-			out = append(out, r.Clone())
-		}
-	}
-	return out, nil
-}
-
-// memLocker is an in-memory ops.Locker: expiring, token-checked locks with fencing numbers.
-type memLocker struct {
-	mu    sync.Mutex
-	held  map[string]memLock
-	fence int64
-}
-
-type memLock struct {
-	owner, token string
-	fence        int64
-	until        time.Time
-}
-
-func newMemLocker() *memLocker { return &memLocker{held: map[string]memLock{}} }
-
-func (l *memLocker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := scope.String()
-	now := time.Now()
-	if h, ok := l.held[key]; ok && now.Before(h.until) {
-		if h.owner != owner {
-			return nil, &ops.LockHeldError{Scope: scope, Holder: h.owner}
-		}
-		h.until = now.Add(ttl)
-		l.held[key] = h
-		return &ops.Lock{Scope: scope, Owner: owner, Token: h.token, Fence: h.fence}, nil
-	}
-	l.fence++
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	h := memLock{owner: owner, token: hex.EncodeToString(b), fence: l.fence, until: now.Add(ttl)}
-	l.held[key] = h
-	return &ops.Lock{Scope: scope, Owner: owner, Token: h.token, Fence: h.fence}, nil
-}
-
-func (l *memLocker) Holder(_ context.Context, scope ops.LockScope) (string, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.held[scope.String()]; ok && time.Now().Before(h.until) {
-		return h.owner, true, nil
-	}
-	return "", false, nil
-}
-
-func (l *memLocker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, ok := l.held[lk.Scope.String()]
-	if !ok || h.token != lk.Token || !time.Now().Before(h.until) {
-		return ops.ErrLockLost
-	}
-	h.until = time.Now().Add(ttl)
-	l.held[lk.Scope.String()] = h
-	return nil
-}
-
-func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.held[lk.Scope.String()]; ok && h.token == lk.Token {
-		delete(l.held, lk.Scope.String())
-	}
-	return nil
-}
-
 // memCache is an in-memory Cache that honours TTLs, as Redis does.
 type memCache struct {
 	mu   sync.Mutex
@@ -434,4 +313,19 @@ func (h *hookNodes) count(cluster, group string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.groups[cluster][group])
+}
+
+// newStateStore is the real Redis store (ops/state) on a redis-server of this test; the client is closed
+// before the server stops.
+func newStateStore(t *testing.T) *state.Store {
+	t.Helper()
+	url, prefix := redistest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := state.Dial(ctx, url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return state.New(rdb, state.Options{KeyPrefix: prefix})
 }

@@ -33,7 +33,10 @@ func (c *Clients) wait(ctx context.Context, what string, fn check) error {
 		}
 		status, done, fatal, read := fn(ctx)
 		if read != nil {
-			if failures++; failures >= maxPollFailures || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return waitError(ctx, what, timeout, last)
+			}
+			if failures++; failures >= maxPollFailures {
 				return read
 			}
 			continue

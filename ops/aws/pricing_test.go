@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
 func seedPrices(srv *fakeaws.Server) {
@@ -139,4 +140,22 @@ func (brokenCache) CacheGet(context.Context, string) ([]byte, bool, error) {
 }
 func (brokenCache) CacheSet(context.Context, string, []byte, time.Duration) error {
 	return errCacheDown
+}
+
+// ops/state's Store is the cache the bot wires in: prices are shared through Redis.
+var _ Cache = (*state.Store)(nil)
+
+func TestPricingCachedInRedis(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	seedPrices(f.srv)
+	first := NewPricingAPI(f.clients, f.store, time.Hour, ops.NewPriceTable(nil))
+	second := NewPricingAPI(f.clients, f.store, time.Hour, ops.NewPriceTable(nil)) // another replica
+	p1, ok1, err1 := first.Price(ctxT(t), "us-west-2", "ml.p5.48xlarge")
+	p2, ok2, err2 := second.Price(ctxT(t), "us-west-2", "ml.p5.48xlarge")
+	if err1 != nil || err2 != nil || !ok1 || !ok2 || p1.Hourly != 55.04 || p2.Hourly != 55.04 || !strings.HasSuffix(p2.Source, "(cached)") {
+		t.Fatalf("prices %+v %+v (%v %v)", p1, p2, err1, err2)
+	}
+	if n := f.srv.Calls(fakeaws.OpPricingGetProducts); n != 1 {
+		t.Errorf("GetProducts called %d times, want 1", n)
+	}
 }

@@ -230,7 +230,7 @@ func TestScaleConcurrentSameGroupIsLocked(t *testing.T) {
 	}()
 	scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}
 	eventually(t, "the first request to hold the lock", func() bool {
-		h, held, _ := f.locks.Holder(ctxT(t), scope)
+		h, held, _ := f.store.Holder(ctxT(t), scope)
 		return held && h == "scale-first"
 	})
 	rec, err := f.engine.Submit(ctxT(t), scaleRequest("scale-second", testCluster, "gpu", 8))
