@@ -1,0 +1,353 @@
+package handlers
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops/report"
+)
+
+// Slack's Block Kit limits the report keeps within (a message: 50 blocks, 3000 characters of section text, 10
+// fields of 2000, a 150-character header, 10 context elements).
+const (
+	reportMaxBlocks      = 50
+	reportMaxSectionText = 3000
+	reportMaxFieldText   = 2000
+	reportMaxHeaderText  = 150
+	// reportMaxGroupBlocks and reportMaxNamespaceBlocks bound the sections of the two lists that grow with the
+	// cluster; what does not fit is counted in a closing line.
+	reportMaxGroupBlocks     = 8
+	reportMaxNamespaceBlocks = 12
+	reportMaxWarnings        = 4
+)
+
+// ReportBlocks renders a capacity report as Block Kit: a header, what could not be read, the sections the report
+// shows (GPUs, instance groups, pending pods, workloads, spend) and the change since the previous report. The chart
+// goes with the message as a file. The result never exceeds Slack's limits, however large the cluster.
+func ReportBlocks(r report.Report) []slack.Block {
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType,
+			reportClip(":bar_chart: Capacity report: "+r.Cluster, reportMaxHeaderText), true, false)),
+		reportContext(fmt.Sprintf("%s · %s · costs are on-demand estimates", reportEscape(r.Name), r.At.Format("Mon Jan 2, 2006 15:04 MST"))),
+	}
+	for i, w := range r.Warnings {
+		if i == reportMaxWarnings {
+			blocks = append(blocks, reportSection(fmt.Sprintf(":warning: … and %d more warnings in the bot's log", len(r.Warnings)-i)))
+			break
+		}
+		blocks = append(blocks, reportSection(":warning: "+reportEscape(w)))
+	}
+	if r.Shows(report.SectionGPUs) {
+		blocks = append(blocks, slack.NewDividerBlock(), reportGPUBlock(r))
+	}
+	if r.Change != nil {
+		blocks = append(blocks, reportContext(reportChangeText(r)))
+	}
+	tail := reportTailBlocks(r)
+	room := reportMaxBlocks - len(blocks) - len(tail)
+	if r.Shows(report.SectionGroups) {
+		gb := reportGroupBlocks(r.Groups, min(reportMaxGroupBlocks, room-1))
+		blocks = append(append(blocks, slack.NewDividerBlock()), gb...)
+		room -= len(gb) + 1
+	}
+	if r.Shows(report.SectionPending) {
+		blocks = append(blocks, slack.NewDividerBlock(), reportPendingBlock(r.Pending))
+		room -= 2
+	}
+	if r.Shows(report.SectionWorkloads) {
+		wb := reportWorkloadBlocks(r.Workloads, min(reportMaxNamespaceBlocks, room-1))
+		blocks = append(append(blocks, slack.NewDividerBlock()), wb...)
+	}
+	return append(blocks, tail...)
+}
+
+// reportTailBlocks are the spend section and its price source, which close the message.
+func reportTailBlocks(r report.Report) []slack.Block {
+	if !r.Shows(report.SectionSpend) {
+		return nil
+	}
+	s := r.Spend
+	text := fmt.Sprintf("*Estimated spend*: %s/h · %s/day", reportMoney(s.Hourly), reportMoney(s.Daily))
+	if r.Change != nil && r.Change.Hourly != 0 {
+		text += fmt.Sprintf(" (%s/h since the previous report)", reportSignedMoney(r.Change.Hourly))
+	}
+	if len(s.Unknown) > 0 {
+		text += "\n:grey_question: No price for " + reportCode(s.Unknown) + ": those instances are left out."
+	}
+	blocks := []slack.Block{slack.NewDividerBlock(), reportSection(text)}
+	if s.Source != "" {
+		blocks = append(blocks, reportContext("Prices: "+reportEscape(s.Source)))
+	}
+	return blocks
+}
+
+func reportGPUBlock(r report.Report) slack.Block {
+	g := r.GPUs
+	fields := []string{
+		fmt.Sprintf("*GPUs allocated*\n%d of %d", g.Allocated, g.Total),
+		fmt.Sprintf("*GPUs free*\n%d", g.Free),
+		fmt.Sprintf("*Utilisation*\n%s", reportPercent(g.Utilisation)),
+		fmt.Sprintf("*Nodes*\n%d in %d groups", r.Nodes(), len(r.Groups)),
+		fmt.Sprintf("*Pending for GPUs*\n%d pods, %d GPUs", r.Pending.Pods, r.Pending.GPUs),
+		fmt.Sprintf("*Workloads*\n%d training, %d inference", r.TrainingCount(), r.InferenceCount()),
+	}
+	objs := make([]*slack.TextBlockObject, len(fields))
+	for i, f := range fields {
+		objs[i] = slack.NewTextBlockObject(slack.MarkdownType, reportClip(f, reportMaxFieldText), false, false)
+	}
+	return slack.NewSectionBlock(nil, objs, nil)
+}
+
+func reportChangeText(r report.Report) string {
+	c := r.Change
+	return fmt.Sprintf("Since the previous report (%s): nodes %s · GPUs %s · allocated %s · utilisation %s pts · pending pods %s · training %s · inference %s",
+		c.Since.In(r.At.Location()).Format("Jan 2 15:04"), reportSigned(int64(c.Nodes)), reportSigned(c.GPUsTotal),
+		reportSigned(c.GPUsAllocated), reportSignedFloat(c.Utilisation*100), reportSigned(int64(c.PendingPods)),
+		reportSigned(int64(c.Training)), reportSigned(int64(c.Inference)))
+}
+
+func reportGroupLine(g report.Group) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "`%s` %s · %d/%d instances", reportEscape(g.Name), reportEscape(reportOr(g.InstanceType, "unknown type")), g.Current, g.Target)
+	if g.Status != "" {
+		fmt.Fprintf(&b, " (%s)", reportEscape(g.Status))
+	}
+	fmt.Fprintf(&b, " · %d/%d nodes ready", g.Ready, g.Nodes)
+	if len(g.Health) > 0 {
+		b.WriteString(" · health: " + reportEscape(reportCounts(g.Health)))
+	}
+	fmt.Fprintf(&b, " · GPUs %d/%d allocated, %d free", g.GPUs.Allocated, g.GPUs.Total, g.GPUs.Free)
+	if g.PriceKnown {
+		fmt.Fprintf(&b, " · %s/h", reportMoney(g.Hourly))
+	}
+	return b.String()
+}
+
+func reportGroupBlocks(groups []report.Group, maxBlocks int) []slack.Block {
+	title := fmt.Sprintf("*Instance groups* (%d)", len(groups))
+	if len(groups) == 0 {
+		return []slack.Block{reportSection(title + "\nNo nodes and no instance groups.")}
+	}
+	lines := make([]string, len(groups))
+	for i, g := range groups {
+		lines[i] = "• " + reportGroupLine(g)
+	}
+	return reportListBlocks(title, lines, maxBlocks, "groups")
+}
+
+func reportPendingBlock(p report.Pending) slack.Block {
+	if p.Pods == 0 {
+		return reportSection("*Pending for GPUs*: none, every GPU pod is placed.")
+	}
+	lines := []string{fmt.Sprintf("*Pending for GPUs*: %d pods asking for %d GPUs; the longest has waited %s.",
+		p.Pods, p.GPUs, reportAge(p.Longest))}
+	for _, pod := range p.Oldest {
+		line := fmt.Sprintf("• `%s/%s` %s, waiting %s", reportEscape(pod.Namespace), reportEscape(pod.Name), reportCount(pod.GPUs, "GPU"), reportAge(pod.Waiting))
+		if pod.Reason != "" {
+			line += ": _" + reportEscape(reportClip(pod.Reason, 200)) + "_"
+		}
+		lines = append(lines, line)
+	}
+	if more := p.Pods - len(p.Oldest); more > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more", more))
+	}
+	return reportSection(strings.Join(lines, "\n"))
+}
+
+func reportWorkloadBlocks(nss []report.NamespaceWorkloads, maxBlocks int) []slack.Block {
+	title := "*Running workloads* (managed by HyperOps)"
+	if len(nss) == 0 {
+		return []slack.Block{reportSection(title + "\nNone.")}
+	}
+	lines := make([]string, 0, len(nss))
+	for _, ns := range nss {
+		line := fmt.Sprintf("*%s*", reportEscape(ns.Namespace))
+		if len(ns.Training) > 0 {
+			line += "\n  training: " + reportWorkloadList(ns.Training)
+		}
+		if len(ns.Inference) > 0 {
+			line += "\n  inference: " + reportWorkloadList(ns.Inference)
+		}
+		lines = append(lines, line)
+	}
+	return reportListBlocks(title, lines, maxBlocks, "namespaces")
+}
+
+func reportWorkloadList(ws []report.Workload) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("`%s` (%s, %d/%d running, %s)", reportEscape(w.Name), w.Kind, w.Running, w.Pods, reportCount(w.GPUs, "GPU"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reportListBlocks packs lines into at most maxBlocks sections of at most reportMaxSectionText characters each; the
+// lines that do not fit are counted in the last section.
+func reportListBlocks(title string, lines []string, maxBlocks int, noun string) []slack.Block {
+	maxBlocks = max(maxBlocks, 1)
+	const moreRoom = 40 // "… and N more groups" must still fit in the last section
+	var texts []string
+	cur := title
+	shown := 0
+	for _, l := range lines {
+		l = reportClip(l, reportMaxSectionText-moreRoom-1)
+		if utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(l) <= reportMaxSectionText-moreRoom {
+			cur += "\n" + l
+			shown++
+			continue
+		}
+		if len(texts)+1 == maxBlocks {
+			break
+		}
+		texts = append(texts, cur)
+		cur = l
+		shown++
+	}
+	if more := len(lines) - shown; more > 0 {
+		cur += fmt.Sprintf("\n… and %d more %s", more, noun)
+	}
+	texts = append(texts, cur)
+	out := make([]slack.Block, len(texts))
+	for i, t := range texts {
+		out[i] = reportSection(t)
+	}
+	return out
+}
+
+func reportSection(text string) *slack.SectionBlock {
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, reportClip(text, reportMaxSectionText), false, false), nil, nil)
+}
+
+func reportContext(text string) *slack.ContextBlock {
+	return slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, reportClip(text, reportMaxSectionText), false, false))
+}
+
+// reportClip cuts s to at most n characters (runes), ending with "…" when it cut.
+func reportClip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// reportEscape escapes the three characters mrkdwn gives meaning to.
+func reportEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func reportOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func reportCode(items []string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = "`" + reportEscape(s) + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+// reportCounts renders counts as "a 2, b 1", largest first then by name.
+func reportCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reportCount renders "1 GPU", "8 GPUs".
+func reportCount(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func reportPercent(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
+
+func reportSigned(n int64) string {
+	if n > 0 {
+		return fmt.Sprintf("+%d", n)
+	}
+	if n < 0 {
+		return fmt.Sprintf("−%d", -n)
+	}
+	return "±0"
+}
+
+func reportSignedFloat(f float64) string {
+	switch {
+	case math.Round(f*10) > 0:
+		return fmt.Sprintf("+%.1f", f)
+	case math.Round(f*10) < 0:
+		return fmt.Sprintf("−%.1f", -f)
+	}
+	return "±0"
+}
+
+// reportMoney renders dollars with thousands separators: $8,311.06.
+func reportMoney(f float64) string {
+	cents := int64(math.Round(math.Abs(f) * 100))
+	whole := fmt.Sprintf("%d", cents/100)
+	var b strings.Builder
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	sign := ""
+	if f < 0 && cents != 0 {
+		sign = "−"
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
+}
+
+func reportSignedMoney(f float64) string {
+	if f > 0 {
+		return "+" + reportMoney(f)
+	}
+	return reportMoney(f)
+}
+
+// reportAge renders a duration as people read waiting times: 45s, 12m, 3h5m, 2d4h.
+func reportAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		h := int(d.Hours())
+		if m := int(d.Minutes()) % 60; m != 0 {
+			return fmt.Sprintf("%dh%dm", h, m)
+		}
+		return fmt.Sprintf("%dh", h)
+	}
+	days := int(d.Hours()) / 24
+	if h := int(d.Hours()) % 24; h != 0 {
+		return fmt.Sprintf("%dd%dh", days, h)
+	}
+	return fmt.Sprintf("%dd", days)
+}

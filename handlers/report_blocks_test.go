@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/ops/report"
+)
+
+var updateReportGolden = flag.Bool("update-report-golden", false, "rewrite handlers/testdata/report*.golden")
+
+func reportAt(t *testing.T) time.Time {
+	t.Helper()
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Date(2025, 3, 10, 9, 0, 0, 0, la)
+}
+
+func fullReport(t *testing.T) report.Report {
+	at := reportAt(t)
+	return report.Report{
+		Name: "daily-capacity", Cluster: "ml-prod-eks", At: at,
+		Groups: []report.Group{
+			{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
+				Health: map[string]int{"Schedulable": 1}, GPUs: report.GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5}, Hourly: 7.09, PriceKnown: true},
+			{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
+			{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
+				Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1},
+				GPUs:   report.GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 339.204, PriceKnown: true},
+		},
+		GPUs: report.GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5},
+		Pending: report.Pending{Pods: 2, GPUs: 9, Longest: 90 * time.Minute, Oldest: []report.PendingPod{
+			{Namespace: "ml-platform", Name: "llm-ft-master-0", GPUs: 8, Since: at.Add(-90 * time.Minute), Waiting: 90 * time.Minute,
+				Reason: "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."},
+			{Namespace: "research", Name: "notebook", GPUs: 1, Since: at.Add(-10 * time.Minute), Waiting: 10 * time.Minute},
+		}},
+		Workloads: []report.NamespaceWorkloads{
+			{Namespace: "ml-platform", Training: []report.Workload{
+				{Kind: "Job", Name: "fraud-v17", Pods: 2, Running: 2, GPUs: 12, Since: at.Add(-3 * time.Hour)},
+				{Kind: "PyTorchJob", Name: "llm-ft", Pods: 1, GPUs: 8, Since: at.Add(-2 * time.Hour)},
+			}},
+			{Namespace: "ml-serving", Inference: []report.Workload{
+				{Kind: "Deployment", Name: "ranker", Pods: 1, Running: 1, GPUs: 2, Since: at.Add(-48 * time.Hour)},
+			}},
+		},
+		Spend:    report.Spend{Hourly: 346.294, Daily: 8311.056, Unknown: []string{"ml.x9.huge"}, Source: "built-in table: AWS public on-demand list prices"},
+		Change:   &report.Change{Since: at.Add(-72 * time.Hour), Nodes: 1, GPUsTotal: 8, GPUsAllocated: 6, Utilisation: 0.0357, PendingPods: -3, Hourly: 113.068, Training: 1},
+		Warnings: []string{"AWS instance groups unavailable, node counts are the cluster's: ThrottlingException: Rate exceeded <retry later>"},
+	}
+}
+
+// hugeReport is a cluster far beyond what one message can list.
+func hugeReport(t *testing.T) report.Report {
+	r := fullReport(t)
+	r.Groups = nil
+	for i := range 300 {
+		r.Groups = append(r.Groups, report.Group{Name: fmt.Sprintf("group-%03d-%s", i, strings.Repeat("x", 40)), InstanceType: "ml.p5.48xlarge",
+			Current: 8, Target: 8, Status: "InService", Nodes: 8, Ready: 8, Health: map[string]int{"Schedulable": 8},
+			GPUs: report.GPUs{Total: 64, Allocated: 60, Free: 4}, Hourly: 904.544, PriceKnown: true})
+	}
+	r.Workloads = nil
+	for i := range 200 {
+		ns := report.NamespaceWorkloads{Namespace: fmt.Sprintf("team-%03d", i)}
+		for j := range 40 {
+			ns.Training = append(ns.Training, report.Workload{Kind: "Job", Name: fmt.Sprintf("job-%02d-%s", j, strings.Repeat("y", 30)), Pods: 8, Running: 8, GPUs: 64})
+		}
+		r.Workloads = append(r.Workloads, ns)
+	}
+	r.Pending.Pods, r.Pending.Oldest = 5000, nil
+	for i := range report.MaxPendingListed {
+		r.Pending.Oldest = append(r.Pending.Oldest, report.PendingPod{Namespace: "team-001", Name: fmt.Sprintf("pod-%d", i), GPUs: 8,
+			Waiting: time.Duration(i) * 26 * time.Hour, Reason: strings.Repeat("Insufficient nvidia.com/gpu; ", 30)})
+	}
+	for i := range 9 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("warning %d", i))
+	}
+	return r
+}
+
+func TestReportBlocksGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		r    func(t *testing.T) report.Report
+	}{
+		{"full", fullReport},
+		{"sections", func(t *testing.T) report.Report {
+			r := fullReport(t)
+			r.Sections = []string{report.SectionGPUs, report.SectionSpend, report.SectionChart}
+			r.Change, r.Warnings = nil, nil
+			return r
+		}},
+		{"empty", func(t *testing.T) report.Report {
+			return report.Report{Name: report.OnDemand, Cluster: "ml-dev-eks", At: reportAt(t)}
+		}},
+		{"huge", hugeReport},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			blocks := ReportBlocks(tt.r(t))
+			checkReportLimits(t, blocks)
+			got, err := json.MarshalIndent(slack.Blocks{BlockSet: blocks}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "report_"+tt.name+".golden")
+			if *updateReportGolden {
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./handlers -run TestReportBlocksGolden -update-report-golden)", err)
+			}
+			if string(want) != string(got)+"\n" {
+				t.Errorf("blocks differ from %s (rerun with -update-report-golden and review the diff):\n%s", path, got)
+			}
+		})
+	}
+}
+
+// checkReportLimits checks the Block Kit limits Slack rejects a message for.
+func checkReportLimits(t *testing.T, blocks []slack.Block) {
+	t.Helper()
+	if len(blocks) > reportMaxBlocks {
+		t.Errorf("%d blocks, Slack allows %d", len(blocks), reportMaxBlocks)
+	}
+	for i, b := range blocks {
+		switch b := b.(type) {
+		case *slack.HeaderBlock:
+			if n := utf8.RuneCountInString(b.Text.Text); n > reportMaxHeaderText {
+				t.Errorf("block %d: header of %d characters", i, n)
+			}
+		case *slack.SectionBlock:
+			if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > reportMaxSectionText {
+				t.Errorf("block %d: section text of %d characters", i, utf8.RuneCountInString(b.Text.Text))
+			}
+			if len(b.Fields) > 10 {
+				t.Errorf("block %d: %d fields", i, len(b.Fields))
+			}
+			for _, f := range b.Fields {
+				if utf8.RuneCountInString(f.Text) > reportMaxFieldText {
+					t.Errorf("block %d: field of %d characters", i, utf8.RuneCountInString(f.Text))
+				}
+			}
+			if b.Text == nil && len(b.Fields) == 0 {
+				t.Errorf("block %d: empty section", i)
+			}
+		case *slack.ContextBlock:
+			if n := len(b.ContextElements.Elements); n == 0 || n > 10 {
+				t.Errorf("block %d: %d context elements", i, n)
+			}
+		}
+	}
+}
+
+func TestReportBlocksHugeSaysWhatIsLeftOut(t *testing.T) {
+	blocks := ReportBlocks(hugeReport(t))
+	b, _ := json.Marshal(blocks)
+	for _, want := range []string{"more groups", "more namespaces", "and 4990 more", "6 more warnings", "Estimated spend"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("huge report does not say %q", want)
+		}
+	}
+}
+
+func TestReportFormatting(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{reportMoney(8311.056), "$8,311.06"},
+		{reportMoney(0), "$0.00"},
+		{reportMoney(1234567.891), "$1,234,567.89"},
+		{reportSignedMoney(-113.068), "−$113.07"},
+		{reportSignedMoney(113.068), "+$113.07"},
+		{reportAge(45 * time.Second), "45s"},
+		{reportAge(90 * time.Minute), "1h30m"},
+		{reportAge(3 * time.Hour), "3h"},
+		{reportAge(52 * time.Hour), "2d4h"},
+		{reportSigned(-3), "−3"},
+		{reportSigned(0), "±0"},
+		{reportSignedFloat(3.57), "+3.6"},
+		{reportSignedFloat(-0.01), "±0"},
+		{reportEscape("a <b> & c"), "a &lt;b&gt; &amp; c"},
+		{reportClip("abcdef", 4), "abc…"},
+		{reportCounts(map[string]int{"b": 1, "a": 1, "c": 2}), "c 2, a 1, b 1"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
