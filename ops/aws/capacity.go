@@ -111,7 +111,12 @@ func (c *Clients) Capacity(ctx context.Context, cluster string, pricer ops.Price
 	}
 	out := &Capacity{Cluster: t.name, Region: t.region}
 	if t.cl.HyperPod.ClusterName != "" {
-		if out.HyperPod, err = c.hyperPodCapacity(ctx, t); err != nil {
+		out.HyperPod, err = c.hyperPodCapacity(ctx, t)
+		switch {
+		case apiCode(err) == "ResourceNotFound":
+			out.Warnings = append(out.Warnings, fmt.Sprintf("HyperPod cluster %s does not exist yet (/hp bootstrap hyperpod template=…)",
+				t.cl.HyperPod.ClusterName))
+		case err != nil:
 			return nil, err
 		}
 	}

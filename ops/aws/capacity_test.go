@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -57,5 +58,25 @@ func TestCapacityWithoutKubernetesOrPrices(t *testing.T) {
 		if g.Kubernetes != nil || g.PriceKnown {
 			t.Errorf("group %+v", g)
 		}
+	}
+}
+
+// A cluster whose HyperPod cluster is not bootstrapped yet still shows, and scales, its EKS node groups.
+func TestCapacityBeforeBootstrap(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	must(t, f.srv.AddNodegroup(fakeaws.Nodegroup{Cluster: "dev-eks", Name: "system", InstanceTypes: []string{"ml.m5.2xlarge"},
+		MinSize: 1, MaxSize: 3, DesiredSize: 1}))
+	c, err := f.clients.Capacity(ctxT(t), testDevCluster, ops.NewPriceTable(nil), f.nodes)
+	must(t, err)
+	if c.HyperPod != nil || c.EKS == nil || len(c.EKS.Nodegroups) != 1 || len(c.Warnings) != 1 ||
+		!strings.Contains(c.Warnings[0], "HyperPod cluster dev-hp does not exist yet") {
+		t.Errorf("capacity %+v", c)
+	}
+	rec, err := f.engine.Submit(ctxT(t), scaleRequest("scale-system", testDevCluster, "system", 2))
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("scale: %v %+v", err, rec)
+	}
+	if ng, _ := f.srv.Nodegroup("dev-eks", "system"); ng.DesiredSize != 2 {
+		t.Errorf("node group %+v", ng)
 	}
 }

@@ -139,14 +139,17 @@ func (c *Clients) findGroup(ctx context.Context, t *target, name string) (*group
 	var known []string
 	if t.cl.HyperPod.ClusterName != "" {
 		out, err := c.describeHyperPod(ctx, t)
-		if err != nil {
+		switch {
+		case err == nil:
+			if g := hyperPodGroup(out, name); g != nil {
+				return g, nil
+			}
+			for _, d := range out.InstanceGroups {
+				known = append(known, awssdk.ToString(d.InstanceGroupName))
+			}
+		case apiCode(err) != "ResourceNotFound" || t.cl.EKS.ClusterName == "":
+			// A HyperPod cluster not bootstrapped yet leaves the EKS node groups to look at.
 			return nil, err
-		}
-		if g := hyperPodGroup(out, name); g != nil {
-			return g, nil
-		}
-		for _, d := range out.InstanceGroups {
-			known = append(known, awssdk.ToString(d.InstanceGroupName))
 		}
 	}
 	if t.cl.EKS.ClusterName != "" {
