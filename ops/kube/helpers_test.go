@@ -301,3 +301,5 @@ func resourceQty(n int64) *resource.Quantity { return resource.NewQuantity(n, re
 
 // TypesUID makes a readable fake UID.
 func TypesUID(name string) string { return strings.ReplaceAll(name, "-", "") }
+
+type clusterConfig = config.Cluster
