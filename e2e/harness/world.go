@@ -289,9 +289,13 @@ func (w *World) ClusterNodes(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Logs returns every replica's log tail, for failure messages.
+// Logs returns what the people saw privately (ephemerals) and every replica's log tail, for failure messages.
 func (w *World) Logs() string {
 	var b strings.Builder
+	b.WriteString("=== ephemerals\n")
+	for _, e := range w.Slack.Snapshot().Ephemerals {
+		fmt.Fprintf(&b, "- to %s in %s: %s\n", e.User, e.Channel, oneLine(Visible(e.Text, e.Blocks)))
+	}
 	for _, r := range w.Replicas {
 		fmt.Fprintf(&b, "=== %s (%s)\n%s\n", r.Name, r.LogPath, r.LogTail())
 	}

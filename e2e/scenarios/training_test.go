@@ -1,0 +1,101 @@
+package scenarios
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+)
+
+const busybox = "public.ecr.aws/docker/library/busybox:1.36"
+
+// A slash command submits a training Job needing 8 GPUs; a lead approves; the Job runs on a kwok node and
+// completes; the thread says running then completed.
+func TestTrainingJobApprovedRunsAndCompletes(t *testing.T) {
+	w := world(t, harness.Options{})
+	ctx := t.Context()
+	const id, job = "e2e-train-1", "fraud-model-v17"
+	jobs := plane.Client().BatchV1().Jobs(harness.Namespace)
+
+	_, err := w.Slash(ctx, harness.Alice, harness.OpsChannel,
+		"train submit name="+job+" image="+busybox+" gpus=8 max-hours=2 request-id="+id)
+	must(t, w, err)
+	plan, err := w.WaitText(ctx, time.Minute, harness.OpsChannel, id, "submit-training-job")
+	must(t, w, err)
+	rec, err := w.WaitPhase(ctx, 30*time.Second, id, ops.PhaseAwaitingApproval)
+	must(t, w, err)
+	if rec.Approval.Required != 1 || rec.Plan == nil || !rec.Plan.ServerValidated || rec.Plan.Cost.HourlyDelta <= 0 {
+		t.Errorf("record before approval: required %d, plan %+v; want 1 approval of a server-validated plan with a cost", rec.Approval.Required, rec.Plan)
+	}
+	if !harness.HasButton(plan, handlers.ActionApprove) {
+		t.Errorf("plan message has no Approve button: %s", harness.MessageText(plan))
+	}
+	if _, err := jobs.Get(ctx, job, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Job %s before approval: err = %v, want NotFound", job, err)
+	}
+
+	_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, plan.TS, handlers.ActionApprove)
+	must(t, w, err)
+	rec, err = w.WaitPhase(ctx, time.Minute, id, ops.PhaseSucceeded)
+	must(t, w, err)
+	if rec.Approval.Received() != 1 || rec.Approval.Votes[0].Voter.ID != harness.Lead1 {
+		t.Errorf("votes = %+v, want Lead1's approval", rec.Approval.Votes)
+	}
+
+	got, err := jobs.Get(ctx, job, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Job %s after approval: %v", job, err)
+	}
+	gpus := got.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceName("nvidia.com/gpu")]
+	if gpus.Value() != 8 || got.Spec.ActiveDeadlineSeconds == nil || *got.Spec.ActiveDeadlineSeconds != 2*3600 {
+		t.Errorf("Job spec: gpus %s, activeDeadlineSeconds %v; want 8 and 7200", gpus.String(), got.Spec.ActiveDeadlineSeconds)
+	}
+	must(t, w, harness.Eventually(ctx, 2*time.Minute, func() (bool, error) {
+		j, err := jobs.Get(ctx, job, metav1.GetOptions{})
+		return err == nil && jobDone(j) == batchv1.JobComplete, err
+	}))
+	pods, err := plane.Client().CoreV1().Pods(harness.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods of %s: %v (%d)", job, err, len(pods.Items))
+	}
+	var names []string
+	for _, n := range w.GroupNodes() {
+		names = append(names, string(n.Name))
+	}
+	if node := pods.Items[0].Spec.NodeName; !slices.Contains(names, node) {
+		t.Errorf("pod ran on %q, want one of the GPU group's nodes %v", node, names)
+	}
+
+	running, err := w.WaitReply(ctx, 2*time.Minute, harness.OpsChannel, plan.TS, "running")
+	must(t, w, err)
+	completed, err := w.WaitReply(ctx, 2*time.Minute, harness.OpsChannel, plan.TS, "completed")
+	must(t, w, err)
+	if tsLess(completed.TS, running.TS) {
+		t.Errorf("thread said completed (%s) before running (%s)", completed.TS, running.TS)
+	}
+}
+
+func jobDone(j *batchv1.Job) batchv1.JobConditionType {
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return c.Type
+		}
+	}
+	return ""
+}
+
+// tsLess orders Slack timestamps ("1700000000.000100").
+func tsLess(a, b string) bool {
+	fa, _ := strconv.ParseFloat(a, 64)
+	fb, _ := strconv.ParseFloat(b, 64)
+	return fa < fb
+}
