@@ -69,8 +69,8 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 		return e.finish(ctx, rec, nil, err)
 	}
 	if p.Hash != rec.Plan.Hash {
-		if again, err := e.replan(ctx, rec, p); again {
-			return rec, err
+		if back, again, err := e.replan(ctx, rec, p); again {
+			return back, err
 		}
 	}
 	rec, err = e.move(ctx, rec, PhaseExecuting, systemActor, fmt.Sprintf("fence %d", fence), func(r *Record) { r.Fence, r.Plan = fence, p })
@@ -86,26 +86,27 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 }
 
 // replan handles a plan that changed between approval and execution. It reports whether the request went back
-// to approval; a request that needs no approval under the new plan goes on.
-func (e *Engine) replan(ctx context.Context, rec *Record, p *Plan) (bool, error) {
+// to approval (or failed), with the record as stored then; a request that needs no approval under the new plan
+// goes on.
+func (e *Engine) replan(ctx context.Context, rec *Record, p *Plan) (*Record, bool, error) {
 	appr, err := e.requirement(ctx, rec.Request, p)
 	if err != nil {
-		_, ferr := e.finish(ctx, rec, nil, err)
-		return true, ferr
+		failed, ferr := e.finish(ctx, rec, nil, err)
+		return failed, true, ferr
 	}
 	if appr.Required == 0 {
-		return false, nil
+		return rec, false, nil
 	}
 	stale := Errorf(CodeStalePlan, "", "review the new plan and approve again",
 		"the plan changed since it was approved (%s → %s); earlier votes no longer count", ShortHash(rec.Plan.Hash), ShortHash(p.Hash))
-	_, err = e.move(ctx, rec, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
+	back, err := e.move(ctx, rec, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
 		r.Plan, r.Approval = p, appr
 		r.Errors = append(r.Errors, stale)
 	})
 	if err != nil {
-		return true, stateError("store the new plan", err)
+		return rec, true, stateError("store the new plan", err)
 	}
-	return true, stale
+	return back, true, stale
 }
 
 // finish records the outcome of an execution.
