@@ -419,9 +419,12 @@ func TestQuorumAndStalePlan(t *testing.T) {
 			st.before()
 		}
 		before, _ := e.Get(ctx, "quorum-1")
-		_, err := e.Approve(ctx, "quorum-1", st.voter)
+		returned, err := e.Approve(ctx, "quorum-1", st.voter)
 		if code(err) != st.wantCode {
 			t.Fatalf("%s: error %v, want code %q", st.name, err, st.wantCode)
+		}
+		if returned == nil || returned.Phase != st.phase {
+			t.Fatalf("%s: Approve returned %+v, want the record as it now is (%s)", st.name, returned, st.phase)
 		}
 		got, err := e.Get(ctx, "quorum-1")
 		if err != nil {

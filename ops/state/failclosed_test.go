@@ -17,8 +17,8 @@ import (
 // Every call fails with ErrStateUnavailable when Redis is gone, and works again once it is back.
 func TestRedisDownIsStateUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
-	// No command retries, so that each call with Redis down fails at once (the default retries three times).
-	s := state.New(dial(t, srv.URL()+"?max_retries=-1"), state.Options{})
+	// No command retries and a small pool, so that calls with Redis down fail at once rather than after retries.
+	s := state.New(dial(t, srv.URL()+"?max_retries=-1&pool_size=2"), state.Options{})
 	ctx := ctxT(t)
 	scope := ops.LockScope{Cluster: "c1", Kind: "capacity", Name: "gpu"}
 	obj := ops.ObjectRef{Cluster: "c1", Kind: "Job", Name: "j"}
