@@ -5,11 +5,15 @@ import (
 	"errors"
 )
 
+// sweepLimit bounds how many active requests one sweep examines; stores default to a short page (50) otherwise, which
+// would leave older orphaned executions unswept.
+const sweepLimit = 10000
+
 // Sweep expires approvals whose window closed and marks executions whose lease lapsed (their replica died) as
 // interrupted, reading the real state through the operation's Observer when it has one. It never re-executes.
 // It returns the records it changed.
 func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
-	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseAwaitingApproval, PhaseExecuting}})
+	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseAwaitingApproval, PhaseExecuting}, Limit: sweepLimit})
 	if err != nil {
 		return nil, stateError("list active requests", err)
 	}
