@@ -452,3 +452,32 @@ func TestQuorumAndStalePlan(t *testing.T) {
 		t.Fatalf("executed %d times, want once", n)
 	}
 }
+
+// A sweep finds an orphaned execution even behind many newer requests awaiting approval.
+func TestSweepReachesOlderOrphans(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
+	s := cl.store(t)
+	ctx := ctxT(t)
+	now := time.Now()
+	put := func(id string, phase ops.Phase, created time.Time) {
+		rec := record(id, ops.PhaseReceived, "U1", created)
+		rec.Request.Operation = "test-scale"
+		if _, _, err := s.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		next := rec.Clone()
+		next.Phase = phase
+		if err := s.Update(ctx, next, 1, ops.AuditEvent{RequestID: id, To: phase}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("orphan", ops.PhaseExecuting, now.Add(-2*time.Hour)) // no execution lease: its replica is gone
+	for i := range 60 {
+		put(fmt.Sprintf("pending-%02d", i), ops.PhaseAwaitingApproval, now.Add(-time.Duration(60-i)*time.Minute))
+	}
+	changed, err := e.Sweep(ctx)
+	if err != nil || len(changed) != 1 || changed[0].ID() != "orphan" || changed[0].Phase != ops.PhaseInterrupted {
+		t.Fatalf("Sweep changed %v, %v; want only the orphan, interrupted", changed, err)
+	}
+}
