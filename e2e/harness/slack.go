@@ -140,6 +140,17 @@ func (w *World) WaitReply(ctx context.Context, timeout time.Duration, channel, t
 	return m, nil
 }
 
+// WaitInThread waits until the message at ts (as updated) or one of its replies holds every want.
+func (w *World) WaitInThread(ctx context.Context, timeout time.Duration, channel, ts string, want ...string) (fakeslack.Message, error) {
+	m, err := w.WaitMessage(ctx, timeout, channel, func(m fakeslack.Message) bool {
+		return (m.TS == ts || m.ThreadTS == ts) && containsAll(MessageText(m), want)
+	})
+	if err != nil {
+		return m, fmt.Errorf("thread %s/%s never showed %q: %w", channel, ts, want, err)
+	}
+	return m, nil
+}
+
 // WaitCurrent waits until the message at ts, as it stands now (after updates), holds every want.
 func (w *World) WaitCurrent(ctx context.Context, timeout time.Duration, channel, ts string, want ...string) (fakeslack.Message, error) {
 	m, err := w.WaitMessage(ctx, timeout, channel, func(m fakeslack.Message) bool {
