@@ -1,0 +1,4 @@
+// Package schedule runs the capacity reports of the configuration on their cron schedules, in their time zones,
+// exactly once across replicas: every (report, scheduled time) is claimed in the state store before it is posted, a
+// tick nobody posted in time is reported as missed, and /hp report capacity builds the same report on demand.
+package schedule
