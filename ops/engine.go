@@ -325,6 +325,10 @@ func stateError(doing string, err error) error {
 	if errors.Is(err, ErrNotFound) {
 		return Errorf(CodeNotFound, "requestId", "check the id with /hp requests", "no such request")
 	}
+	if errors.Is(err, ErrVersionConflict) {
+		return Wrap(err, CodeInvalidPhase, "", "see its current state with /hp request show",
+			"could not %s: the request was changed by another replica or person first", doing)
+	}
 	return &Error{Code: CodeStateUnavailable, Message: "could not " + doing + ": the state store is unreachable",
 		Next: ErrStateUnavailable.Next, Err: err}
 }
