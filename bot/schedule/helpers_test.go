@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
@@ -178,3 +179,8 @@ func waitIdle(t *testing.T, clock *clockwork.FakeClock, n int) {
 }
 
 var errBoom = errors.New("boom")
+
+// testLog writes the scheduler's log to the test's log.
+func testLog(t *testing.T, replica string) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).With().Str("replica", replica).Logger()
+}

@@ -130,23 +130,16 @@ func (s *Scheduler) Run(ctx context.Context) {
 // loop claims each tick of one report as it comes due. The cursor is the last tick dealt with; it only moves past
 // a tick once the tick's claim got an answer, so a tick whose claim failed is tried again, and then reported as
 // missed if it has become late.
-//
-// A starting replica looks back over Lookback for ticks no replica claimed. Those are missed only if the report
-// was running before them: the last tick before the window is claimed as a probe (never posted), and a probe or
-// window tick that someone else had claimed proves it. So a report that has just been added, or a first deployment,
-// reports nothing missed.
 func (s *Scheduler) loop(ctx context.Context, r *scheduled) {
 	clock := s.opts.Clock
-	cursor := clock.Now().Add(-s.opts.Lookback)
-	probe := prevTick(r.sched, cursor)
-	if !probe.IsZero() {
-		cursor = probe.Add(-time.Nanosecond)
+	cursor, probe, ranBefore, ok := s.startup(ctx, r)
+	if !ok {
+		return
 	}
-	ranBefore := false // evidence that some replica ran this report before the ticks being claimed
 	var claimErr error // the last claim failure, to explain the ticks it made late
 	for {
 		now := clock.Now()
-		var missed []time.Time
+		var missed, before []time.Time
 		failed := false
 		for _, tick := range dueTicks(r.sched, cursor, now) {
 			claimed, err := s.opts.Claimer.ClaimTick(ctx, r.cfg.Name, tick)
@@ -169,8 +162,12 @@ func (s *Scheduler) loop(ctx context.Context, r *scheduled) {
 			case ranBefore:
 				missed = append(missed, tick)
 			default:
-				s.opts.Log.Info().Str("report", r.cfg.Name).Time("scheduled", tick).Msg("tick before the report first ran; not reported as missed")
+				before = append(before, tick)
 			}
+		}
+		if len(before) > 0 {
+			s.opts.Log.Info().Str("report", r.cfg.Name).Int("ticks", len(before)).Time("from", before[0]).Time("to", before[len(before)-1]).
+				Msg("ticks before the report first ran; not reported as missed")
 		}
 		if len(missed) > 0 {
 			s.notice(ctx, r.cfg.Channel, missedText(r, missed, s.opts.Grace, claimErr))
@@ -181,11 +178,59 @@ func (s *Scheduler) loop(ctx context.Context, r *scheduled) {
 			ranBefore, claimErr = true, nil
 			wait = r.sched.Next(clock.Now()).Sub(clock.Now())
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, clock, wait) {
 			return
-		case <-clock.After(wait):
 		}
+	}
+}
+
+// startup decides where a starting replica begins. It looks back over Lookback for ticks no replica claimed, to
+// report them as missed, but only if the report was running before them: the last tick before the window is
+// claimed as a probe (never posted), and a probe or window tick someone else had claimed proves it; so a report
+// that has just been added, or a first deployment, reports nothing missed. Replicas that start together would take
+// each other's look-back claims for evidence, so the look-back itself is claimed, per most recent tick: one of them
+// looks back, the others start from now.
+func (s *Scheduler) startup(ctx context.Context, r *scheduled) (cursor, probe time.Time, ranBefore, ok bool) {
+	clock := s.opts.Clock
+	for {
+		now := clock.Now()
+		latest := prevTick(r.sched, now)
+		if latest.IsZero() {
+			return now, time.Time{}, false, true // nothing scheduled in the horizon: nothing to look back on
+		}
+		mine, err := s.opts.Claimer.ClaimTick(ctx, r.cfg.Name+lookbackSuffix, latest)
+		if ctx.Err() != nil {
+			return time.Time{}, time.Time{}, false, false
+		}
+		if err != nil {
+			s.opts.Log.Error().Err(err).Str("report", r.cfg.Name).Msg("cannot claim the look-back; retrying")
+			if !sleep(ctx, clock, s.opts.RetryEvery) {
+				return time.Time{}, time.Time{}, false, false
+			}
+			continue
+		}
+		if !mine {
+			// another replica is looking back from the same tick, and deals with every tick until now
+			return now, time.Time{}, true, true
+		}
+		cursor = now.Add(-s.opts.Lookback)
+		probe = prevTick(r.sched, cursor)
+		if !probe.IsZero() {
+			cursor = probe.Add(-time.Nanosecond)
+		}
+		return cursor, probe, false, true
+	}
+}
+
+// lookbackSuffix names the claim of a starting replica's look-back (a key apart from the report's ticks).
+const lookbackSuffix = "/look-back"
+
+func sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-clock.After(d):
+		return true
 	}
 }
 
