@@ -17,6 +17,7 @@ import (
 	"github.com/hyperops/hyperops/e2e/controlplane"
 	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -292,6 +293,19 @@ func (w *World) ClusterNodes(ctx context.Context) ([]string, error) {
 // Logs returns what the people saw privately (ephemerals) and every replica's log tail, for failure messages.
 func (w *World) Logs() string {
 	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b.WriteString("=== requests in redis\n")
+	if recs, err := w.Store.List(ctx, ops.ListQuery{Limit: 50}); err != nil {
+		fmt.Fprintf(&b, "(cannot list: %v)\n", err)
+	} else {
+		for _, r := range recs {
+			fmt.Fprintf(&b, "- %s %s phase=%s replica=%s errors=%v history:%s\n", r.ID(), r.Request.Operation, r.Phase, r.Replica, r.Errors, history(r))
+			if r.Plan != nil {
+				fmt.Fprintf(&b, "  plan: %s; risk %+v; cost $%.2f/h; serverValidated=%v warnings=%v\n", r.Plan.Summary, r.Plan.Risk, r.Plan.Cost.HourlyDelta, r.Plan.ServerValidated, r.Plan.Warnings)
+			}
+		}
+	}
 	b.WriteString("=== ephemerals\n")
 	for _, e := range w.Slack.Snapshot().Ephemerals {
 		fmt.Fprintf(&b, "- to %s in %s: %s\n", e.User, e.Channel, oneLine(Visible(e.Text, e.Blocks)))

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +26,8 @@ func TestCapacityScaleAddsNodes(t *testing.T) {
 	if rec.Plan == nil || math.Abs(rec.Plan.Cost.HourlyDelta-want) > 0.01 {
 		t.Errorf("plan cost = %+v, want Δ $%.2f/h (2 × %s)", rec.Plan, want, harness.GPUType)
 	}
-	if !strings.Contains(harness.MessageText(plan), "126.59") {
-		t.Errorf("plan message does not show the Δ cost $126.59/h:\n%s", harness.MessageText(plan))
+	if plan, err = w.WaitCurrent(ctx, 30*time.Second, harness.OpsChannel, plan.TS, "126.59"); err != nil {
+		t.Errorf("plan message does not show the Δ cost $126.59/h: %v", err)
 	}
 	if w.AWS.Calls("UpdateCluster") != 0 {
 		t.Fatalf("UpdateCluster called %d times before approval", w.AWS.Calls("UpdateCluster"))

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -47,8 +48,16 @@ func TestRedisStoppedFailsClosedThenResumes(t *testing.T) {
 	// The same request id: nothing of it was stored while Redis was down, so it runs now.
 	_, err := w.Slash(ctx, harness.Alice, harness.OpsChannel, refused[0].text)
 	must(t, w, err)
-	rec, err := w.WaitPhase(ctx, time.Minute, "e2e-redis-1", ops.PhaseSucceeded)
+	rec, err := w.WaitPhase(ctx, time.Minute, "e2e-redis-1", ops.PhaseSucceeded, ops.PhaseAwaitingApproval)
 	must(t, w, err)
+	if rec.Phase == ops.PhaseAwaitingApproval {
+		msg, err := w.WaitText(ctx, 30*time.Second, harness.OpsChannel, "e2e-redis-1")
+		must(t, w, err)
+		_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
+		must(t, w, err)
+		rec, err = w.WaitPhase(ctx, time.Minute, "e2e-redis-1", ops.PhaseSucceeded)
+		must(t, w, err)
+	}
 	if rec.Request.Initiator.ID != harness.Alice {
 		t.Errorf("initiator = %+v, want Alice", rec.Request.Initiator)
 	}

@@ -33,12 +33,12 @@ func TestDeletingWorkloadKeepsDataUntilStorageIsDeleted(t *testing.T) {
 		must(t, w, err)
 		return rec
 	}
-	run("e2e-store-create", "storage create name="+claim+" size=10Gi storage-class="+harness.StorageClass, ops.PhaseSucceeded)
+	submit(t, w, "e2e-store-create", "storage create name="+claim+" size=10Gi storage-class="+harness.StorageClass)
 	must(t, w, harness.Eventually(ctx, time.Minute, func() (bool, error) {
 		c, err := claims.Get(ctx, claim, metav1.GetOptions{})
 		return err == nil && c.Status.Phase == corev1.ClaimBound, nil
 	}))
-	run("e2e-store-infer", "infer deploy name="+svc+" image="+nginx, ops.PhaseSucceeded)
+	submit(t, w, "e2e-store-infer", "infer deploy name="+svc+" image="+nginx)
 
 	// A pod of the team's mounts the claim (HyperOps' own operations take no volumes).
 	user := mountingPod(t, w, claim)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperops/hyperops/e2e/fakeslack"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
@@ -36,8 +37,11 @@ func TestTrainingJobApprovedRunsAndCompletes(t *testing.T) {
 	if rec.Approval.Required != 1 || rec.Plan == nil || !rec.Plan.ServerValidated || rec.Plan.Cost.HourlyDelta <= 0 {
 		t.Errorf("record before approval: required %d, plan %+v; want 1 approval of a server-validated plan with a cost", rec.Approval.Required, rec.Plan)
 	}
-	if !harness.HasButton(plan, handlers.ActionApprove) {
-		t.Errorf("plan message has no Approve button: %s", harness.MessageText(plan))
+	plan, err = w.WaitMessage(ctx, 30*time.Second, harness.OpsChannel, func(m fakeslack.Message) bool {
+		return m.TS == plan.TS && harness.HasButton(m, handlers.ActionApprove)
+	})
+	if err != nil {
+		t.Errorf("plan message never offered Approve: %v", err)
 	}
 	if _, err := jobs.Get(ctx, job, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Job %s before approval: err = %v, want NotFound", job, err)
