@@ -303,3 +303,40 @@ func TestAckWhileExecuting(t *testing.T) {
 	})
 	assertAcksFast(t, h.srv.Snapshot())
 }
+
+// delete-storage asks for a confirmation modal where the approver types the claim name.
+func TestDeleteStorageConfirmation(t *testing.T) {
+	h := start(t)
+	h.slash(userAlice, chOps, "storage delete name=checkpoints")
+	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove) })
+	plan := topLevel(s, chOps)[0]
+	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
+	s = h.waitFor("the modal", func(s fakeslack.Snapshot) bool { return len(s.Views) == 1 })
+	view := s.Views[0]
+	submit := func(typed string) fakeslack.Ack {
+		d, err := h.srv.SubmitView(h.ctx(), fakeslack.Submission{ViewID: view.ID, User: userLead1,
+			Values: map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(typed)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := d.Ack(h.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := submit("checkpoint"); !strings.Contains(string(a.Payload), `"response_action":"errors"`) {
+		t.Errorf("a wrong claim name was accepted: ack %s", a.Payload)
+	}
+	if runs := h.ops["delete-storage"].runs.Load(); runs != 0 {
+		t.Fatalf("deleted after a wrong name")
+	}
+	submit("checkpoints")
+	h.waitFor("success", func(s fakeslack.Snapshot) bool {
+		m, _ := s.Message(chOps, plan.TS)
+		return strings.Contains(m.Text, "succeeded")
+	})
+	if runs := h.ops["delete-storage"].runs.Load(); runs != 1 {
+		t.Errorf("executed %d times, want 1", runs)
+	}
+}

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
 	"testing"
@@ -177,8 +176,6 @@ func waitIdle(t *testing.T, clock *clockwork.FakeClock, n int) {
 		t.Fatalf("schedulers did not go back to sleep: %v", err)
 	}
 }
-
-var errBoom = errors.New("boom")
 
 // testLog writes the scheduler's log to the test's log.
 func testLog(t *testing.T, replica string) zerolog.Logger {

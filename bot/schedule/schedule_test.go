@@ -59,7 +59,6 @@ func TestScheduleTicksInTheReportsZone(t *testing.T) {
 			clock := clockwork.NewFakeClockAt(tt.start)
 			claims, pub := &memClaimer{}, newPublisher()
 			start(t, Options{Config: testConfig(tt.report), Claimer: claims, Builder: clockBuilder{clock: clock}, Publisher: pub, Clock: clock})
-			var got []string
 			for _, want := range tt.wantUTC {
 				waitIdle(t, clock, 1)
 				at, _ := time.Parse(time.RFC3339, want)
@@ -74,7 +73,6 @@ func TestScheduleTicksInTheReportsZone(t *testing.T) {
 				if wantChart := p.report.Shows(report.SectionChart); wantChart != bytes.HasPrefix(p.chart, []byte("\x89PNG")) {
 					t.Errorf("chart of %d bytes, want a PNG chart: %v", len(p.chart), wantChart)
 				}
-				got = append(got, p.report.At.UTC().Format(time.RFC3339))
 			}
 			if zone, _ := pub.all()[len(tt.wantUTC)-1].report.At.Zone(); zone != tt.wantZone {
 				t.Errorf("last report written in zone %s, want %s", zone, tt.wantZone)
