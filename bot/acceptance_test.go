@@ -308,7 +308,9 @@ func TestAckWhileExecuting(t *testing.T) {
 func TestDeleteStorageConfirmation(t *testing.T) {
 	h := start(t)
 	h.slash(userAlice, chOps, "storage delete name=checkpoints")
-	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove) })
+	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool {
+		return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove)
+	})
 	plan := topLevel(s, chOps)[0]
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
 	s = h.waitFor("the modal", func(s fakeslack.Snapshot) bool { return len(s.Views) == 1 })
