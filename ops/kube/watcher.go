@@ -187,11 +187,11 @@ type watchKey struct {
 
 // informerSet is one cluster's informers, queue and last seen states, for one leadership term.
 type informerSet struct {
-	w       *Watcher
-	c       *Cluster
-	queue   workqueue.TypedRateLimitingInterface[watchKey]
-	stores  map[Resource]cache.Store
-	last    map[watchKey]string
+	w      *Watcher
+	c      *Cluster
+	queue  workqueue.TypedRateLimitingInterface[watchKey]
+	stores map[Resource]cache.Store
+	last   map[watchKey]string
 }
 
 // inform runs the informers of one cluster until ctx ends.
