@@ -303,3 +303,5 @@ func resourceQty(n int64) *resource.Quantity { return resource.NewQuantity(n, re
 func TypesUID(name string) string { return strings.ReplaceAll(name, "-", "") }
 
 type clusterConfig = config.Cluster
+
+type unstructuredObj = unstructured.Unstructured

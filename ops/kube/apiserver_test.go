@@ -1,0 +1,158 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// TestAgainstAPIServer runs the operations against a real kube-apiserver (with scheduler, controllers and kwok
+// nodes): what the fake clientset cannot show — server-side dry runs that persist nothing, server-side apply
+// through the real field manager, and re-runs that leave the generation alone.
+func TestAgainstAPIServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{WithCRDs: true})
+	if err != nil {
+		t.Fatalf("start the control plane (make e2e-tools builds it): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop the control plane: %v", err)
+		}
+	})
+	for _, n := range []string{"hp-gpu-0", "hp-gpu-1"} {
+		if _, err := cp.AddNode(ctx, controlplane.NodeSpec{Name: n, InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.WaitNodeReady(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := NewClustersFromClients(testConfig(), map[string]Clients{testCluster: {Kube: cp.Client(), Dynamic: cp.Dynamic(), REST: cp.RESTConfig()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cs: cs, reg: &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond}, cat: ops.NewCatalog()}
+	e.reg.register(e.cat)
+	c, _ := cs.Get(testCluster)
+
+	rerun := func(t *testing.T, op string, params map[string]any, res Resource, name string) {
+		t.Helper()
+		_, p := e.plan(t, request(op, params))
+		if !p.ServerValidated || p.Changes[0].Action != ops.ActionCreate {
+			t.Fatalf("plan = %+v", p.Changes)
+		}
+		if got, err := c.getObject(ctx, res, testNS, name); err != nil || got != nil {
+			t.Fatalf("the dry run persisted %s: %v %v", name, got, err)
+		}
+		e.execute(t, request(op, params))
+		first, err := c.getObject(ctx, res, testNS, name)
+		if err != nil || first == nil {
+			t.Fatalf("after execute: %v", err)
+		}
+		p2, _ := e.execute(t, request(op, params))
+		for _, ch := range p2.Changes {
+			if ch.Action != ops.ActionNoop {
+				t.Fatalf("re-plan against the server: %+v", ch)
+			}
+		}
+		// Even a forced apply of the same object (what a re-run would send) changes no generation.
+		d := first.DeepCopy()
+		if _, err := c.applyObject(ctx, res, mustDesired(t, e, op, params, res), false); err != nil {
+			t.Fatal(err)
+		}
+		second, err := c.getObject(ctx, res, testNS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.GetGeneration() != d.GetGeneration() || second.GetUID() != d.GetUID() {
+			t.Fatalf("generation %d → %d, uid %s → %s", d.GetGeneration(), second.GetGeneration(), d.GetUID(), second.GetUID())
+		}
+	}
+	t.Run("submit-training-job kind=job", func(t *testing.T) {
+		rerun(t, "submit-training-job", trainParams(map[string]any{"name": "e2e-job"}), ResJob, "e2e-job")
+	})
+	t.Run("submit-training-job kind=pytorchjob", func(t *testing.T) {
+		rerun(t, "submit-training-job", trainParams(map[string]any{"name": "e2e-ptj", "kind": TrainingPyTorch}), ResPyTorchJob, "e2e-ptj")
+	})
+	t.Run("deploy-inference", func(t *testing.T) {
+		rerun(t, "deploy-inference", deployParams(map[string]any{"name": "e2e-ranker"}), ResDeployment, "e2e-ranker")
+	})
+	t.Run("a plan the server refuses", func(t *testing.T) {
+		req := request("submit-training-job", trainParams(map[string]any{"name": "e2e-job", "image": allowedImg + "-changed"}))
+		op, err := e.prepare(t, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = op.Plan(ctx, req)
+		wantCode(t, err, ops.CodeInvalidArgument, "field is immutable")
+	})
+	t.Run("stop-training-job", func(t *testing.T) {
+		e.execute(t, request("stop-training-job", map[string]any{"name": "e2e-job"}))
+		_, err := cp.Client().BatchV1().Jobs(testNS).Get(ctx, "e2e-job", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("job after stop: %v", err)
+		}
+	})
+	t.Run("verify-cluster", func(t *testing.T) {
+		if err := cp.SetContainerLog(verifyMarker); err != nil {
+			t.Fatal(err)
+		}
+		req := request("verify-cluster", map[string]any{"image": "public.ecr.aws/docker/library/busybox:1.36", "timeout": "2m"})
+		op, p := e.plan(t, req)
+		res, err := op.Execute(ctx, req, p, ops.Execution{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep VerifyReport
+		if err := json.Unmarshal(res.Data, &rep); err != nil || !rep.OK || len(rep.Checks) != 3 {
+			t.Fatalf("report = %+v, %v", rep, err)
+		}
+		t.Logf("%s\n%s", res.Summary, res.Output)
+	})
+}
+
+// mustDesired builds the object an operation would apply.
+func mustDesired(t *testing.T, e *env, op string, params map[string]any, res Resource) *unstructuredObj {
+	t.Helper()
+	req := request(op, params)
+	if _, err := e.prepare(t, req); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := e.cs.resolve(req, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *desired
+	switch op {
+	case "submit-training-job":
+		d, err = e.reg.buildTraining(context.Background(), tg, req)
+	case "deploy-inference":
+		d, err = e.reg.buildInference(context.Background(), tg, req, req.Params, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range d.objects {
+		if o.res == res {
+			return o.obj
+		}
+	}
+	t.Fatalf("%s builds no %s", op, res.Kind)
+	return nil
+}
