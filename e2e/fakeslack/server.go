@@ -68,7 +68,6 @@ type Server struct {
 	deliveries  []*delivery
 	acks        []Ack
 	timers      map[clockwork.Timer]struct{}
-	connHistory []ConnInfo
 }
 
 // New starts a fake Slack on 127.0.0.1 with a free port.
