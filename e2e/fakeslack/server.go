@@ -59,15 +59,15 @@ type Server struct {
 	triggers   map[string]*trigger
 	hooks      map[string]*responseHook
 
-	tickets     map[string]time.Time
-	conns       map[string]*sockConn
-	connOrder   []string
-	connSeq     int
-	rr          int
-	pending     map[string]*delivery
-	deliveries  []*delivery
-	acks        []Ack
-	timers      map[clockwork.Timer]struct{}
+	tickets    map[string]time.Time
+	conns      map[string]*sockConn
+	connOrder  []string
+	connSeq    int
+	rr         int
+	pending    map[string]*delivery
+	deliveries []*delivery
+	acks       []Ack
+	timers     map[clockwork.Timer]struct{}
 }
 
 // New starts a fake Slack on 127.0.0.1 with a free port.
