@@ -117,6 +117,18 @@ type Template struct {
 	OnCreate string `yaml:"onCreate"`
 	// ExecutionRole names a role in aws.roles; roles are never taken from a request.
 	ExecutionRole string `yaml:"executionRole"`
+	// VPC is where the cluster's instances attach (CreateCluster's VpcConfig); an EKS-orchestrated HyperPod
+	// cluster needs one, so it is required.
+	VPC VPC `yaml:"vpc"`
+}
+
+// VPC is the subnets and security groups HyperPod instances attach to, as IDs (subnet-…, sg-…). The subnets
+// must reach the EKS cluster's control plane, and the security groups must allow it to reach them.
+type VPC struct {
+	// Subnets are 1 to 16 subnet IDs (subnet-0123abcd…), usually private ones in the EKS cluster's VPC.
+	Subnets []string `yaml:"subnets"`
+	// SecurityGroups are 1 to 5 security group IDs (sg-0123abcd…).
+	SecurityGroups []string `yaml:"securityGroups"`
 }
 
 // InstanceGroup is one HyperPod instance group in a Template.

@@ -14,6 +14,9 @@ var (
 	eksName      = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
 	hyperpodName = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
 	s3Prefix     = regexp.MustCompile(`^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$`)
+	// EC2 resource IDs: the prefix, then 8 (older) or 17 lower-case hex digits.
+	subnetID        = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	securityGroupID = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
 )
 
 func (c *Config) validateClusters(l *problemList) {
@@ -187,6 +190,39 @@ func (cl *Cluster) validateTemplate(l *problemList, at string, t Template, roles
 		l.add(at+".executionRole", "must name a role in aws.roles")
 	case !ok:
 		l.add(at+".executionRole", "must name a role in aws.roles (%s), got %q", roleNames(roles), t.ExecutionRole)
+	}
+	t.VPC.validate(l, at+".vpc")
+}
+
+// SageMaker's VpcConfig limits: 1 to 16 subnets, 1 to 5 security groups.
+const (
+	maxVPCSubnets        = 16
+	maxVPCSecurityGroups = 5
+)
+
+func (v VPC) validate(l *problemList, at string) {
+	for _, f := range []struct {
+		key, what, example string
+		ids                []string
+		max                int
+		re                 *regexp.Regexp
+	}{
+		{"subnets", "subnet ID", "subnet-0123456789abcdef0", v.Subnets, maxVPCSubnets, subnetID},
+		{"securityGroups", "security group ID", "sg-0123456789abcdef0", v.SecurityGroups, maxVPCSecurityGroups, securityGroupID},
+	} {
+		p := at + "." + f.key
+		switch {
+		case len(f.ids) == 0:
+			l.add(p, "must list 1 to %d %ss (such as %s): an EKS-orchestrated HyperPod cluster needs a VPC", f.max, f.what, f.example)
+		case len(f.ids) > f.max:
+			l.add(p, "must list at most %d %ss (SageMaker's limit), got %d", f.max, f.what, len(f.ids))
+		}
+		for i, id := range f.ids {
+			if !f.re.MatchString(id) {
+				l.add(indexPath(p, i), "must be a %s such as %s, got %q", f.what, f.example, id)
+			}
+		}
+		checkUnique(l, p, f.what, f.ids)
 	}
 }
 

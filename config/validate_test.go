@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,42 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].Name = "workers" }) },
 			func(c *Config) { setTemplate(c, func(t *Template) { t.InstanceGroups[1].Name = "controller" }) },
 			"clusters[0].hyperpod.templates.gpu-small.instanceGroups[1]", `duplicate instance group name "controller"`},
+		{"template VPC subnets are required",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets = []string{"subnet-0123abcd"} }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets = nil }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.subnets", "must list 1 to 16 subnet IDs"},
+		{"template VPC subnets are subnet IDs",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets[1] = "subnet-89abcdef" }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets[1] = "sg-0123456789abcdef0" }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.subnets[1]", `must be a subnet ID such as subnet-0123456789abcdef0, got "sg-0123456789abcdef0"`},
+		{"template VPC subnets are at most 16",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets = subnetIDs(16) }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.Subnets = subnetIDs(17) }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.subnets", "must list at most 16 subnet IDs (SageMaker's limit), got 17"},
+		{"template VPC subnets are unique",
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.VPC.Subnets = []string{"subnet-0a1b2c3d", "subnet-0a1b2c3e"} })
+			},
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.VPC.Subnets = []string{"subnet-0a1b2c3d", "subnet-0a1b2c3d"} })
+			},
+			"clusters[0].hyperpod.templates.gpu-small.vpc.subnets[1]", `duplicate subnet ID "subnet-0a1b2c3d"`},
+		{"template VPC security groups are required",
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.VPC.SecurityGroups = []string{"sg-0123abcd", "sg-4567abcd"} })
+			},
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.SecurityGroups = []string{} }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.securityGroups", "must list 1 to 5 security group IDs"},
+		{"template VPC security groups are security group IDs",
+			func(c *Config) {
+				setTemplate(c, func(t *Template) { t.VPC.SecurityGroups[0] = "sg-0123456789abcdef1" })
+			},
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.SecurityGroups[0] = "sg-XYZ" }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.securityGroups[0]", `must be a security group ID such as sg-0123456789abcdef0, got "sg-XYZ"`},
+		{"template VPC security groups are at most 5",
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.SecurityGroups = securityGroupIDs(5) }) },
+			func(c *Config) { setTemplate(c, func(t *Template) { t.VPC.SecurityGroups = securityGroupIDs(6) }) },
+			"clusters[0].hyperpod.templates.gpu-small.vpc.securityGroups", "must list at most 5 security group IDs (SageMaker's limit), got 6"},
 		{"roles are IAM role ARNs",
 			func(c *Config) { c.AWS.Roles["hyperpod-exec"] = "arn:aws-us-gov:iam::123456789012:role/service/Exec" },
 			func(c *Config) { c.AWS.Roles["hyperpod-exec"] = "arn:aws:iam::123456789012:user/bob" },
@@ -291,4 +328,22 @@ func TestValidateReportsLinesOfDefaultedValues(t *testing.T) {
 	if p, ok := findProblem(ps, "clusters[0].namespaces[0]"); !ok || p.Line != 4 {
 		t.Errorf("namespaces[0] problem = %+v (found %v), want line 4", p, ok)
 	}
+}
+
+// subnetIDs returns n distinct subnet IDs.
+func subnetIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("subnet-%017x", i)
+	}
+	return ids
+}
+
+// securityGroupIDs returns n distinct security group IDs.
+func securityGroupIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("sg-%08x", i)
+	}
+	return ids
 }
