@@ -37,7 +37,18 @@ const (
 	topicRequests = "requests"
 	topicRequest  = "request"
 	topicReport   = "report"
+	topicWatch    = "watch"
+	topicUnwatch  = "unwatch"
 )
+
+// builtinTopic reports whether a topic is answered by the handlers rather than by a catalog operation.
+func builtinTopic(topic string) bool {
+	switch topic {
+	case topicHelp, topicRequests, topicRequest, topicReport, topicWatch, topicUnwatch:
+		return true
+	}
+	return false
+}
 
 // Grammar is the slash grammar generated from the catalog's specs.
 type Grammar struct {
@@ -54,7 +65,7 @@ func NewGrammar(command string, specs []ops.Spec) *Grammar {
 	for i := range specs {
 		s := specs[i]
 		topic, verb := slashPath(command, s.Slash)
-		if topic == "" || topic == topicHelp || topic == topicRequests || topic == topicRequest || topic == topicReport {
+		if topic == "" || builtinTopic(topic) {
 			continue
 		}
 		if g.find(topic, verb) != nil {
@@ -76,6 +87,9 @@ func builtins(command string) []Command {
 		{Topic: topicRequest, Verb: "cancel", Usage: command + " request cancel id=", Summary: "withdraw your own request before it executes"},
 		{Topic: topicRequest, Verb: "stop", Usage: command + " request stop id=", Summary: "stop a pending or interrupted request (approvers)"},
 		{Topic: topicReport, Verb: "capacity", Usage: command + " report capacity [cluster=]", Summary: "a capacity report with a chart, here and now"},
+		{Topic: topicWatch, Usage: command + " watch job= [kind=job|pytorchjob|hyperpod|deployment] [cluster=] [namespace=]",
+			Summary: "tell a workload's status changes (running, completed, failed with logs) in this channel"},
+		{Topic: topicUnwatch, Usage: command + " unwatch job= [kind=] [cluster=] [namespace=]", Summary: "stop telling a workload's changes in this channel"},
 	}
 }
 
@@ -268,6 +282,8 @@ func (g *Grammar) argNames(cmd *Command) []string {
 		return nil
 	case topicReport:
 		return []string{ArgCluster}
+	case topicWatch, topicUnwatch:
+		return []string{"job", "kind", ArgCluster, ArgNamespace}
 	}
 	names := slices.Clone(commonArgs)
 	for _, p := range cmd.Spec.Params {

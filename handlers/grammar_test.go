@@ -41,6 +41,9 @@ func TestParse(t *testing.T) {
 			op: "submit-training-job", args: map[string]string{"name": "j", "image": "i", "command": "python train.py --lr 0.1"}, dryRun: true, requestID: "r1"},
 		{name: "dry-run=false", text: "train stop name=j dry-run=false", op: "stop-training-job", args: map[string]string{"name": "j"}},
 		{name: "requests pending", text: "requests pending", args: map[string]string{}},
+		{name: "watch keeps target args", text: "watch job=train-a kind=pytorchjob cluster=c namespace=ml",
+			args: map[string]string{"job": "train-a", "kind": "pytorchjob", "cluster": "c", "namespace": "ml"}},
+		{name: "unwatch", text: "unwatch job=train-a", args: map[string]string{"job": "train-a"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,6 +126,7 @@ type Handler struct {
 	poster   Poster
 	refs     Refs
 	reporter Reporter
+	watches  Watches
 	grammar  *Grammar
 	// pending maps request ids being submitted by this process to where their first message goes.
 	pending sync.Map

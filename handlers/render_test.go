@@ -80,23 +80,32 @@ func TestGoldenMessages(t *testing.T) {
 	g := NewGrammar("/hp", testSpecs())
 	tr := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, At: t0, By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "approved by U0LEAD2 (2/2)"}
 	reply, _ := TransitionReply(done, tr)
+	job := ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", APIVersion: "batch/v1", Kind: "Job", Name: "fraud-model-v17"}
+	failed, _ := WatchReply(WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded",
+		Events:  []string{"Warning BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		LogTail: strings.Repeat("step 9 loss nan\n", 200) + "Traceback: CUDA out of memory"})
+	running, _ := WatchReply(WatchChange{Object: job, To: "running"})
 	cases := map[string]Rendered{
-		"plan_awaiting":      PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
-		"plan_agent":         PlanMessage(agentRec),
-		"plan_succeeded":     PlanMessage(done),
-		"plan_expired":       PlanMessage(sampleRecord(ops.PhaseExpired)),
-		"plan_interrupted":   PlanMessage(interrupted),
-		"plan_long_manifest": PlanMessage(long),
-		"result":             ResultMessage(done),
-		"transition_reply":   {Msg: reply},
-		"progress_reply":     {Msg: ProgressReply(done, "2/4 nodes InService")},
-		"error":              {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
-		"help":               {Msg: HelpMessage(g, "")},
-		"help_topic":         {Msg: HelpMessage(g, "train")},
-		"requests":           {Msg: RequestsMessage("Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
-		"agent_reply":        {Msg: AgentReply(AgentBody(agentRec, agentRec.ID(), nil))},
-		"agent_reply_error":  {Msg: AgentReply(AgentBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
-		"audit_line":         {Msg: AuditLine(done, tr)},
+		"plan_awaiting":       PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
+		"plan_agent":          PlanMessage(agentRec),
+		"plan_succeeded":      PlanMessage(done),
+		"plan_expired":        PlanMessage(sampleRecord(ops.PhaseExpired)),
+		"plan_interrupted":    PlanMessage(interrupted),
+		"plan_long_manifest":  PlanMessage(long),
+		"result":              ResultMessage(done),
+		"transition_reply":    {Msg: reply},
+		"progress_reply":      {Msg: ProgressReply(done, "2/4 nodes InService")},
+		"error":               {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
+		"help":                {Msg: HelpMessage(g, "")},
+		"help_topic":          {Msg: HelpMessage(g, "train")},
+		"requests":            {Msg: RequestsMessage("Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
+		"agent_reply":         {Msg: AgentReply(AgentBody(agentRec, agentRec.ID(), nil))},
+		"agent_reply_error":   {Msg: AgentReply(AgentBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
+		"audit_line":          {Msg: AuditLine(done, tr)},
+		"watch_reply_running": {Msg: running},
+		"watch_reply_failed":  {Msg: failed},
+		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
+		"plan_with_workload":  {Msg: WithWorkloadState(PlanMessage(done).Msg, WatchChange{Object: job, To: "completed"})},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -155,5 +164,38 @@ func TestValidateSubmission(t *testing.T) {
 		if got := ValidateSubmission(mk(tc.typed)) == nil; got != tc.ok {
 			t.Errorf("typed %q: accepted %v, want %v", tc.typed, got, tc.ok)
 		}
+	}
+}
+
+func TestWatchReplyTellsWhatMatters(t *testing.T) {
+	job := ops.ObjectRef{Cluster: "c", Namespace: "ns", Kind: "Job", Name: "j"}
+	tests := []struct {
+		name   string
+		change WatchChange
+		tells  bool
+		has    []string
+	}{
+		{"pending without reason only updates", WatchChange{Object: job, To: "pending"}, false, nil},
+		{"unschedulable pending is told", WatchChange{Object: job, To: "pending", Reason: "Unschedulable"}, true, []string{"Unschedulable"}},
+		{"running", WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"pending → *running*"}},
+		{"completed with log", WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Log tail*", "done"}},
+		{"failed with events", WatchChange{Object: job, To: "failed", Reason: "DeadlineExceeded", Events: []string{"Warning DeadlineExceeded"}}, true,
+			[]string{"reason: DeadlineExceeded", "*Recent events*", "Warning DeadlineExceeded"}},
+		{"progressing only updates", WatchChange{Object: job, To: "progressing"}, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := WatchReply(tc.change)
+			if ok != tc.tells {
+				t.Fatalf("tells = %v, want %v", ok, tc.tells)
+			}
+			b, _ := json.Marshal(m.Blocks)
+			for _, want := range tc.has {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("reply lacks %q: %s", want, b)
+				}
+			}
+			checkLimits(t, m)
+		})
 	}
 }

@@ -70,6 +70,8 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 		return h.requestVerb(ctx, inv, who, channel)
 	case topicReport:
 		return h.report(ctx, inv, who, channel, threadTS)
+	case topicWatch, topicUnwatch:
+		return h.watch(ctx, inv, who, channel)
 	}
 	req := inv.Request(who, "slash")
 	if req.ID == "" && trigger != "" {
