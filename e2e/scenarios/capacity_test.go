@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
@@ -29,8 +30,8 @@ func TestCapacityScaleAddsNodes(t *testing.T) {
 	if plan, err = w.WaitCurrent(ctx, 30*time.Second, harness.OpsChannel, plan.TS, "126.59"); err != nil {
 		t.Errorf("plan message does not show the Δ cost $126.59/h: %v", err)
 	}
-	if w.AWS.Calls("UpdateCluster") != 0 {
-		t.Fatalf("UpdateCluster called %d times before approval", w.AWS.Calls("UpdateCluster"))
+	if w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster) != 0 {
+		t.Fatalf("UpdateCluster called %d times before approval", w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster))
 	}
 
 	_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, plan.TS, handlers.ActionApprove)
@@ -44,7 +45,7 @@ func TestCapacityScaleAddsNodes(t *testing.T) {
 	if err != nil || len(nodes) != 3 {
 		t.Fatalf("API server nodes of %s = %v (%v), want 3", harness.GPUGroup, nodes, err)
 	}
-	if n := w.AWS.Calls("UpdateCluster"); n != 1 {
+	if n := w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster); n != 1 {
 		t.Errorf("UpdateCluster called %d times, want 1", n)
 	}
 	hp, _ := w.AWS.HyperPodCluster(harness.HyperPod)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/e2e/fakeslack"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
@@ -27,7 +28,7 @@ func TestKilledReplicaLeavesInterruptedRequestToTakeOver(t *testing.T) {
 	must(t, w, err)
 	executing, err := w.WaitPhase(ctx, 30*time.Second, id, ops.PhaseExecuting)
 	must(t, w, err)
-	must(t, w, harness.Eventually(ctx, 30*time.Second, func() (bool, error) { return w.AWS.Calls("UpdateCluster") == 1, nil }))
+	must(t, w, harness.Eventually(ctx, 30*time.Second, func() (bool, error) { return w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster) == 1, nil }))
 
 	victim, ok := w.ReplicaOf(click.ConnID)
 	if !ok {
@@ -48,7 +49,7 @@ func TestKilledReplicaLeavesInterruptedRequestToTakeOver(t *testing.T) {
 		return (m.TS == plan.TS || m.ThreadTS == plan.TS) && harness.HasButton(m, handlers.ActionTakeOver) && harness.HasButton(m, handlers.ActionStop)
 	})
 	must(t, w, err)
-	if n := w.AWS.Calls("UpdateCluster"); n != 1 {
+	if n := w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster); n != 1 {
 		t.Errorf("UpdateCluster called %d times, want 1: an interrupted execution is never re-run blindly", n)
 	}
 
@@ -56,7 +57,7 @@ func TestKilledReplicaLeavesInterruptedRequestToTakeOver(t *testing.T) {
 	must(t, w, err)
 	rec, err = w.WaitRecord(ctx, 30*time.Second, id, func(r *ops.Record) bool { return r.Owner.ID == harness.Lead2 })
 	must(t, w, err)
-	if n := w.AWS.Calls("UpdateCluster"); n != 1 {
+	if n := w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster); n != 1 {
 		t.Errorf("UpdateCluster called %d times after the take-over, want 1", n)
 	}
 	_, err = w.WaitInThread(ctx, 30*time.Second, harness.OpsChannel, plan.TS, harness.Lead2)
