@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,6 +109,55 @@ func TestAgainstAPIServer(t *testing.T) {
 		_, err := cp.Client().BatchV1().Jobs(testNS).Get(ctx, "e2e-job", metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			t.Fatalf("job after stop: %v", err)
+		}
+	})
+	t.Run("watcher tells the job kwok completes", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		rec := newRecorder("a", nil, &mu, &got)
+		stop := startWatcher(t, e, &memLeases{}, rec, "a")
+		defer stop()
+		e.execute(t, request("submit-training-job", trainParams(map[string]any{"name": "e2e-watched", "replicas": "1", "gpus": "1"})))
+		waitForWithin(t, time.Minute, "completed", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, g := range got {
+				if strings.HasPrefix(g, "a Job/e2e-watched ") && strings.HasSuffix(g, "→completed") {
+					return true
+				}
+			}
+			return false
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		// The states told go forward only (pending may be missed if the Job started before the informers synced).
+		order := map[string]int{StatePending: 0, StateRunning: 1, StateCompleted: 2}
+		prev := -1
+		for _, g := range got {
+			if !strings.HasPrefix(g, "a Job/e2e-watched ") {
+				continue
+			}
+			to := g[strings.LastIndex(g, "→")+len("→"):]
+			if n, ok := order[to]; !ok || n <= prev {
+				t.Fatalf("told %q: %q goes backwards or repeats", got, g)
+			} else {
+				prev = n
+			}
+		}
+	})
+	t.Run("NewClusters from a kubeconfig file", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Clusters[0].Kubeconfig = cp.Kubeconfig()
+		real, err := NewClusters(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups, err := real.NodeGroups(ctx, testCluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(groups) != 1 || groups[0].Group != "gpu-workers" || groups[0].GPUAllocatable != 8 || groups[0].Ready != 2 {
+			t.Fatalf("groups = %+v", groups)
 		}
 	})
 	t.Run("verify-cluster", func(t *testing.T) {

@@ -34,15 +34,16 @@ func JobState(j *batchv1.Job) (state, reason string) {
 			continue
 		}
 		switch c.Type {
-		case batchv1.JobComplete:
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
 			return StateCompleted, c.Reason
-		case batchv1.JobFailed:
-			return StateFailed, strings.TrimSpace(c.Reason + ": " + c.Message)
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return StateFailed, strings.Trim(c.Reason+": "+c.Message, ": ")
 		case batchv1.JobSuspended:
 			return StateSuspended, c.Reason
 		}
 	}
-	if j.Status.Active > 0 {
+	// Between its last pod finishing and the Complete condition, a Job has no active pods but is not pending.
+	if j.Status.Active > 0 || j.Status.Succeeded > 0 || j.Status.Failed > 0 {
 		return StateRunning, ""
 	}
 	return StatePending, ""

@@ -142,7 +142,7 @@ func (w *Watcher) lead(ctx context.Context, c *Cluster, lease string) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := w.inform(leadCtx, c); err != nil {
+		if err := w.inform(leadCtx, c); err != nil && leadCtx.Err() == nil {
 			w.report(c, err)
 		}
 	}()
