@@ -32,6 +32,7 @@ type hpCluster struct {
 	creationTime      time.Time
 	eksARN            string
 	nodeRecovery      string
+	vpc               *smVpcConfig
 	groups            []*hpGroup
 	generation        int // bumped by every transition, so a stale timer cannot act on a newer one
 }
@@ -44,6 +45,7 @@ type hpGroup struct {
 	onCreate           string
 	executionRole      string
 	threadsPerCore     int
+	config             groupConfig
 	status             string
 }
 
@@ -94,7 +96,7 @@ func (s *Server) AddHyperPodCluster(c HyperPodCluster) error {
 	now := s.clock.Now()
 	hc := &hpCluster{
 		name: c.Name, region: c.Region, arn: newHyperPodARN(c.Region, s.opts.AccountID), status: c.Status,
-		creationTime: now, eksARN: c.EKSClusterARN, nodeRecovery: "Automatic",
+		creationTime: now, eksARN: c.EKSClusterARN, nodeRecovery: "Automatic", vpc: c.VPC.wire(),
 	}
 	var changes []NodeChange
 	for _, ig := range c.InstanceGroups {
@@ -138,7 +140,7 @@ func (s *Server) HyperPodCluster(name string) (HyperPodCluster, bool) {
 	}
 	out := HyperPodCluster{
 		Name: c.name, Region: c.region, Status: c.status, EKSClusterARN: c.eksARN, ARN: c.arn,
-		FailureMessage: c.failureMessage, CreationTime: c.creationTime,
+		FailureMessage: c.failureMessage, CreationTime: c.creationTime, VPC: c.vpc.snapshot(),
 	}
 	for _, g := range c.groups {
 		out.InstanceGroups = append(out.InstanceGroups, InstanceGroup{

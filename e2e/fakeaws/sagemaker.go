@@ -37,6 +37,11 @@ type smGroupSpec struct {
 	LifeCycleConfig   *smLifeCycle
 	ExecutionRole     *string
 	ThreadsPerCore    *int
+	smGroupExtras
+	KubernetesConfig    *smKubernetesConfig
+	ImageId             *string
+	ImageReleaseVersion *string
+	MinInstanceCount    *int
 }
 
 type smOrchestrator struct {
@@ -54,6 +59,13 @@ type smGroupDetails struct {
 	LifeCycleConfig   smLifeCycle
 	ExecutionRole     string
 	ThreadsPerCore    int
+	smGroupExtras
+	KubernetesConfig           *smKubernetesConfigDetails `json:",omitempty"`
+	CurrentImageId             *string                    `json:",omitempty"`
+	DesiredImageId             *string                    `json:",omitempty"`
+	CurrentImageReleaseVersion *string                    `json:",omitempty"`
+	DesiredImageReleaseVersion *string                    `json:",omitempty"`
+	MinCount                   *int                       `json:",omitempty"`
 }
 
 type smDescribeClusterOutput struct {
@@ -65,6 +77,7 @@ type smDescribeClusterOutput struct {
 	InstanceGroups []smGroupDetails
 	Orchestrator   *smOrchestrator `json:",omitempty"`
 	NodeRecovery   string          `json:",omitempty"`
+	VpcConfig      *smVpcConfig    `json:",omitempty"`
 }
 
 // lockedClusterRef decodes a {"ClusterName": name-or-ARN} input and finds that cluster. On success it returns
@@ -95,6 +108,7 @@ func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte
 	out := smDescribeClusterOutput{
 		ClusterArn: c.arn, ClusterName: c.name, ClusterStatus: c.status, CreationTime: epochTime(c.creationTime),
 		FailureMessage: c.failureMessage, NodeRecovery: c.nodeRecovery, InstanceGroups: []smGroupDetails{},
+		VpcConfig: c.vpc.clone(),
 	}
 	if c.eksARN != "" {
 		out.Orchestrator = &smOrchestrator{}
@@ -103,11 +117,13 @@ func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte
 		}{ClusterArn: ptr(c.eksARN)}
 	}
 	for _, g := range c.groups {
-		out.InstanceGroups = append(out.InstanceGroups, smGroupDetails{
+		d := smGroupDetails{
 			InstanceGroupName: g.name, InstanceType: g.instanceType, CurrentCount: g.current(), TargetCount: g.target,
 			Status: g.status, ExecutionRole: g.executionRole, ThreadsPerCore: g.threadsPerCore,
 			LifeCycleConfig: smLifeCycle{SourceS3Uri: ptr(g.lifecycleURI), OnCreate: ptr(g.onCreate)},
-		})
+		}
+		g.config.describe(&d)
+		out.InstanceGroups = append(out.InstanceGroups, d)
 	}
 	return out, nil
 }
@@ -304,6 +320,12 @@ func checkGroupSpecs(specs []smGroupSpec) *apiError {
 		if g.ThreadsPerCore != nil {
 			v.between(path+".threadsPerCore", *g.ThreadsPerCore, 1, 2)
 		}
+		if g.MinInstanceCount != nil {
+			v.between(path+".minInstanceCount", *g.MinInstanceCount, 0, maxHyperPodNodes)
+		}
+		if g.OverrideVpcConfig != nil {
+			v.vpcConfig(path+".overrideVpcConfig", g.OverrideVpcConfig)
+		}
 	}
 	if aerr := v.err(); aerr != nil {
 		return aerr
@@ -315,6 +337,15 @@ func checkGroupSpecs(specs []smGroupSpec) *apiError {
 				*g.InstanceGroupName)
 		}
 		seen[*g.InstanceGroupName] = true
+		if g.MinInstanceCount != nil && *g.MinInstanceCount > *g.InstanceCount {
+			return validationError("MinInstanceCount (%d) of instance group %s must be less than or equal to its InstanceCount (%d).",
+				*g.MinInstanceCount, *g.InstanceGroupName, *g.InstanceCount)
+		}
+		if g.OverrideVpcConfig != nil {
+			if aerr := checkVpcIDs("OverrideVpcConfig of instance group "+*g.InstanceGroupName, g.OverrideVpcConfig); aerr != nil {
+				return aerr
+			}
+		}
 	}
 	return nil
 }
@@ -322,13 +353,21 @@ func checkGroupSpecs(specs []smGroupSpec) *apiError {
 func newGroup(spec smGroupSpec, status string) *hpGroup {
 	g := &hpGroup{
 		name: *spec.InstanceGroupName, instanceType: *spec.InstanceType, status: status,
-		lifecycleURI: *spec.LifeCycleConfig.SourceS3Uri, onCreate: *spec.LifeCycleConfig.OnCreate,
-		executionRole: *spec.ExecutionRole, threadsPerCore: 1,
 	}
+	g.configure(spec)
+	return g
+}
+
+// configure gives the group what spec says beyond its name, type and count: UpdateCluster replaces the group's
+// configuration with the one sent, so a field left out is a field cleared (ThreadsPerCore back to 1).
+func (g *hpGroup) configure(spec smGroupSpec) {
+	g.lifecycleURI, g.onCreate = *spec.LifeCycleConfig.SourceS3Uri, *spec.LifeCycleConfig.OnCreate
+	g.executionRole = *spec.ExecutionRole
+	g.threadsPerCore = 1
 	if spec.ThreadsPerCore != nil {
 		g.threadsPerCore = *spec.ThreadsPerCore
 	}
-	return g
+	g.config = configFromSpec(spec)
 }
 
 type smUpdateClusterInput struct {
@@ -378,8 +417,7 @@ func (s *Server) smUpdateCluster(_ context.Context, region string, body []byte) 
 			g = newGroup(spec, StatusCreating)
 			c.groups = append(c.groups, g)
 		} else {
-			g.lifecycleURI, g.onCreate = *spec.LifeCycleConfig.SourceS3Uri, *spec.LifeCycleConfig.OnCreate
-			g.executionRole = *spec.ExecutionRole
+			g.configure(spec)
 			if g.target != *spec.InstanceCount {
 				g.status = StatusUpdating
 			}
@@ -443,6 +481,7 @@ type smCreateClusterInput struct {
 	InstanceGroups []smGroupSpec
 	Orchestrator   *smOrchestrator
 	NodeRecovery   *string
+	VpcConfig      *smVpcConfig
 }
 
 func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) (any, *apiError) {
@@ -461,7 +500,7 @@ func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) 
 	}
 	c := &hpCluster{
 		name: *in.ClusterName, region: region, arn: newHyperPodARN(region, s.opts.AccountID), status: StatusCreating,
-		creationTime: s.clock.Now(), nodeRecovery: "Automatic",
+		creationTime: s.clock.Now(), nodeRecovery: "Automatic", vpc: in.VpcConfig.clone(),
 	}
 	if in.NodeRecovery != nil {
 		c.nodeRecovery = *in.NodeRecovery
@@ -502,10 +541,23 @@ func checkCreateCluster(in smCreateClusterInput) *apiError {
 	if in.NodeRecovery != nil {
 		v.oneOf("nodeRecovery", *in.NodeRecovery, "Automatic", "None")
 	}
+	if in.VpcConfig != nil {
+		v.vpcConfig("vpcConfig", in.VpcConfig)
+	}
 	if aerr := v.err(); aerr != nil {
 		return aerr
 	}
-	return checkGroupSpecs(in.InstanceGroups)
+	if aerr := checkGroupSpecs(in.InstanceGroups); aerr != nil {
+		return aerr
+	}
+	if in.VpcConfig == nil {
+		if in.Orchestrator != nil && in.Orchestrator.Eks != nil {
+			return validationError("VpcConfig is required for a cluster orchestrated by Amazon EKS: " +
+				"give the subnets and security groups its instances attach to.")
+		}
+		return nil
+	}
+	return checkVpcIDs("VpcConfig", in.VpcConfig)
 }
 
 func (s *Server) smDeleteCluster(_ context.Context, region string, body []byte) (any, *apiError) {

@@ -405,6 +405,7 @@ func TestCreateCluster(t *testing.T) {
 			ClusterName:    aws.String(name),
 			Orchestrator:   &smtypes.ClusterOrchestrator{Eks: &smtypes.ClusterOrchestratorEksConfig{ClusterArn: aws.String(eksARN)}},
 			InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{groupSpec("gpu", "ml.p5.48xlarge", 2)},
+			VpcConfig:      testVpc(),
 		}
 	}
 	out, err := f.c.sm.CreateCluster(ctxT(t), input("ml-hp", testEKSARN))

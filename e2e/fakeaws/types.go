@@ -45,6 +45,7 @@ type HyperPodCluster struct {
 	Region         string // default Options.Region
 	Status         string // default "InService"
 	EKSClusterARN  string // Orchestrator.Eks.ClusterArn; empty for a Slurm cluster
+	VPC            *VPC   // VpcConfig; nil for none (CreateCluster requires one with EKS, seeding does not)
 	InstanceGroups []InstanceGroup
 	ARN            string    // read only
 	FailureMessage string    // read only
