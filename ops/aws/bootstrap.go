@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,6 +76,11 @@ func (o *bootstrapOp) resolve(req *ops.Request) (*blueprint, error) {
 			next = "did you mean " + s + "? " + next
 		}
 		return nil, ops.Errorf(ops.CodeInvalidArgument, "template", next, "no HyperPod template %q registered for cluster %s", name, t.name)
+	}
+	if len(tpl.VPC.Subnets) == 0 || len(tpl.VPC.SecurityGroups) == 0 {
+		return nil, ops.Errorf(ops.CodeInvalidArgument, "template",
+			"add vpc: {subnets: [subnet-…], securityGroups: [sg-…]} to the template in config",
+			"template %s has no VPC subnets or security groups; an EKS-orchestrated HyperPod cluster needs both", name)
 	}
 	arn, ok := o.c.cfg.RoleARN(tpl.ExecutionRole)
 	if !ok {
@@ -155,7 +161,11 @@ func (o *bootstrapOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, er
 	p.Summary = fmt.Sprintf("Create HyperPod cluster %s on EKS cluster %s from template %s (%d instance groups)",
 		hpName, b.t.cl.EKS.ClusterName, b.name, len(b.tpl.InstanceGroups))
 	p.Changes = append(p.Changes, ops.Change{Action: ops.ActionCreate, Kind: KindHyperPodCluster, Name: hpName,
-		Fields: []ops.FieldChange{{Path: "Orchestrator.Eks.ClusterArn", To: ex.eksARN}, {Path: "template", To: b.name}}})
+		Fields: []ops.FieldChange{
+			{Path: "Orchestrator.Eks.ClusterArn", To: ex.eksARN}, {Path: "template", To: b.name},
+			{Path: "VpcConfig.Subnets", To: strings.Join(b.tpl.VPC.Subnets, ", ")},
+			{Path: "VpcConfig.SecurityGroupIds", To: strings.Join(b.tpl.VPC.SecurityGroups, ", ")},
+		}})
 	for _, g := range b.tpl.InstanceGroups {
 		p.Changes = append(p.Changes, ops.Change{Action: ops.ActionCreate, Kind: KindHyperPodGroup, Name: g.Name,
 			Fields: []ops.FieldChange{
@@ -192,6 +202,8 @@ func createInput(b *blueprint, eksARN string) *sagemaker.CreateClusterInput {
 		ClusterName:  awssdk.String(b.t.cl.HyperPod.ClusterName),
 		Orchestrator: &smtypes.ClusterOrchestrator{Eks: &smtypes.ClusterOrchestratorEksConfig{ClusterArn: awssdk.String(eksARN)}},
 		NodeRecovery: smtypes.ClusterNodeRecoveryAutomatic,
+		VpcConfig: &smtypes.VpcConfig{
+			Subnets: slices.Clone(b.tpl.VPC.Subnets), SecurityGroupIds: slices.Clone(b.tpl.VPC.SecurityGroups)},
 	}
 	for _, g := range b.tpl.InstanceGroups {
 		spec := smtypes.ClusterInstanceGroupSpecification{

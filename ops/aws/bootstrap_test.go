@@ -2,9 +2,11 @@ package aws
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -26,6 +28,9 @@ func TestBootstrapCreatesHyperPodOnEKS(t *testing.T) {
 	}
 	if hp.EKSClusterARN != eksARN(t, f.srv, "dev-eks") {
 		t.Errorf("orchestrator %q", hp.EKSClusterARN)
+	}
+	if hp.VPC == nil || !slices.Equal(hp.VPC.Subnets, testSubnets) || !slices.Equal(hp.VPC.SecurityGroupIDs, testSecurityGroups) {
+		t.Errorf("VpcConfig %+v, want the template's subnets %v and security groups %v", hp.VPC, testSubnets, testSecurityGroups)
 	}
 	want := map[string]struct {
 		typ   string
@@ -63,7 +68,16 @@ func TestBootstrapCreatesHyperPodOnEKS(t *testing.T) {
 	if kinds[KindHyperPodCluster] != 1 || kinds[KindHyperPodGroup] != 2 {
 		t.Errorf("changes %+v", p.Changes)
 	}
-	if !strings.Contains(p.Manifest, testRoleARN) || !strings.Contains(p.Manifest, "VolumeSizeInGB") {
+	shown := map[string]string{}
+	for _, fc := range p.Changes[0].Fields {
+		shown[fc.Path] = fc.To
+	}
+	if shown["VpcConfig.Subnets"] != "subnet-0a1b2c3d4e5f60718, subnet-0f1e2d3c4b5a69788" ||
+		shown["VpcConfig.SecurityGroupIds"] != "sg-0123456789abcdef0" {
+		t.Errorf("the plan does not show the VPC: %+v", p.Changes[0].Fields)
+	}
+	if !strings.Contains(p.Manifest, testRoleARN) || !strings.Contains(p.Manifest, "VolumeSizeInGB") ||
+		!strings.Contains(p.Manifest, `"VpcConfig"`) || !strings.Contains(p.Manifest, testSubnets[1]) {
 		t.Errorf("manifest %s", p.Manifest)
 	}
 	if !f.progress.has("CreateCluster accepted: dev-hp") || !f.progress.has("InService: 3/3 instances running") {
@@ -114,6 +128,10 @@ func TestBootstrapRefusals(t *testing.T) {
 		{"count above cap", func(f *fixture) { f.cfg.Clusters[1].Limits.MaxNodesPerGroup = 1 },
 			ops.Params{"template": "gpu-small"}, ops.CodeQuotaExceeded, "limits.maxNodesPerGroup=1"},
 		{"template missing", nil, ops.Params{}, ops.CodeInvalidArgument, "template is required"},
+		{"no VPC subnets", func(f *fixture) { setDevTemplate(f, func(t *config.Template) { t.VPC.Subnets = nil }) },
+			ops.Params{"template": "gpu-small"}, ops.CodeInvalidArgument, "template gpu-small has no VPC subnets or security groups"},
+		{"no VPC security groups", func(f *fixture) { setDevTemplate(f, func(t *config.Template) { t.VPC.SecurityGroups = nil }) },
+			ops.Params{"template": "gpu-small"}, ops.CodeInvalidArgument, "template gpu-small has no VPC subnets or security groups"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,6 +148,13 @@ func TestBootstrapRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setDevTemplate edits the dev cluster's gpu-small template in the fixture's config.
+func setDevTemplate(f *fixture, edit func(*config.Template)) {
+	tpl := f.cfg.Clusters[1].HyperPod.Templates["gpu-small"]
+	edit(&tpl)
+	f.cfg.Clusters[1].HyperPod.Templates["gpu-small"] = tpl
 }
 
 // No request can choose an IAM role: no parameter of these operations takes one, so a request naming one is

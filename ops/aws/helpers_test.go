@@ -29,6 +29,11 @@ const (
 	priceP5        = 113.068 // ml.p5.48xlarge in ops' built-in table
 )
 
+var (
+	testSubnets        = []string{"subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"}
+	testSecurityGroups = []string{"sg-0123456789abcdef0"}
+)
+
 // fixture is a fake AWS seeded with one production cluster (HyperPod ml-hp on EKS ml-eks, plus a managed node
 // group) and one dev cluster with only EKS (for bootstrap), the real SDK clients pointed at it through the
 // endpoint overrides in config, and an engine whose store and locker are ops/state on a real redis-server.
@@ -107,6 +112,7 @@ func testConfig(url string) *config.Config {
 							{Name: "workers", InstanceType: "ml.g5.12xlarge", InstanceCount: 2, ThreadsPerCore: 1, VolumeSizeGB: 500},
 						},
 						LifecycleScript: testS3, OnCreate: "on_create.sh", ExecutionRole: "hyperpod-exec",
+						VPC: config.VPC{Subnets: testSubnets, SecurityGroups: testSecurityGroups},
 					},
 				}},
 				EKS:           config.EKS{ClusterName: "dev-eks"},
