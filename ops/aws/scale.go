@@ -320,24 +320,6 @@ func failureText(msg string) string {
 	return msg
 }
 
-// updateSpec is the instance group as DescribeCluster returned it, with only the count changed: UpdateCluster
-// replaces what it is sent, so every field a group carries must go back unchanged.
-func updateSpec(d *smtypes.ClusterInstanceGroupDetails, count int) smtypes.ClusterInstanceGroupSpecification {
-	return smtypes.ClusterInstanceGroupSpecification{
-		InstanceGroupName:       d.InstanceGroupName,
-		InstanceType:            d.InstanceType,
-		InstanceCount:           awssdk.Int32(int32(count)),
-		LifeCycleConfig:         d.LifeCycleConfig,
-		ExecutionRole:           d.ExecutionRole,
-		ThreadsPerCore:          d.ThreadsPerCore,
-		InstanceStorageConfigs:  d.InstanceStorageConfigs,
-		OnStartDeepHealthChecks: d.OnStartDeepHealthChecks,
-		OverrideVpcConfig:       d.OverrideVpcConfig,
-		TrainingPlanArn:         d.TrainingPlanArn,
-		ScheduledUpdateConfig:   d.ScheduledUpdateConfig,
-	}
-}
-
 // clientToken makes UpdateNodegroupConfig idempotent per request: a re-run gets the same update back.
 func clientToken(requestID string) string {
 	sum := sha256.Sum256([]byte(requestID))
