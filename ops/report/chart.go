@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image"
 	"image/color"
+	"image/png"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -39,19 +41,29 @@ func Chart(r Report) ([]byte, error) {
 		return nil, fmt.Errorf("chart %s: utilisation line: %w", r.Cluster, err)
 	}
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / chartDPI }
-	img := vgimg.NewWith(vgimg.UseWH(px(ChartWidth), px(ChartHeight)), vgimg.UseDPI(chartDPI))
+	// NewWith clears the image to white itself (a plain memory fill); filling the canvas again as a path would
+	// rasterise every pixel a second time.
+	img := vgimg.NewWith(vgimg.UseWH(px(ChartWidth), px(ChartHeight)), vgimg.UseDPI(chartDPI), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6),
 		PadRight: vg.Points(12), PadY: vg.Points(18)}
 	plots := [][]*plot.Plot{{bars}, {line}}
 	canvases := plot.Align(plots, tiles, dc)
 	bars.Draw(canvases[0][0])
 	line.Draw(canvases[1][0])
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("chart %s: encode PNG: %w", r.Cluster, err)
+	return encodePNG(img.Image(), r.Cluster)
+}
+
+// chartPNGSize is a generous first guess at an encoded chart, so the buffer rarely grows while encoding.
+const chartPNGSize = 96 << 10
+
+// encodePNG writes the chart at zlib's best speed: a chart of flat fills and text compresses nearly as well as at the
+// default level, in a fraction of the time.
+func encodePNG(img image.Image, cluster string) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, chartPNGSize))
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(buf, img); err != nil {
+		return nil, fmt.Errorf("chart %s: encode PNG: %w", cluster, err)
 	}
 	return buf.Bytes(), nil
 }
