@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -256,6 +259,85 @@ func TestSpecsFor(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("specs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// selectingFake is a fake clientset whose pod lists honour field selectors as the API server does: the fields a pod
+// list may select on, anything else a 400.
+func selectingFake(objs ...runtime.Object) *fake.Clientset {
+	cs := fake.NewClientset(objs...)
+	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		la := a.(k8stesting.ListActionImpl)
+		sel := la.GetListRestrictions().Fields
+		for _, r := range sel.Requirements() {
+			switch r.Field {
+			case "metadata.name", "metadata.namespace", "spec.nodeName", "status.phase":
+			default:
+				return true, nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
+			}
+		}
+		obj, err := cs.Tracker().List(la.GetResource(), la.GetKind(), la.GetNamespace(), la.ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		l := obj.(*corev1.PodList)
+		kept := l.Items[:0]
+		for i := range l.Items {
+			p := &l.Items[i]
+			if sel.Matches(fields.Set{"metadata.name": p.Name, "metadata.namespace": p.Namespace,
+				"spec.nodeName": p.Spec.NodeName, "status.phase": string(p.Status.Phase)}) {
+				kept = append(kept, *p)
+			}
+		}
+		l.Items = kept
+		return true, l, nil
+	})
+	return cs
+}
+
+func TestBuildAsksForLivePodsOnly(t *testing.T) {
+	// Finished pods on a node and in a namespace with live ones: whether the server leaves them out or not, they
+	// hold no GPUs, and the pod list asks the server to leave them out.
+	objs := append(fixture(),
+		gpuPod("ml-platform", "done-0", 8, t0.Add(-5*time.Hour), onNode("p5-3"), phase(corev1.PodSucceeded)),
+		gpuPod("research", "crashed", 4, t0.Add(-5*time.Hour), phase(corev1.PodFailed)),
+	)
+	tests := []struct {
+		name string
+		cs   *fake.Clientset
+	}{
+		{"server honours the field selector", selectingFake(objs...)},
+		{"server ignores the field selector", fake.NewClientset(objs...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &Builder{Kube: func(string) (kubernetes.Interface, error) { return tt.cs, nil }, Pricer: ops.NewPriceTable(nil),
+				Clock: clockwork.NewFakeClockAt(t0)}
+			r, err := b.Build(context.Background(), prodSpec)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if want := (GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
+				t.Errorf("GPUs = %+v, want %+v", r.GPUs, want)
+			}
+			if r.Pending.Pods != 2 || r.Pending.GPUs != 9 {
+				t.Errorf("pending = %d pods, %d GPUs; want 2, 9", r.Pending.Pods, r.Pending.GPUs)
+			}
+			lists := 0
+			for _, a := range tt.cs.Actions() {
+				if a.GetVerb() != "list" || a.GetResource().Resource != "pods" {
+					continue
+				}
+				lists++
+				want := fields.ParseSelectorOrDie("status.phase!=Succeeded,status.phase!=Failed").String()
+				if got := a.(k8stesting.ListAction).GetListRestrictions().Fields.String(); got != want {
+					t.Errorf("pod list selects %q, want %q", got, want)
+				}
+			}
+			if lists == 0 {
+				t.Error("no pod list was made")
 			}
 		})
 	}

@@ -32,10 +32,15 @@ const (
 // listPageSize bounds each List call, so a 20,000-pod cluster is read in pages rather than one huge response.
 const listPageSize = 500
 
+// livePods is the field selector of the pod list: finished pods hold no GPUs and wait for nothing, and on a training
+// cluster completed Job pods can outnumber the live ones many times, so the API server leaves them out of the
+// response rather than the bot decoding and dropping them.
+const livePods = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+
 // kubeView is what one pass over the cluster's nodes, pods and managed workloads found.
 type kubeView struct {
 	groups    map[string]*Group
-	pending   []PendingPod
+	pending   pendingPods
 	workloads map[workloadKey]*Workload
 }
 
@@ -50,11 +55,14 @@ func training(kind string) bool { return kind != "Deployment" }
 // workloads.
 func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceName) (*kubeView, error) {
 	v := &kubeView{groups: map[string]*Group{}, workloads: map[workloadKey]*Workload{}}
-	nodeGroup := map[string]*Group{}
+	var nodeGroup map[string]*Group
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := k.CoreV1().Nodes().List(ctx, o)
 		if err != nil {
 			return "", fmt.Errorf("list nodes: %w", err)
+		}
+		if nodeGroup == nil {
+			nodeGroup = make(map[string]*Group, len(l.Items)+remaining(l.RemainingItemCount))
 		}
 		for i := range l.Items {
 			nodeGroup[l.Items[i].Name] = v.addNode(&l.Items[i], gpu)
@@ -68,6 +76,7 @@ func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceNa
 		return nil, err
 	}
 	err = listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		o.FieldSelector = livePods
 		l, err := k.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
 		if err != nil {
 			return "", fmt.Errorf("list pods: %w", err)
@@ -81,6 +90,15 @@ func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceNa
 		return nil, err
 	}
 	return v, nil
+}
+
+// remaining is the server's estimate of the items after this page (zero when it gives none), capped: it only sizes a
+// map up front.
+func remaining(n *int64) int {
+	if n == nil || *n < 0 {
+		return 0
+	}
+	return int(min(*n, 1<<20))
 }
 
 // listPages calls list with a page limit until the server says there is no more.
@@ -138,7 +156,7 @@ func nodeReady(n *corev1.Node) bool {
 
 func (v *kubeView) addPod(p *corev1.Pod, gpu corev1.ResourceName, nodeGroup map[string]*Group) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return // finished pods hold no GPUs
+		return // the server already leaves finished pods out (livePods); a fake or proxy that ignores selectors may not
 	}
 	req := podRequest(p, gpu)
 	if w := v.workloadOf(p); w != nil {
@@ -156,7 +174,7 @@ func (v *kubeView) addPod(p *corev1.Pod, gpu corev1.ResourceName, nodeGroup map[
 	}
 	if req > 0 && p.Status.Phase == corev1.PodPending {
 		since, reason := waitingSince(p)
-		v.pending = append(v.pending, PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: req, Since: since, Reason: reason})
+		v.pending.add(PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: req, Since: since, Reason: reason})
 	}
 }
 
