@@ -101,7 +101,7 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 	}
 	r.Groups = sortedGroups(view.groups)
 	r.GPUs = totalGPUs(r.Groups)
-	r.Pending = summarisePending(view.pending, r.At)
+	r.Pending = view.pending.summary(r.At)
 	r.Workloads = view.namespaces()
 	if err := b.price(ctx, s.Region, &r); err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("prices unavailable: %v", err))
@@ -146,28 +146,6 @@ func totalGPUs(groups []Group) GPUs {
 		alloc += g.GPUs.Allocated
 	}
 	return newGPUs(total, alloc)
-}
-
-func summarisePending(pods []PendingPod, now time.Time) Pending {
-	p := Pending{Pods: len(pods)}
-	for i := range pods {
-		pods[i].Waiting = max(now.Sub(pods[i].Since), 0)
-		p.GPUs += pods[i].GPUs
-	}
-	sort.Slice(pods, func(i, j int) bool {
-		if !pods[i].Since.Equal(pods[j].Since) {
-			return pods[i].Since.Before(pods[j].Since)
-		}
-		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
-	})
-	if len(pods) > 0 {
-		p.Longest = pods[0].Waiting
-	}
-	p.Oldest = pods[:min(len(pods), MaxPendingListed)]
-	if len(p.Oldest) == 0 {
-		p.Oldest = nil
-	}
-	return p
 }
 
 // price sets each group's $/h (Current × on-demand price) and the cluster's spend.
