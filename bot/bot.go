@@ -19,6 +19,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -44,6 +45,11 @@ type Options struct {
 	Replica string
 	// Listener serves /healthz, /readyz and /metrics; nil listens on Config.Server.Listen.
 	Listener net.Listener
+	// Clusters are the registered clusters' clients; with them the bot runs the job watcher (lease-guarded per
+	// cluster) and answers /hp watch and /hp unwatch. Nil disables watching.
+	Clusters *kube.Clusters
+	// WatchLeaseTTL is how long a watcher lease lives without renewal (default 15s).
+	WatchLeaseTTL time.Duration
 }
 
 // Bot is a wired HyperOps process.
@@ -55,17 +61,26 @@ type Bot struct {
 	slack   *SlackClient
 	metrics *Metrics
 	rt      *runtime
+	watch   *watchBook
+	watcher *kube.Watcher
 }
 
 // notifier forwards engine notifications to the handlers and counts them; it exists before the handlers do.
 type notifier struct {
-	h *handlers.Handler
-	m *Metrics
+	h     *handlers.Handler
+	m     *Metrics
+	watch *watchBook
+	log   zerolog.Logger
 }
 
 func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
 	n.m.transition(rec, t)
 	n.h.Changed(ctx, rec, t)
+	if n.watch != nil && t.To == ops.PhaseSucceeded {
+		if err := n.watch.subscribeResult(ctx, rec); err != nil {
+			n.log.Warn().Err(err).Str("request", rec.ID()).Msg("watch: subscribing the request's workloads failed")
+		}
+	}
 }
 
 func (n *notifier) Progress(ctx context.Context, rec *ops.Record, msg string) {
@@ -100,18 +115,29 @@ func New(opts Options) (*Bot, error) {
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
 		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock})
 	policy := approvals.New(cfg, sc, opts.Clock)
-	n := &notifier{m: m}
+	n := &notifier{m: m, log: opts.Log}
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: n, Targets: targets{cfg},
 		Risk: ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 	})
 	log := opts.Log
+	refs := &redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}
 	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, opts.Catalog, sc,
-		&redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}, opts.Reporter)
+		refs, opts.Reporter)
 	n.h = h
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		workers: cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
-	return &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt}, nil
+	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt}
+	if opts.Clusters != nil {
+		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}
+		n.watch = b.watch
+		h.SetWatches(b.watch)
+		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: b.watch, Holder: engine.Replica(),
+			LeaseTTL: opts.WatchLeaseTTL, OnError: func(cluster string, err error) {
+				log.Warn().Err(err).Str("cluster", cluster).Msg("watcher")
+			}})
+	}
+	return b, nil
 }
 
 func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
@@ -268,11 +294,19 @@ func (b *Bot) runWorkers(ctx context.Context) {
 }
 
 func (b *Bot) runLoops(ctx context.Context) {
-	done := make(chan struct{}, 3)
-	go func() { b.rt.connect(ctx); done <- struct{}{} }()
-	go func() { b.rt.loop(ctx); done <- struct{}{} }()
-	go func() { b.sweep(ctx); done <- struct{}{} }()
-	for range 3 {
+	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep}
+	if b.watcher != nil {
+		loops = append(loops, func(ctx context.Context) {
+			if err := b.watcher.Run(ctx); err != nil {
+				b.opts.Log.Error().Err(err).Msg("watcher stopped")
+			}
+		})
+	}
+	done := make(chan struct{}, len(loops))
+	for _, f := range loops {
+		go func() { f(ctx); done <- struct{}{} }()
+	}
+	for range loops {
 		<-done
 	}
 }
@@ -289,6 +323,9 @@ func (b *Bot) sweep(ctx context.Context) {
 			if _, err := b.engine.Sweep(ctx); err != nil {
 				b.opts.Log.Warn().Err(err).Msg("sweep failed")
 			}
+			if b.watch != nil {
+				b.watch.refreshGauge(ctx)
+			}
 		}
 	}
 }
@@ -301,11 +338,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
 		return err
 	}
 	defer stop()
-	cat, err := buildCatalog(ctx, cfg)
+	cache := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std()})
+	w, err := buildCatalog(ctx, cfg, cache)
 	if err != nil {
 		return err
 	}
-	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: cat})
+	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: w.catalog, Clusters: w.clusters})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -83,6 +84,8 @@ type widgetOp struct {
 	runs     atomic.Int64
 	hold     chan struct{} // when non-nil, Execute waits for it to close
 	mu       sync.Mutex
+	// watch, when set, makes the workload (e.g. creates its Job) and names what the result asks to watch.
+	watch func(ctx context.Context, req *ops.Request) ([]ops.ObjectRef, error)
 }
 
 func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.ParamSpec) *widgetOp {
@@ -137,7 +140,15 @@ func (w *widgetOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _
 	if w.spec.Mutates {
 		w.runs.Add(1)
 	}
-	return &ops.Result{Summary: w.spec.Name + " done", Details: []ops.Detail{{Label: "name", Value: req.Params.String("name")}}}, nil
+	res := &ops.Result{Summary: w.spec.Name + " done", Details: []ops.Detail{{Label: "name", Value: req.Params.String("name")}}}
+	if w.watch != nil {
+		objs, err := w.watch(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		res.Watch = objs
+	}
+	return res, nil
 }
 
 type harness struct {
@@ -150,36 +161,48 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	redis  *redistest.Server
+	prefix string
+	opts   harnessOptions
 }
 
-func start(t testing.TB) *harness {
+// harnessOptions vary the harness; the zero value is the plain one.
+type harnessOptions struct {
+	// edit changes the parsed configuration (queue sizes, workers).
+	edit func(*config.Config)
+	// clusters gives the bot cluster clients (fake clientsets), which turns the job watcher on.
+	clusters func(*config.Config) *kube.Clusters
+	// slack overrides the fake Slack's options (rate limits, scale); the users and channels are filled in.
+	slack *fakeslack.Options
+	// limits overrides the bot's client-side Slack limits.
+	limits *Limits
+	// replica names the bot.
+	replica string
+	// prepare runs before the first bot starts (to set operation hooks without racing the bot).
+	prepare func(h *harness)
+}
+
+func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
+
+func startWith(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	rs := redistest.Start(t)
-	srv := fakeslack.New(fakeslack.Options{
-		Users: []fakeslack.User{{ID: userAlice, Name: "alice"}, {ID: userBob, Name: "bob"}, {ID: userLead1, Name: "lead1"},
-			{ID: userLead2, Name: "lead2"}, {ID: userAgent, Name: "ops-agent", IsBot: true}},
-		UserGroups: map[string][]string{"S0LEADS": {userLead2}},
-		Channels: map[string][]string{
-			chOps:     {"U0BOT", userAlice, userBob, userLead1, userLead2},
-			chApprove: {"U0BOT", userLead1, userLead2, userBob},
-			dmAgent:   {userAgent}, dmAlice: {userAlice},
-		},
-		RateLimits: &fakeslack.RateLimits{Disabled: true},
-	})
+	so := fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true}}
+	if o.slack != nil {
+		so = *o.slack
+	}
+	so.Users = []fakeslack.User{{ID: userAlice, Name: "alice"}, {ID: userBob, Name: "bob"}, {ID: userLead1, Name: "lead1"},
+		{ID: userLead2, Name: "lead2"}, {ID: userAgent, Name: "ops-agent", IsBot: true}}
+	so.UserGroups = map[string][]string{"S0LEADS": {userLead2}}
+	so.Channels = map[string][]string{
+		chOps:     {"U0BOT", userAlice, userBob, userLead1, userLead2},
+		chApprove: {"U0BOT", userLead1, userLead2, userBob},
+		dmAgent:   {userAgent}, dmAlice: {userAlice},
+	}
+	srv := fakeslack.New(so)
 	t.Cleanup(srv.Close)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(testConfig, srv.APIURL(), rs.URL(), "t"+strings.ReplaceAll(t.Name(), "/", "-"))), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rdb, err := state.Dial(ctx, rs.URL())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
-	h := &harness{t: t, srv: srv, clock: clock, ops: map[string]*widgetOp{}, cancel: cancel, done: make(chan error, 1), redis: rs}
-	cat := ops.NewCatalog()
+	h := &harness{t: t, srv: srv, clock: clock, ops: map[string]*widgetOp{}, redis: rs,
+		prefix: "t" + strings.ReplaceAll(t.Name(), "/", "-"), opts: o}
 	str := func(n string, req bool) ops.ParamSpec {
 		return ops.ParamSpec{Name: n, Kind: ops.KindString, Required: req, Help: n}
 	}
@@ -193,6 +216,45 @@ func start(t testing.TB) *harness {
 		newWidgetOp("delete-storage", true, ops.RiskCritical, []ops.ParamSpec{str("name", true)}),
 	} {
 		h.ops[w.spec.Name] = w
+	}
+	if o.prepare != nil {
+		o.prepare(h)
+	}
+	p := h.launch(o)
+	h.bot, h.cancel, h.done = p.bot, p.cancel, p.done
+	t.Cleanup(h.stop)
+	h.waitConnected(1)
+	return h
+}
+
+// replica is one running bot process of a harness.
+type replica struct {
+	bot    *Bot
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// launch starts a bot on the harness's fake Slack, Redis and key prefix, with the harness's operations.
+func (h *harness) launch(o harnessOptions) *replica {
+	t := h.t
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(testConfig, h.srv.APIURL(), h.redis.URL(), h.prefix)), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.edit != nil {
+		o.edit(cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rdb, err := state.Dial(ctx, h.redis.URL())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	cat := ops.NewCatalog()
+	for _, w := range h.ops {
 		cat.Register(w)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -200,28 +262,54 @@ func start(t testing.TB) *harness {
 		cancel()
 		t.Fatal(err)
 	}
-	h.addr = ln.Addr().String()
-	b, err := New(Options{Config: cfg, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
-		Clock: clock, Listener: ln, Limits: &Limits{Tier2: Tier{6000, 100}, Tier3: Tier{6000, 100}, Tier4: Tier{6000, 100}, PostPerChannel: Tier{6000, 100}}})
+	limits := o.limits
+	if limits == nil {
+		limits = &Limits{Tier2: Tier{6000, 100}, Tier3: Tier{6000, 100}, Tier4: Tier{6000, 100}, PostPerChannel: Tier{6000, 100}}
+	}
+	bo := Options{Config: cfg, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
+		Clock: h.clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond}
+	if o.clusters != nil {
+		bo.Clusters = o.clusters(cfg)
+	}
+	b, err := New(bo)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	h.bot = b
-	go func() { h.done <- b.Run(ctx) }()
-	t.Cleanup(func() {
-		h.stop()
-		_ = rdb.Close()
-	})
-	h.waitFor("the bot to connect", func(s fakeslack.Snapshot) bool {
+	r := &replica{bot: b, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	if h.addr == "" {
+		h.addr = r.addr
+	}
+	go func() { r.done <- b.Run(ctx) }()
+	return r
+}
+
+// stop ends a replica and waits for it.
+func (r *replica) stop(t testing.TB) {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case <-r.done:
+	case <-time.After(20 * time.Second):
+		t.Error("bot did not stop within 20s")
+	}
+}
+
+// waitConnected waits until n Socket Mode connections are open.
+func (h *harness) waitConnected(n int) {
+	h.t.Helper()
+	h.waitFor(fmt.Sprintf("%d bot connection(s)", n), func(s fakeslack.Snapshot) bool {
+		open := 0
 		for _, c := range s.Connections {
 			if c.Open {
-				return true
+				open++
 			}
 		}
-		return false
+		return open >= n
 	})
-	return h
 }
 
 func (h *harness) stop() {

@@ -1,0 +1,237 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/state"
+)
+
+// watchBook is the job-watch side of the bot: it keeps subscriptions in ops/state (handlers.Watches), receives the
+// watcher's transitions (kube.TransitionSink) and tells each one once, across replicas and restarts, to every
+// subscription of the object.
+type watchBook struct {
+	cfg      *config.Config
+	store    *state.Store
+	clusters *kube.Clusters
+	refs     *redisRefs
+	h        *handlers.Handler
+	metrics  *Metrics
+	log      zerolog.Logger
+}
+
+// watchKinds maps what people write in kind= to the resources the watcher informs on.
+var watchKinds = map[string]kube.Resource{
+	"": kube.ResJob, "job": kube.ResJob, "pytorchjob": kube.ResPyTorchJob, "hyperpod": kube.ResHyperPod,
+	"hyperpodpytorchjob": kube.ResHyperPod, "deployment": kube.ResDeployment,
+}
+
+// Resolve implements handlers.Watches: the registered cluster and allowed namespace, a known kind, a DNS-1123 name.
+func (b *watchBook) Resolve(t handlers.WatchTarget) (ops.ObjectRef, error) {
+	tg, err := targets{b.cfg}.Resolve(ops.Target{Cluster: t.Cluster, Namespace: t.Namespace})
+	if err != nil {
+		return ops.ObjectRef{}, err
+	}
+	res, ok := watchKinds[strings.ToLower(t.Kind)]
+	if !ok {
+		return ops.ObjectRef{}, ops.Errorf(ops.CodeInvalidArgument, "kind", "use kind=job, pytorchjob, hyperpod or deployment",
+			"cannot watch objects of kind %q", t.Kind)
+	}
+	if errs := validation.IsDNS1123Subdomain(t.Name); len(errs) > 0 {
+		return ops.ObjectRef{}, ops.Errorf(ops.CodeInvalidArgument, "job", "use the workload's Kubernetes name",
+			"%q is not a valid name: %s", t.Name, strings.Join(errs, "; "))
+	}
+	return ops.ObjectRef{Cluster: tg.Cluster, Namespace: tg.Namespace, APIVersion: res.APIVersion(), Kind: res.Kind, Name: t.Name}, nil
+}
+
+// Watch implements handlers.Watches: it subscribes, then tells the new subscription where the object stands.
+func (b *watchBook) Watch(ctx context.Context, obj ops.ObjectRef, sub handlers.WatchSubscription) error {
+	if err := b.store.Subscribe(ctx, obj, toStateSub(sub)); err != nil {
+		return fmt.Errorf("subscribe to %s: %w", obj.Name, err)
+	}
+	b.refreshGauge(ctx)
+	return b.catchUp(ctx, obj, sub)
+}
+
+// Unwatch implements handlers.Watches.
+func (b *watchBook) Unwatch(ctx context.Context, obj ops.ObjectRef, id string) (bool, error) {
+	subs, err := b.store.Subscriptions(ctx, obj)
+	if err != nil {
+		return false, fmt.Errorf("read the subscriptions of %s: %w", obj.Name, err)
+	}
+	had := false
+	for _, s := range subs {
+		had = had || s.RequestID == id
+	}
+	if !had {
+		return false, nil
+	}
+	if err := b.store.Unsubscribe(ctx, obj, id); err != nil {
+		return false, fmt.Errorf("unsubscribe from %s: %w", obj.Name, err)
+	}
+	b.refreshGauge(ctx)
+	return true, nil
+}
+
+func toStateSub(s handlers.WatchSubscription) state.Subscription {
+	return state.Subscription{RequestID: s.ID, Channel: s.Channel, MessageTS: s.MessageTS, ThreadTS: s.ThreadTS}
+}
+
+func toHandlerSub(s state.Subscription) handlers.WatchSubscription {
+	return handlers.WatchSubscription{ID: s.RequestID, Channel: s.Channel, MessageTS: s.MessageTS, ThreadTS: s.ThreadTS}
+}
+
+// Transition implements kube.TransitionSink.
+func (b *watchBook) Transition(ctx context.Context, t kube.Transition) {
+	c := handlers.WatchChange{Object: t.Object, From: t.From, To: t.To, Reason: t.Reason, Events: t.Events, LogTail: t.LogTail}
+	if err := b.tell(ctx, c); err != nil {
+		b.log.Warn().Err(err).Str("object", t.Object.Kind+"/"+t.Object.Name).Str("to", t.To).Msg("watch: telling a transition failed")
+	}
+}
+
+// tellTimeout bounds the Slack calls that tell one claimed transition (rate limits included).
+const tellTimeout = 2 * time.Minute
+
+// tell claims the transition to c.To (compare-and-set on the last state told, so exactly one replica and one
+// delivery wins, also after a restart re-emits everything) and tells it to every subscription. Objects nobody
+// subscribes to are not claimed, so a subscription made later still hears their next state.
+func (b *watchBook) tell(ctx context.Context, c handlers.WatchChange) error {
+	subs, err := b.store.Subscriptions(ctx, c.Object)
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	last, err := b.store.LastTold(ctx, c.Object)
+	if err != nil {
+		return err
+	}
+	won, err := b.store.Tell(ctx, c.Object, last, c.To)
+	if err != nil || !won {
+		return err
+	}
+	c.From = last // what the threads were told before, whatever this replica saw
+	// Claimed means ours to tell: a watcher stopping now must not lose it, so the telling outlives its context.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, b.h.Watched(ctx, toHandlerSub(s), c))
+	}
+	if c.To == kube.StateDeleted {
+		for _, s := range subs {
+			errs = append(errs, b.store.Unsubscribe(ctx, c.Object, s.RequestID))
+		}
+		b.refreshGauge(ctx)
+	}
+	return errors.Join(errs...)
+}
+
+// catchUp tells a new subscription the object's state. When nothing was told about the object yet, the state is
+// read from the cluster and claimed like a watcher transition (the watcher may have seen it before anyone
+// subscribed); otherwise the new subscription alone hears the last state told.
+func (b *watchBook) catchUp(ctx context.Context, obj ops.ObjectRef, sub handlers.WatchSubscription) error {
+	last, err := b.store.LastTold(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("read what was told about %s: %w", obj.Name, err)
+	}
+	if last != "" {
+		return b.h.Watched(ctx, sub, handlers.WatchChange{Object: obj, To: last})
+	}
+	st, reason, found, err := b.observe(ctx, obj)
+	if err != nil || !found {
+		return err // not created yet: the watcher tells its first state
+	}
+	return b.tell(ctx, handlers.WatchChange{Object: obj, To: st, Reason: reason})
+}
+
+// observe reads an object's current state from its cluster; found is false when it does not exist (yet).
+func (b *watchBook) observe(ctx context.Context, obj ops.ObjectRef) (st, reason string, found bool, err error) {
+	if b.clusters == nil {
+		return "", "", false, nil
+	}
+	c, err := b.clusters.Get(obj.Cluster)
+	if err != nil {
+		return "", "", false, err
+	}
+	get := metav1.GetOptions{}
+	switch obj.Kind {
+	case kube.ResJob.Kind:
+		j, gerr := c.Kube.BatchV1().Jobs(obj.Namespace).Get(ctx, obj.Name, get)
+		if gerr == nil {
+			st, reason = kube.JobState(j)
+		}
+		err = gerr
+	case kube.ResDeployment.Kind:
+		d, gerr := c.Kube.AppsV1().Deployments(obj.Namespace).Get(ctx, obj.Name, get)
+		if gerr == nil {
+			st, reason = kube.DeploymentState(d)
+		}
+		err = gerr
+	default:
+		res, ok := watchKinds[strings.ToLower(obj.Kind)]
+		if !ok {
+			return "", "", false, fmt.Errorf("watch: unknown kind %s", obj.Kind)
+		}
+		u, gerr := c.Dynamic.Resource(res.GVR).Namespace(obj.Namespace).Get(ctx, obj.Name, get)
+		if gerr == nil {
+			st, reason = kube.CustomJobState(u)
+		}
+		err = gerr
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", "", false, nil
+	case err != nil:
+		return "", "", false, fmt.Errorf("read %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+	}
+	return st, reason, true, nil
+}
+
+// subscribeResult subscribes the messages of a request that succeeded to the objects its result asks to watch:
+// the plan message is updated in place and replied to, an agent's DM thread gets replies.
+func (b *watchBook) subscribeResult(ctx context.Context, rec *ops.Record) error {
+	if rec.Result == nil || len(rec.Result.Watch) == 0 {
+		return nil
+	}
+	refs, err := b.refs.List(ctx, rec.ID())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, obj := range rec.Result.Watch {
+		for _, ref := range refs {
+			sub := handlers.WatchSubscription{ID: rec.ID(), Channel: ref.Channel, MessageTS: ref.TS, ThreadTS: ref.TS}
+			if ref.Kind == handlers.RefAgent {
+				// One subscription per id and object: the agent's thread gets its own, for replies only.
+				sub = handlers.WatchSubscription{ID: rec.ID() + "#agent", Channel: ref.Channel, ThreadTS: ref.ThreadTS}
+			}
+			errs = append(errs, b.Watch(ctx, obj, sub))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refreshGauge sets watched_objects from the subscriptions of every registered cluster.
+func (b *watchBook) refreshGauge(ctx context.Context) {
+	n := 0
+	for _, c := range b.cfg.Clusters {
+		objs, err := b.store.WatchedObjects(ctx, c.Name)
+		if err != nil {
+			return // keep the last value; Redis errors are counted by the hook
+		}
+		n += len(objs)
+	}
+	b.metrics.WatchedObjects.Set(float64(n))
+}
