@@ -24,7 +24,7 @@ type gpuNode struct {
 func (r *registry) gpuNodeOf(ctx context.Context, t target) (gpuNode, error) {
 	g := gpuNode{instanceType: t.cfg.GPUNodes.NodeSelector[LabelInstanceType], gpus: int64(t.cfg.GPUNodes.GPUsPerNode)}
 	if g.instanceType == "" || g.gpus == 0 {
-		nodes, err := listNodes(ctx, t.c)
+		nodes, err := listNodes(ctx, t.base)
 		if err != nil {
 			return g, err
 		}

@@ -42,7 +42,15 @@ func (r *registry) deployInference() ops.Operation {
 		Lock: r.lock(lockKindInference),
 	}
 	return r.applyOperation(spec, checkInference, func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
-		return r.buildInference(ctx, t, req, req.Params, 0)
+		have, err := t.c.getObject(ctx, ResDeployment, t.ns, req.Params.String("name"))
+		if err != nil {
+			return nil, err
+		}
+		var before int64
+		if have != nil {
+			before = workloadGPUs(have)
+		}
+		return r.buildInference(ctx, t, req, req.Params, before)
 	}, nil)
 }
 
@@ -83,9 +91,9 @@ func checkInferenceParams(t target, req *ops.Request, p ops.Params, minReplicas 
 	return err
 }
 
-// buildInference renders the Deployment and Service for parameters p; before is the replicas currently running
-// (for the cost delta of scaling).
-func (r *registry) buildInference(ctx context.Context, t target, req *ops.Request, p ops.Params, before int64) (*desired, error) {
+// buildInference renders the Deployment and Service for parameters p; beforeGPUs are the GPUs the Deployment
+// asks for now (0 when it does not exist), for the cost delta.
+func (r *registry) buildInference(ctx context.Context, t target, req *ops.Request, p ops.Params, beforeGPUs int64) (*desired, error) {
 	if err := resourceCaps(ctx, t, p.String("cpu"), p.String("memory")); err != nil {
 		return nil, err
 	}
@@ -137,7 +145,7 @@ func (r *registry) buildInference(ctx context.Context, t target, req *ops.Reques
 	if err != nil {
 		return nil, err
 	}
-	addGPUCost(&d.cost, g, "inference "+name, gpus*(replicas-before))
+	addGPUCost(&d.cost, g, "inference "+name, gpus*replicas-beforeGPUs)
 	return d, nil
 }
 
@@ -187,7 +195,7 @@ func (r *registry) scaleInference() ops.Operation {
 		before, _, _ := unstructured.NestedInt64(have.Object, "spec", "replicas")
 		want, _ := req.Params.Int("replicas")
 		p["replicas"] = want
-		d, err := r.buildInference(ctx, t, req, p, before)
+		d, err := r.buildInference(ctx, t, req, p, workloadGPUs(have))
 		if err != nil {
 			return nil, err
 		}
@@ -223,8 +231,7 @@ func (r *registry) rolloutInference() ops.Operation {
 		}
 		old := p.String("image")
 		p["image"] = req.Params.String("image")
-		before, _, _ := unstructured.NestedInt64(have.Object, "spec", "replicas")
-		d, err := r.buildInference(ctx, t, req, p, before)
+		d, err := r.buildInference(ctx, t, req, p, workloadGPUs(have))
 		if err != nil {
 			return nil, err
 		}

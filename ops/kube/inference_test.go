@@ -277,3 +277,28 @@ func TestGetInference(t *testing.T) {
 		t.Fatalf("summary = %q", res.Summary)
 	}
 }
+
+func TestDeployInferenceNeverTakesOverAnotherObject(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ranker", Namespace: testNS, Labels: map[string]string{"owner": "platform"}}}
+	e := newEnv(t, append(statusObjects()[:2], svc))
+	req := request("deploy-inference", deployParams(nil))
+	op, err := e.prepare(t, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = op.Plan(context.Background(), req)
+	wantCode(t, err, ops.CodeNotAuthorized, "Service ml-platform/ranker is not managed by HyperOps")
+	_, err = op.Execute(context.Background(), req, nil, ops.Execution{})
+	wantCode(t, err, ops.CodeNotAuthorized)
+	if w := writes(e.kube.Actions()); len(w) != 0 {
+		t.Fatalf("wrote %v", w)
+	}
+}
+
+func TestDeployInferenceCostCountsOnlyTheChange(t *testing.T) {
+	e := deployed(t) // 4 replicas × 1 GPU
+	_, p := e.plan(t, request("deploy-inference", deployParams(map[string]any{"replicas": "4", "gpus": "2"})))
+	if math.Abs(p.Cost.HourlyDelta-4*7.09/4) > 1e-9 {
+		t.Fatalf("cost = %+v, want 4 more GPUs", p.Cost)
+	}
+}

@@ -17,9 +17,12 @@ import (
 
 // target is where a request acts, resolved: the cluster, its config and the namespace.
 type target struct {
-	c   *Cluster
-	cfg *config.Cluster
-	ns  string
+	// c makes the request's calls (impersonating its initiator when configured).
+	c *Cluster
+	// base is the executor's own clients, for what HyperOps reads for itself (nodes for costs and caps).
+	base *Cluster
+	cfg  *config.Cluster
+	ns   string
 }
 
 // resolve finds the cluster and namespace of a request (defaults from config) and checks the namespace guardrail.
@@ -40,7 +43,7 @@ func (cs *Clusters) resolve(req *ops.Request, needNamespace bool) (target, error
 			return target{}, err
 		}
 	}
-	return target{c: c, cfg: c.Config, ns: ns}, nil
+	return target{c: c, base: c, cfg: c.Config, ns: ns}, nil
 }
 
 // Impersonation is the identity the executor takes on for a request when the cluster asks for it: slack:<id> in
@@ -146,6 +149,12 @@ func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if have != nil {
+			// A forced apply would take over someone else's object: only what HyperOps created is updated.
+			if err := requireManaged(o.res, have); err != nil {
+				return nil, err
+			}
+		}
 		ch, seen := diffObject(o.obj, have)
 		p.Changes = append(p.Changes, ch)
 		observed.WriteString(renderObserved(o.res.Kind, o.obj.GetName(), seen))
@@ -180,17 +189,29 @@ type applyResult struct {
 // written at all, so re-running a request is a no-op at the API server.
 func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (*ops.Result, error) {
 	res := &ops.Result{Watch: d.watch}
-	var out []applyResult
-	var done []string
-	for _, o := range d.objects {
+	// Read and check every object before writing any, so a refusal never leaves half an application behind.
+	changes := make([]ops.Change, len(d.objects))
+	haves := make([]*unstructured.Unstructured, len(d.objects))
+	for i, o := range d.objects {
 		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
 		if err != nil {
 			return res, err
 		}
-		ch, _ := diffObject(o.obj, have)
+		if have != nil {
+			if err := requireManaged(o.res, have); err != nil {
+				return res, err
+			}
+		}
+		haves[i] = have
+		changes[i], _ = diffObject(o.obj, have)
+	}
+	var out []applyResult
+	var done []string
+	for i, o := range d.objects {
+		ch := changes[i]
 		res.Objects = append(res.Objects, ref(cluster, o.res, o.obj.GetNamespace(), o.obj.GetName()))
 		if ch.Action == ops.ActionNoop {
-			out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, have.GetGeneration()})
+			out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, haves[i].GetGeneration()})
 			done = append(done, fmt.Sprintf("%s %s unchanged", o.res.Kind, o.obj.GetName()))
 			continue
 		}
@@ -253,8 +274,9 @@ func (r *registry) applyOperation(spec ops.Spec, check func(t target, req *ops.R
 		if err != nil {
 			return t, nil, nil, err
 		}
-		d, err := build(ctx, target{c: c, cfg: t.cfg, ns: t.ns}, req)
-		return target{c: c, cfg: t.cfg, ns: t.ns}, c, d, err
+		t.c = c
+		d, err := build(ctx, t, req)
+		return t, c, d, err
 	}
 	return &observedOperation{
 		operation: operation{
