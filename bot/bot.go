@@ -16,10 +16,12 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/hyperops/hyperops/approvals"
+	"github.com/hyperops/hyperops/bot/schedule"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/report"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -50,6 +52,10 @@ type Options struct {
 	Clusters *kube.Clusters
 	// WatchLeaseTTL is how long a watcher lease lives without renewal (default 15s).
 	WatchLeaseTTL time.Duration
+	// Pricer prices capacity reports (default the built-in table with the config's overrides).
+	Pricer ops.Pricer
+	// Groups is the AWS view of instance groups in capacity reports (optional).
+	Groups report.GroupSource
 }
 
 // Bot is a wired HyperOps process.
@@ -63,6 +69,7 @@ type Bot struct {
 	rt      *runtime
 	watch   *watchBook
 	watcher *kube.Watcher
+	reports *schedule.Scheduler
 }
 
 // notifier forwards engine notifications to the handlers and counts them; it exists before the handlers do.
@@ -122,12 +129,23 @@ func New(opts Options) (*Bot, error) {
 	})
 	log := opts.Log
 	refs := &redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}
+	var sched *schedule.Scheduler
+	if opts.Clusters != nil {
+		var rep handlers.Reporter
+		var err error
+		if sched, rep, err = reporting(opts, store, sc); err != nil {
+			return nil, err
+		}
+		if opts.Reporter == nil {
+			opts.Reporter = rep
+		}
+	}
 	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, opts.Catalog, sc,
 		refs, opts.Reporter)
 	n.h = h
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		workers: cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
-	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt}
+	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
 	if opts.Clusters != nil {
 		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}
 		n.watch = b.watch
@@ -295,6 +313,9 @@ func (b *Bot) runWorkers(ctx context.Context) {
 
 func (b *Bot) runLoops(ctx context.Context) {
 	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep}
+	if b.reports != nil {
+		loops = append(loops, b.reports.Run)
+	}
 	if b.watcher != nil {
 		loops = append(loops, func(ctx context.Context) {
 			if err := b.watcher.Run(ctx); err != nil {
@@ -343,7 +364,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: w.catalog, Clusters: w.clusters})
+	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: w.catalog, Clusters: w.clusters, Pricer: w.pricer,
+		Groups: awsGroups{clients: w.aws, cfg: cfg}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,110 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hyperops/hyperops/bot/schedule"
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/aws"
+	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/state"
+)
+
+// reportPublisher posts capacity reports to Slack: the Block Kit message, then the PNG chart uploaded into its
+// thread (files upload v2). It implements schedule.Publisher.
+type reportPublisher struct {
+	slack *SlackClient
+}
+
+// PublishReport implements schedule.Publisher.
+func (p reportPublisher) PublishReport(ctx context.Context, channel string, r report.Report, chart []byte) error {
+	text := fmt.Sprintf("Capacity report: %s (%s)", r.Cluster, r.At.Format("2006-01-02 15:04 MST"))
+	ts, err := p.slack.Post(ctx, channel, handlers.Msg{Text: text, Blocks: handlers.ReportBlocks(r)})
+	if err != nil {
+		return fmt.Errorf("post the report of %s: %w", r.Cluster, err)
+	}
+	if len(chart) == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("capacity-%s-%s.png", r.Cluster, r.At.UTC().Format("20060102-1504"))
+	err = p.slack.Upload(ctx, handlers.File{Channel: channel, ThreadTS: ts, Name: name, Title: "Capacity of " + r.Cluster, Content: string(chart)})
+	if err != nil {
+		return fmt.Errorf("upload the chart of %s: %w", r.Cluster, err)
+	}
+	return nil
+}
+
+// PublishNotice implements schedule.Publisher.
+func (p reportPublisher) PublishNotice(ctx context.Context, channel, text string) error {
+	_, err := p.slack.Post(ctx, channel, handlers.InfoMessage(text))
+	return err
+}
+
+// awsGroups is the AWS view of a cluster's instance groups for reports (report.GroupSource): HyperPod instance
+// groups and EKS managed node groups, from DescribeCluster and DescribeNodegroup.
+type awsGroups struct {
+	clients *aws.Clients
+	cfg     *config.Config
+}
+
+// InstanceGroups implements report.GroupSource; a cluster with neither HyperPod nor EKS configured has none.
+func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report.GroupStatus, error) {
+	if cl, ok := g.cfg.Cluster(cluster); ok && cl.HyperPod.ClusterName == "" && cl.EKS.ClusterName == "" {
+		return nil, nil
+	}
+	c, err := g.clients.Capacity(ctx, cluster, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read the instance groups of %s: %w", cluster, err)
+	}
+	var out []report.GroupStatus
+	add := func(groups []aws.GroupCapacity) {
+		for _, gr := range groups {
+			out = append(out, report.GroupStatus{Name: gr.Name, InstanceType: strings.Join(gr.InstanceTypes, ","), Current: gr.Current,
+				Target: gr.Target, Status: gr.Status})
+		}
+	}
+	if c.HyperPod != nil {
+		add(c.HyperPod.Groups)
+	}
+	if c.EKS != nil {
+		add(c.EKS.Nodegroups)
+	}
+	return out, nil
+}
+
+// reporting builds the report builder, the scheduler of cfg.Reports (claimed once per tick across replicas) and
+// the on-demand reporter of /hp report capacity.
+func reporting(opts Options, store *state.Store, sc *SlackClient) (*schedule.Scheduler, handlers.Reporter, error) {
+	clusters := opts.Clusters
+	pricer := opts.Pricer
+	if pricer == nil {
+		pricer = ops.NewPriceTable(opts.Config.Pricing.Overrides)
+	}
+	b := &report.Builder{
+		Kube: func(name string) (kubernetes.Interface, error) {
+			c, err := clusters.Get(name)
+			if err != nil {
+				return nil, err
+			}
+			return c.Kube, nil
+		},
+		Groups: opts.Groups, Pricer: pricer, Samples: schedule.StateSamples{Store: store}, Clock: opts.Clock,
+	}
+	pub := reportPublisher{slack: sc}
+	var sched *schedule.Scheduler
+	if len(opts.Config.Reports) > 0 {
+		var err error
+		sched, err = schedule.New(schedule.Options{Config: opts.Config, Claimer: store, Builder: b, Publisher: pub, Clock: opts.Clock,
+			Log: opts.Log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("set up the report schedules: %w", err)
+		}
+	}
+	return sched, &schedule.OnDemand{Config: opts.Config, Builder: b, Publisher: pub}, nil
+}
