@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -94,7 +95,8 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Record, error) {
 	rec := &Record{
 		Request: req, Fingerprint: req.Fingerprint(), Phase: PhaseReceived, Version: 1, Owner: req.Initiator,
 		CreatedAt: now, UpdatedAt: now,
-		History: []Transition{{To: PhaseReceived, At: now, By: req.Initiator}},
+		History:     []Transition{{To: PhaseReceived, At: now, By: req.Initiator}},
+		Annotations: maps.Clone(req.Annotations),
 	}
 	stored, created, err := e.store.Create(ctx, rec)
 	if err != nil {

@@ -45,6 +45,10 @@ type Request struct {
 	Profile          string `json:"profile,omitempty"`
 	// Origin says which surface sent it: slash, agent, button, schedule.
 	Origin string `json:"origin,omitempty"`
+	// Annotations are the surface's notes for the record (e.g. the Slack channel it was asked in, which the
+	// approvals policy reads); they are copied to Record.Annotations when the record is created and are not part
+	// of the fingerprint. They are never decoded from a client's JSON.
+	Annotations map[string]string `json:"-"`
 }
 
 // Fingerprint identifies the content of a request, for idempotency: the same id with the same fingerprint is the
