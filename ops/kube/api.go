@@ -267,12 +267,6 @@ func (c *Cluster) tailLogs(ctx context.Context, ns, pod, container string, lines
 	return strings.TrimRight(string(b), "\n"), nil
 }
 
-// isNotFoundLike reports a missing object or API group (discovery answers 404 for group versions it does not serve;
-// the fake discovery answers a plain "not found" error).
-func isNotFoundLike(err error) bool {
-	return apierrors.IsNotFound(err) || strings.Contains(err.Error(), "not found")
-}
-
 // listObjects lists objects of a kind in ns matching a label selector.
 func (c *Cluster) listObjects(ctx context.Context, r Resource, ns, selector string) ([]unstructured.Unstructured, error) {
 	var list runtime.Object

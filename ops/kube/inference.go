@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -352,7 +353,7 @@ func (r *registry) getInference() ops.Operation {
 		name := req.Params.String("name")
 		dep, err := t.c.Kube.AppsV1().Deployments(t.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			if isNotFoundLike(err) {
+			if apierrors.IsNotFound(err) {
 				return nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it with /hp infer deploy", "Deployment %s/%s not found", t.ns, name)
 			}
 			return nil, clusterError(err, "read Deployment %s/%s", t.ns, name)

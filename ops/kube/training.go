@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -123,7 +124,7 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 	p := req.Params
 	name, kind := p.String("name"), p.String("kind")
 	res := trainingKinds[kind]
-	if err := requireCRD(t.c, res); err != nil {
+	if err := requireCRD(ctx, t.c, res); err != nil {
 		return nil, err
 	}
 	if err := resourceCaps(ctx, t, p.String("cpu"), p.String("memory")); err != nil {
@@ -241,11 +242,11 @@ func customObject(res Resource, meta metav1.ObjectMeta, spec map[string]any) *un
 }
 
 // requireCRD refuses a custom resource the cluster does not serve, naming the CRD.
-func requireCRD(c *Cluster, res Resource) error {
+func requireCRD(ctx context.Context, c *Cluster, res Resource) error {
 	if _, typed := typedKinds[res.GVR]; typed {
 		return nil
 	}
-	ok, err := servesResource(c, res)
+	ok, err := servesResource(ctx, c, res)
 	if err != nil {
 		return err
 	}
@@ -257,10 +258,10 @@ func requireCRD(c *Cluster, res Resource) error {
 }
 
 // servesResource asks discovery whether the cluster serves a resource.
-func servesResource(c *Cluster, res Resource) (bool, error) {
-	list, err := c.Discovery.ServerResourcesForGroupVersion(res.APIVersion())
+func servesResource(ctx context.Context, c *Cluster, res Resource) (bool, error) {
+	list, err := c.Discovery.ServerResourcesForGroupVersion(res.APIVersion()) // no context in DiscoveryInterface
 	if err != nil {
-		if isNotFoundLike(err) {
+		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, clusterError(err, "discover %s", res.APIVersion())

@@ -29,7 +29,7 @@ func (r *registry) stopTrainingJob() ops.Operation {
 	}
 	return r.deleteOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*deletion, error) {
 		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]
-		if err := requireCRD(t.c, res); err != nil {
+		if err := requireCRD(ctx, t.c, res); err != nil {
 			return nil, err
 		}
 		have, err := t.c.getObject(ctx, res, t.ns, name)
@@ -145,7 +145,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 	}
 	return r.readOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {
 		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]
-		if err := requireCRD(t.c, res); err != nil {
+		if err := requireCRD(ctx, t.c, res); err != nil {
 			return nil, err
 		}
 		have, err := t.c.getObject(ctx, res, t.ns, name)
@@ -210,7 +210,7 @@ func (r *registry) listTrainingJobs() ops.Operation {
 		for _, kind := range []string{TrainingJob, TrainingPyTorch, TrainingHyperPod} {
 			res := trainingKinds[kind]
 			if _, typed := typedKinds[res.GVR]; !typed {
-				if ok, err := servesResource(t.c, res); err != nil || !ok {
+				if ok, err := servesResource(ctx, t.c, res); err != nil || !ok {
 					continue // a missing training operator just has no jobs to list
 				}
 			}

@@ -221,7 +221,7 @@ func (w *Watcher) inform(ctx context.Context, c *Cluster) error {
 	syncs = append(syncs, pods.HasSynced)
 	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, w.opts.Resync, "", managed)
 	for _, res := range []Resource{ResPyTorchJob, ResHyperPod} {
-		if ok, err := servesResource(c, res); err != nil || !ok {
+		if ok, err := servesResource(ctx, c, res); err != nil || !ok {
 			continue // the CRD is absent: nothing of that kind to watch
 		}
 		inf := df.ForResource(res.GVR).Informer()

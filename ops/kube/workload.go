@@ -127,6 +127,9 @@ func resourceCaps(ctx context.Context, t target, cpu, memory string) error {
 	if err != nil {
 		return err
 	}
+	if len(nodes) == 0 {
+		return nil // no node to measure against (scaled to zero): the scheduler will tell
+	}
 	var maxCPU, maxMem resource.Quantity
 	for _, n := range nodes {
 		if q, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok && q.Cmp(maxCPU) > 0 {
