@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/approvals"
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
@@ -341,4 +343,38 @@ func TestDeleteStorageConfirmation(t *testing.T) {
 	if runs := h.ops["delete-storage"].runs.Load(); runs != 1 {
 		t.Errorf("executed %d times, want 1", runs)
 	}
+}
+
+// A request asked in a channel is approved by members of that channel: a lead who is only in the approvals channel
+// is refused (before the channel was recorded, the approvals channel was checked and lead3 passed), a lead in the
+// channel approves.
+func TestApproverMustBeInTheRequestsChannel(t *testing.T) {
+	h := startWith(t, harnessOptions{edit: func(c *config.Config) {
+		g := c.Approvals.Groups["leads"]
+		g.Users = append(g.Users, userLead3)
+		c.Approvals.Groups["leads"] = g
+	}})
+	h.slash(userAlice, chOps, "widget scale name=web count=1")
+	s := h.waitFor("the plan message", func(s fakeslack.Snapshot) bool {
+		m := topLevel(s, chOps)
+		return len(m) == 1 && hasButton(m[0], handlers.ActionApprove)
+	})
+	plan := topLevel(s, chOps)[0]
+	id := requestID(t, plan)
+	if got := h.record(id).Annotations[approvals.ChannelAnnotation]; got != chOps {
+		t.Fatalf("channel annotation = %q, want %s", got, chOps)
+	}
+	// lead3 cannot see the channel to click; a vote reaching the engine some other way is refused all the same.
+	_, err := h.bot.Engine().Approve(h.ctx(), id, ops.Initiator{Kind: ops.Human, ID: userLead3, Name: "lead3"})
+	if ue := ops.AsError(err); err == nil || ue.Code != ops.CodeNotAuthorized || !strings.Contains(ue.Message, "not a member of channel "+chOps) {
+		t.Fatalf("lead3's vote: %v, want E_NOT_AUTHORIZED for not being in %s", err, chOps)
+	}
+	if got := h.record(id).Phase; got != ops.PhaseAwaitingApproval {
+		t.Fatalf("after lead3's refused vote the request is %s", got)
+	}
+	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
+	h.waitFor("approved by lead1 and executed", func(s fakeslack.Snapshot) bool {
+		m, ok := s.Message(chOps, plan.TS)
+		return ok && strings.Contains(m.Text, "succeeded")
+	})
 }

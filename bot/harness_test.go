@@ -34,6 +34,7 @@ const (
 	userBob    = "U0BOB"
 	userLead1  = "U0LEAD1"
 	userLead2  = "U0LEAD2"
+	userLead3  = "U0LEAD3" // in the approvals channel only; a lead once the test config lists it
 	userAgent  = "U0AGENT"
 	clusterTst = "test-eks"
 )
@@ -191,11 +192,11 @@ func startWith(t testing.TB, o harnessOptions) *harness {
 		so = *o.slack
 	}
 	so.Users = []fakeslack.User{{ID: userAlice, Name: "alice"}, {ID: userBob, Name: "bob"}, {ID: userLead1, Name: "lead1"},
-		{ID: userLead2, Name: "lead2"}, {ID: userAgent, Name: "ops-agent", IsBot: true}}
+		{ID: userLead2, Name: "lead2"}, {ID: userLead3, Name: "lead3"}, {ID: userAgent, Name: "ops-agent", IsBot: true}}
 	so.UserGroups = map[string][]string{"S0LEADS": {userLead2}}
 	so.Channels = map[string][]string{
 		chOps:     {"U0BOT", userAlice, userBob, userLead1, userLead2},
-		chApprove: {"U0BOT", userLead1, userLead2, userBob},
+		chApprove: {"U0BOT", userLead1, userLead2, userLead3, userBob},
 		dmAgent:   {userAgent}, dmAlice: {userAlice},
 	}
 	srv := fakeslack.New(so)

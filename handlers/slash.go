@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -81,6 +82,10 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 	}
 	if !inv.Command.Spec.Mutates {
 		return h.read(ctx, req, who, channel, threadTS)
+	}
+	if !isDM(channel) {
+		// Approvers of a request asked in a channel must be members of that channel, not of the approvals one.
+		req.Annotations = map[string]string{approvals.ChannelAnnotation: channel}
 	}
 	return h.submit(ctx, req, who, channel, threadTS)
 }
