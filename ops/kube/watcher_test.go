@@ -20,6 +20,9 @@ import (
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
+// The Redis store is the lease store the bot wires in.
+var _ LeaseStore = (*state.Store)(nil)
+
 // recorder is a sink that keeps what it was given; with a store it tells only what ops/state lets it claim.
 type recorder struct {
 	holder string
