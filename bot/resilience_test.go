@@ -1,0 +1,168 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/handlers"
+)
+
+func openConns(s fakeslack.Snapshot) []fakeslack.ConnInfo {
+	var out []fakeslack.ConnInfo
+	for _, c := range s.Connections {
+		if c.Open {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Slack asks the bot to reconnect (and then drops the socket): the bot opens a new connection and commands work on it.
+func TestReconnectAfterDisconnect(t *testing.T) {
+	h := startWith(t, harnessOptions{slack: &fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
+		DisconnectGrace: 200 * time.Millisecond}})
+	before := openConns(h.srv.Snapshot())
+	if len(before) != 1 {
+		t.Fatalf("%d open connections, want 1", len(before))
+	}
+	for _, reason := range []string{"refresh_requested", "warning"} {
+		old := openConns(h.srv.Snapshot())[0].ID
+		if err := h.srv.Disconnect(old, reason); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("a new connection after "+reason, func(s fakeslack.Snapshot) bool {
+			open := openConns(s)
+			return len(open) == 1 && open[0].ID != old
+		})
+		h.waitUntil("the bot reports connected", h.bot.Connected)
+	}
+	h.slash(userAlice, chOps, "widget status name=after-reconnect")
+	h.waitFor("the answer on the new connection", func(s fakeslack.Snapshot) bool {
+		for _, m := range topLevel(s, chOps) {
+			if strings.Contains(m.Text, "get-widget") {
+				return true
+			}
+		}
+		return false
+	})
+	assertAcksFast(t, h.srv.Snapshot())
+}
+
+// With the one worker busy and the queue full, a slash command is acked at once with "busy, retry" and nothing is
+// done for it; the queued one runs when the worker is free.
+func TestQueueFullAnswersBusy(t *testing.T) {
+	hold := make(chan struct{})
+	h := startWith(t, harnessOptions{
+		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
+		prepare: func(h *harness) { h.ops["submit-training-job"].hold = hold },
+	})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	t.Cleanup(release)
+	h.slash(userAlice, chOps, "train submit name=first image=registry.example.com/t:1")
+	h.waitFor("the first request executing", func(s fakeslack.Snapshot) bool {
+		m := topLevel(s, chOps)
+		return len(m) == 1 && strings.Contains(m[0].Text, "executing")
+	})
+	h.slash(userAlice, chOps, "train submit name=second image=registry.example.com/t:1")
+	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
+	d := h.slash(userAlice, chOps, "train submit name=third image=registry.example.com/t:1")
+	ack, err := d.Ack(h.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Latency > time.Second {
+		t.Errorf("busy ack took %s", ack.Latency)
+	}
+	h.waitFor("busy told in the ack", func(s fakeslack.Snapshot) bool { return ephemeralWith(s, userAlice, "busy right now") })
+	if got := testutil.ToFloat64(h.bot.Metrics().Busy); got != 1 {
+		t.Errorf("busy counter = %v, want 1", got)
+	}
+	release()
+	h.waitFor("both accepted requests succeeded", func(s fakeslack.Snapshot) bool {
+		n := 0
+		for _, m := range topLevel(s, chOps) {
+			if strings.Contains(m.Text, "succeeded") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if runs := h.ops["submit-training-job"].runs.Load(); runs != 2 {
+		t.Errorf("%d executions, want 2 (the busy one does nothing)", runs)
+	}
+	assertAcksFast(t, h.srv.Snapshot())
+}
+
+// Slack answers 429 to a chat.postMessage over its per-channel limit: the bot waits the Retry-After and posts it once.
+func TestRateLimitedPostRetried(t *testing.T) {
+	rl := fakeslack.DefaultRateLimits()
+	rl.PostMessagePerChannel = fakeslack.Tier{PerMinute: 60, Burst: 1}
+	h := startWith(t, harnessOptions{slack: &fakeslack.Options{RateLimits: &rl, Scale: 0.05}})
+	for _, name := range []string{"one", "two", "three"} {
+		h.slash(userAlice, chOps, "widget status name="+name)
+	}
+	s := h.waitFor("three answers", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) >= 3 })
+	if n := len(topLevel(s, chOps)); n != 3 {
+		t.Errorf("%d messages, want each answer posted once", n)
+	}
+	if h.srv.RateLimited() == 0 {
+		t.Fatal("fake Slack never rate limited the bot: the test does not exercise 429")
+	}
+	if got := testutil.ToFloat64(h.bot.Metrics().SlackLimited.WithLabelValues("chat.postMessage")); got == 0 {
+		t.Error("the 429 was not counted in hyperops_slack_api_rate_limited_total")
+	}
+	assertAcksFast(t, s)
+}
+
+// Two replicas on one Slack app and one Redis: a slash command delivered to one and redelivered to the other
+// executes once and posts one plan message.
+func TestTwoReplicasExecuteOnce(t *testing.T) {
+	h := startWith(t, harnessOptions{replica: "a"})
+	b := h.launch(harnessOptions{replica: "b"})
+	t.Cleanup(func() { b.stop(t) })
+	h.waitConnected(2)
+	d := h.slash(userAlice, chOps, "train submit name=twice image=registry.example.com/t:1")
+	if _, err := d.Ack(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.srv.Redeliver(h.ctx(), d.EnvelopeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Ack(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	s := h.waitFor("the request succeeded", func(s fakeslack.Snapshot) bool {
+		m := topLevel(s, chOps)
+		return len(m) >= 1 && strings.Contains(m[0].Text, "succeeded")
+	})
+	conns := map[string]bool{}
+	for _, a := range s.Acks {
+		if a.EnvelopeID == d.EnvelopeID {
+			conns[a.ConnID] = true
+		}
+	}
+	if len(conns) != 2 {
+		t.Errorf("the envelope was acked on %d connections, want both replicas", len(conns))
+	}
+	if n := len(topLevel(s, chOps)); n != 1 {
+		t.Errorf("%d plan messages, want 1", n)
+	}
+	if runs := h.ops["submit-training-job"].runs.Load(); runs != 1 {
+		t.Errorf("executed %d times, want 1", runs)
+	}
+	if hasButton(topLevel(s, chOps)[0], handlers.ActionApprove) {
+		t.Error("a low-risk request kept its Approve button")
+	}
+}
