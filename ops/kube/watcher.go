@@ -192,6 +192,34 @@ type informerSet struct {
 	queue  workqueue.TypedRateLimitingInterface[watchKey]
 	stores map[Resource]cache.Store
 	last   map[watchKey]string
+	pods   cache.Indexer
+}
+
+// podWorkloadIndex indexes pods by namespace/workload, so a pending workload finds why its pods wait.
+const podWorkloadIndex = "workload"
+
+func podWorkload(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Labels[LabelWorkload] == "" {
+		return nil, nil
+	}
+	return []string{p.Namespace + "/" + p.Labels[LabelWorkload]}, nil
+}
+
+// pendingReason is why a workload's pods wait (unschedulable for GPUs, image pull…), from the informer cache.
+func (s *informerSet) pendingReason(k watchKey) string {
+	objs, err := s.pods.ByIndex(podWorkloadIndex, k.namespace+"/"+k.name)
+	if err != nil {
+		return ""
+	}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			if st, why := PodState(p); st == StatePending && why != "" {
+				return p.Name + ": " + why
+			}
+		}
+	}
+	return ""
 }
 
 // inform runs the informers of one cluster until ctx ends.
@@ -213,6 +241,10 @@ func (w *Watcher) inform(ctx context.Context, c *Cluster) error {
 		syncs = append(syncs, inf.HasSynced)
 	}
 	pods := f.Core().V1().Pods().Informer()
+	if err := pods.AddIndexers(cache.Indexers{podWorkloadIndex: podWorkload}); err != nil {
+		return fmt.Errorf("index pods: %w", err)
+	}
+	s.pods = pods.GetIndexer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: s.podChanged, UpdateFunc: func(_, n any) { s.podChanged(n) }, DeleteFunc: s.podChanged,
 	}); err != nil {
@@ -317,6 +349,9 @@ func (s *informerSet) sync(ctx context.Context, k watchKey) error {
 		}
 		requestID = m.GetLabels()[LabelRequestID]
 		state, reason = stateOf(obj)
+		if state == StatePending && reason == "" && s.pods != nil {
+			reason = s.pendingReason(k)
+		}
 	} else if _, seen := s.last[k]; !seen {
 		return nil // never seen (a pod of another kind's workload): nothing to tell
 	}

@@ -134,6 +134,27 @@ func startWatcher(t *testing.T, e *env, leases LeaseStore, sink TransitionSink, 
 	}
 }
 
+func TestWatcherTellsWhyAJobWaits(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train-c-0", Namespace: testNS,
+		Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelWorkload: "train-c"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}}}
+	job := managedJob("train-c", nil)
+	job.Status = batchv1.JobStatus{}
+	e := newEnv(t, []runtime.Object{pod, job})
+	var mu sync.Mutex
+	var got []string
+	rec := newRecorder("a", nil, &mu, &got)
+	stop := startWatcher(t, e, &memLeases{}, rec, "a")
+	defer stop()
+	waitFor(t, "pending", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if rec.last.To != StatePending || rec.last.Reason != "train-c-0: Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu." {
+		t.Fatalf("transition = %+v", *rec.last)
+	}
+}
+
 func TestWatcherTellsTransitions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train-a-0", Namespace: testNS,
 		Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelWorkload: "train-a"}},
