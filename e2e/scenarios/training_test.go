@@ -1,8 +1,10 @@
 package scenarios
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,13 +81,56 @@ func TestTrainingJobApprovedRunsAndCompletes(t *testing.T) {
 		t.Errorf("pod ran on %q, want one of the GPU group's nodes %v", node, names)
 	}
 
-	running, err := w.WaitReply(ctx, 2*time.Minute, harness.OpsChannel, plan.TS, "running")
+	// The thread tells each transition once, though two replicas run: "Job NAME: running", then
+	// "Job NAME: completed (REASON)"; the completed reply also says "running → completed", so the reply's
+	// headline is matched, not any mention of the word.
+	running, err := waitWorkloadReply(t, w, plan.TS, "Job", job, "running")
 	must(t, w, err)
-	completed, err := w.WaitReply(ctx, 2*time.Minute, harness.OpsChannel, plan.TS, "completed")
+	completed, err := waitWorkloadReply(t, w, plan.TS, "Job", job, "completed")
 	must(t, w, err)
 	if tsLess(completed.TS, running.TS) {
 		t.Errorf("thread said completed (%s) before running (%s)", completed.TS, running.TS)
 	}
+	if !strings.Contains(harness.MessageText(completed), "running → *completed*") {
+		t.Errorf("completed reply does not show the transition from running: %s", harness.MessageText(completed))
+	}
+	// The request's own message gains the workload's state.
+	_, err = w.WaitCurrent(ctx, 30*time.Second, harness.OpsChannel, plan.TS, job+": completed")
+	must(t, w, err)
+	for _, state := range []string{"running", "completed"} {
+		if n := countReplies(w, plan.TS, "Job "+job+": "+state); n != 1 {
+			t.Errorf("thread told %q %d times, want once", state, n)
+		}
+	}
+}
+
+// waitWorkloadReply waits for the watcher's thread reply that the workload kind/name reached state.
+func waitWorkloadReply(t *testing.T, w *harness.World, ts, kind, name, state string) (fakeslack.Message, error) {
+	t.Helper()
+	want := kind + " " + name + ": " + state
+	m, err := w.WaitMessage(t.Context(), 2*time.Minute, harness.OpsChannel, func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && m.TS != ts && isHeadline(m.Text, want)
+	})
+	if err != nil {
+		return m, fmt.Errorf("the thread never said %q: %w", want, err)
+	}
+	return m, nil
+}
+
+// isHeadline reports whether a watch reply's text is headline, alone or followed by its reason in parentheses.
+func isHeadline(text, headline string) bool {
+	return text == headline || strings.HasPrefix(text, headline+" (")
+}
+
+// countReplies counts the replies in the thread of ts whose headline is headline.
+func countReplies(w *harness.World, ts, headline string) int {
+	n := 0
+	for _, m := range w.Slack.Snapshot().Messages[harness.OpsChannel] {
+		if m.ThreadTS == ts && m.TS != ts && !m.Deleted && isHeadline(m.Text, headline) {
+			n++
+		}
+	}
+	return n
 }
 
 func jobDone(j *batchv1.Job) batchv1.JobConditionType {
