@@ -84,7 +84,6 @@ type widgetOp struct {
 	observed atomic.Value // string
 	runs     atomic.Int64
 	hold     chan struct{} // when non-nil, Execute waits for it to close
-	mu       sync.Mutex
 	// watch, when set, makes the workload (e.g. creates its Job) and names what the result asks to watch.
 	watch func(ctx context.Context, req *ops.Request) ([]ops.ObjectRef, error)
 }
