@@ -97,6 +97,15 @@ type Cluster struct {
 	RequiredLabels map[string]string `yaml:"requiredLabels"`
 	// StorageClasses are the storage classes create-storage may use; empty means any.
 	StorageClasses []string `yaml:"storageClasses"`
+	// Verify configures the smoke test of /hp bootstrap verify.
+	Verify Verify `yaml:"verify"`
+}
+
+// Verify configures verify-cluster's smoke-test Job.
+type Verify struct {
+	// Image is the image the smoke-test Job runs; it needs only `echo` and must match the cluster's Images.
+	// Empty means DefaultVerifyImage (see Cluster.VerifyImage).
+	Image string `yaml:"image"`
 }
 
 // HyperPod names a cluster's SageMaker HyperPod cluster and its creation templates.

@@ -29,6 +29,11 @@ const (
 	defaultProfileServiceAcc = "default"
 )
 
+// DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
+// not filled in by ApplyDefaults but read through Cluster.VerifyImage, so a cluster whose images do not allow it
+// still loads; only verify-cluster refuses it, naming the glob rule.
+const DefaultVerifyImage = "public.ecr.aws/docker/library/busybox:1.36"
+
 // ApplyDefaults fills every unset (zero) value that has a default. Parse calls it before Validate; call it yourself
 // on a Config built in code. Negative numbers are left alone so that Validate reports them.
 func (c *Config) ApplyDefaults() {

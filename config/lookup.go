@@ -49,6 +49,15 @@ func (cl *Cluster) AllowsImage(image string) bool {
 	return image != "" && matchAny(cl.Images, image)
 }
 
+// VerifyImage returns the image of the smoke-test Job: Verify.Image, or DefaultVerifyImage when that is empty.
+// It is not checked against Images here; verify-cluster checks it like any other image.
+func (cl *Cluster) VerifyImage() string {
+	if cl.Verify.Image != "" {
+		return cl.Verify.Image
+	}
+	return DefaultVerifyImage
+}
+
 // AllowsInstanceType reports whether instanceType is one of the cluster's instance types.
 func (cl *Cluster) AllowsInstanceType(instanceType string) bool {
 	return instanceType != "" && slices.Contains(cl.InstanceTypes, instanceType)

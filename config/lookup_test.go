@@ -113,6 +113,27 @@ func TestClusterLookups(t *testing.T) {
 	}
 }
 
+func TestVerifyImage(t *testing.T) {
+	tests := []struct {
+		name, configured, want string
+	}{
+		{"unset takes the default", "", DefaultVerifyImage},
+		{"configured wins", "123456789012.dkr.ecr.us-west-2.amazonaws.com/busybox:1.36", "123456789012.dkr.ecr.us-west-2.amazonaws.com/busybox:1.36"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := Cluster{Verify: Verify{Image: tt.configured}}
+			if got := cl.VerifyImage(); got != tt.want {
+				t.Errorf("VerifyImage() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// The example's globs must allow the default, so /hp bootstrap verify works there with no arguments.
+	if cl := parseExample(t).DefaultCluster(); !cl.AllowsImage(DefaultVerifyImage) {
+		t.Errorf("example.yaml's images %v do not allow the default verify image %s", cl.Images, DefaultVerifyImage)
+	}
+}
+
 func TestApprovalRuleMatches(t *testing.T) {
 	cfg := parseExample(t)
 	firstMatch := func(risk, op, cluster, ns, initiator string) int {

@@ -67,6 +67,21 @@ func (cl *Cluster) validate(l *problemList, at string, roles map[string]string) 
 		checkDNSSubdomain(l, indexPath(at+".storageClasses", i), "a storage class name", sc)
 	}
 	cl.validateHyperPod(l, at+".hyperpod", roles)
+	cl.validateVerify(l, at+".verify")
+}
+
+// validateVerify checks only an image set explicitly: the default may be disallowed by Images, which makes
+// verify-cluster refuse but leaves the rest of the cluster usable.
+func (cl *Cluster) validateVerify(l *problemList, at string) {
+	img := cl.Verify.Image
+	if img == "" || cl.AllowsImage(img) {
+		return
+	}
+	allowed := "none are configured, so no image is allowed"
+	if len(cl.Images) > 0 {
+		allowed = quoteList(cl.Images)
+	}
+	l.add(at+".image", "must match one of the cluster's images globs (%s), got %q", allowed, img)
 }
 
 func (cl *Cluster) validateNamespaces(l *problemList, at string) {

@@ -103,6 +103,16 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { cluster(c).Profiles["trainer"] = Profile{ServiceAccount: "trainer-sa"} },
 			func(c *Config) { cluster(c).Profiles["trainer"] = Profile{ServiceAccount: "Trainer_SA"} },
 			"clusters[0].profiles.trainer.serviceAccount", `a service account name must be a DNS-1123 subdomain`},
+		{"verify image matches the images globs",
+			func(c *Config) {
+				cluster(c).Verify.Image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/busybox:1.36"
+			},
+			func(c *Config) { cluster(c).Verify.Image = "docker.io/library/busybox:1.36" },
+			"clusters[0].verify.image", `must match one of the cluster's images globs ("123456789012.dkr.ecr.us-west-2.amazonaws.com/*", "public.ecr.aws/docker/library/*"), got "docker.io/library/busybox:1.36"`},
+		{"verify image needs some images glob",
+			func(c *Config) { cluster(c).Images = nil; cluster(c).Verify.Image = "" },
+			func(c *Config) { cluster(c).Images = nil },
+			"clusters[0].verify.image", `none are configured, so no image is allowed), got "public.ecr.aws/docker/library/busybox:1.36"`},
 		{"kueue queue", func(c *Config) { cluster(c).Kueue.Queue = "team-a" }, func(c *Config) { cluster(c).Kueue.Queue = "Team A" },
 			"clusters[0].kueue.queue", `a Kueue LocalQueue name must be a DNS-1123 subdomain`},
 		{"HyperPod cluster name needed by templates",
