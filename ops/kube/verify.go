@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -41,7 +42,7 @@ func (r *registry) verifyCluster() ops.Operation {
 		Name: "verify-cluster", Domain: "bootstrap", Slash: "/hp bootstrap verify", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Smoke-test a cluster: a small Job in an allowed namespace prints a JSON line; namespace, scheduling and logs are checked and timed",
 		Params: []ops.ParamSpec{
-			{Name: "image", Kind: ops.KindString, Required: true, Help: "a small image with echo (e.g. a busybox mirror); must match the cluster's allowed registries"},
+			{Name: "image", Kind: ops.KindString, Help: "a small image with echo; default: the cluster's verify.image (else " + config.DefaultVerifyImage + "); must match the cluster's allowed registries"},
 			{Name: "timeout", Kind: ops.KindDuration, Default: "5m", Help: "how long to wait for the Job, at most 30m"},
 		},
 		Lock: func(req ops.Request) ops.LockScope {
@@ -53,7 +54,7 @@ func (r *registry) verifyCluster() ops.Operation {
 		},
 	}
 	check := func(t target, req *ops.Request) error {
-		if err := checkImage(t.cfg, req.Params.String("image")); err != nil {
+		if err := checkVerifyImage(t.cfg, req); err != nil {
 			return err
 		}
 		if d, _ := req.Params.Duration("timeout"); d > 30*time.Minute {
@@ -67,7 +68,7 @@ func (r *registry) verifyCluster() ops.Operation {
 		if err != nil {
 			return nil, err
 		}
-		k := container{name: "verify", image: req.Params.String("image"), command: []string{"echo", verifyMarker}}
+		k := container{name: "verify", image: verifyImage(t.cfg, req), command: []string{"echo", verifyMarker}}
 		tpl := podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k)
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.ns, Labels: objectLabels(t.cfg, req)},
@@ -89,6 +90,37 @@ func (r *registry) verifyCluster() ops.Operation {
 	return r.applyOperation(spec, check, build, func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {
 		return r.followVerify(ctx, t, req, res)
 	})
+}
+
+// verifyImage is the request's image=, else the cluster's configured smoke-test image.
+func verifyImage(cl *config.Cluster, req *ops.Request) string {
+	if img := req.Params.String("image"); img != "" {
+		return img
+	}
+	return cl.VerifyImage()
+}
+
+// checkVerifyImage holds the smoke-test image to the cluster's image globs whether it was asked for or came from
+// config; a refused default says which config key to set, since the person asking never typed an image.
+func checkVerifyImage(cl *config.Cluster, req *ops.Request) error {
+	if req.Params.String("image") != "" {
+		return checkImage(cl, req.Params.String("image"))
+	}
+	img := cl.VerifyImage()
+	if cl.AllowsImage(img) {
+		return nil
+	}
+	allowed := "none are configured"
+	if len(cl.Images) > 0 {
+		allowed = strings.Join(cl.Images, ", ")
+	}
+	from := "the default smoke-test image"
+	if cl.Verify.Image != "" {
+		from = "clusters[" + cl.Name + "].verify.image"
+	}
+	return ops.Errorf(ops.CodeImageNotAllowed, "image",
+		"pass image= or set clusters["+cl.Name+"].verify.image to an image matching clusters["+cl.Name+"].images: "+allowed,
+		"%s %q matches no allowed registry glob of %s", from, img, cl.Name)
 }
 
 func timeoutOf(req *ops.Request) time.Duration {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -65,9 +66,11 @@ func TestVerifyCluster(t *testing.T) {
 			e := newEnv(t, nil)
 			stop := kubelet(t, e, tt.phase, tt.log)
 			defer stop()
-			req := request("verify-cluster", map[string]any{"image": "public.ecr.aws/docker/library/busybox:1.36", "timeout": "10s"})
+			// No image=: /hp bootstrap verify with no arguments runs the cluster's default smoke-test image.
+			req := request("verify-cluster", map[string]any{"timeout": "10s"})
 			op, p := e.plan(t, req)
-			if !strings.Contains(p.Manifest, verifyMarker[:10]) || !strings.Contains(p.Manifest, "- echo") {
+			if !strings.Contains(p.Manifest, verifyMarker[:10]) || !strings.Contains(p.Manifest, "- echo") ||
+				!strings.Contains(p.Manifest, "image: "+config.DefaultVerifyImage) {
 				t.Fatalf("manifest = %s", p.Manifest)
 			}
 			res, err := op.Execute(context.Background(), req, p, ops.Execution{})
@@ -86,16 +89,68 @@ func TestVerifyCluster(t *testing.T) {
 	}
 	t.Run("times out when nothing schedules", func(t *testing.T) {
 		e := newEnv(t, nil)
-		req := request("verify-cluster", map[string]any{"image": "public.ecr.aws/docker/library/busybox:1.36", "timeout": "50ms"})
+		req := request("verify-cluster", map[string]any{"timeout": "50ms"})
 		op, p := e.plan(t, req)
 		_, err := op.Execute(context.Background(), req, p, ops.Execution{})
 		wantCode(t, err, ops.CodeClusterUnavailable, "scheduling FAILED", "no pod yet")
 	})
 	t.Run("guardrails", func(t *testing.T) {
 		e := newEnv(t, nil)
-		_, err := e.prepare(t, request("verify-cluster", map[string]any{"image": "busybox"}))
-		wantCode(t, err, ops.CodeImageNotAllowed)
-		_, err = e.prepare(t, request("verify-cluster", map[string]any{"image": "public.ecr.aws/docker/library/busybox:1", "timeout": "31m"}))
+		_, err := e.prepare(t, request("verify-cluster", map[string]any{"image": "public.ecr.aws/docker/library/busybox:1", "timeout": "31m"}))
 		wantCode(t, err, ops.CodeQuotaExceeded)
 	})
+}
+
+// TestVerifyClusterImage covers where the smoke-test image comes from and that every source is held to the
+// cluster's image globs.
+func TestVerifyClusterImage(t *testing.T) {
+	const mirror = "123456789012.dkr.ecr.us-west-2.amazonaws.com/mirror/busybox:1.36"
+	ecrOnly := []string{"123456789012.dkr.ecr.us-west-2.amazonaws.com/*"}
+	tests := []struct {
+		name   string
+		edit   func(*config.Cluster)
+		params map[string]any
+		want   string   // the image the Job runs, when allowed
+		refuse []string // what an E_IMAGE_NOT_ALLOWED names, when refused
+	}{
+		{name: "no arguments: the default", params: map[string]any{}, want: config.DefaultVerifyImage},
+		{name: "no arguments: the configured image",
+			edit: func(c *config.Cluster) {
+				c.Images = append(c.Images, "123456789012.dkr.ecr.us-west-2.amazonaws.com/mirror/*")
+				c.Verify.Image = mirror
+			},
+			params: map[string]any{}, want: mirror},
+		{name: "image= wins over config",
+			edit:   func(c *config.Cluster) { c.Verify.Image = "public.ecr.aws/docker/library/alpine:3.20" },
+			params: map[string]any{"image": "public.ecr.aws/docker/library/busybox:1.37"}, want: "public.ecr.aws/docker/library/busybox:1.37"},
+		{name: "image= outside the globs", params: map[string]any{"image": "busybox"},
+			refuse: []string{`image "busybox"`, "clusters[" + testCluster + "].images"}},
+		{name: "default outside the globs", edit: func(c *config.Cluster) { c.Images = ecrOnly }, params: map[string]any{},
+			refuse: []string{"default smoke-test image", config.DefaultVerifyImage, "clusters[" + testCluster + "].verify.image", ecrOnly[0]}},
+		{name: "configured image outside the globs",
+			edit:   func(c *config.Cluster) { c.Images = ecrOnly; c.Verify.Image = "docker.io/library/busybox:1.36" },
+			params: map[string]any{},
+			refuse: []string{"clusters[" + testCluster + "].verify.image", `"docker.io/library/busybox:1.36"`}},
+		{name: "no globs at all", edit: func(c *config.Cluster) { c.Images = nil }, params: map[string]any{},
+			refuse: []string{"none are configured"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []envOption
+			if tt.edit != nil {
+				opts = append(opts, withConfig(tt.edit))
+			}
+			e := newEnv(t, nil, opts...)
+			req := request("verify-cluster", tt.params)
+			if tt.refuse != nil {
+				_, err := e.prepare(t, req)
+				wantCode(t, err, ops.CodeImageNotAllowed, tt.refuse...)
+				return
+			}
+			_, p := e.plan(t, req)
+			if !strings.Contains(p.Manifest, "image: "+tt.want+"\n") || !strings.Contains(p.Summary, tt.want) {
+				t.Errorf("want the Job to run %s; summary %q, manifest:\n%s", tt.want, p.Summary, p.Manifest)
+			}
+		})
+	}
 }
