@@ -89,7 +89,11 @@ func (c *Config) CheckSlackTokens() error {
 	}
 	var msgs []string
 	if len(missing) > 0 {
-		msgs = append(msgs, fmt.Sprintf("Slack tokens are missing: %s is empty.\n%s", strings.Join(missing, " and "), howToGetTokens))
+		verb := "is"
+		if len(missing) > 1 {
+			verb = "are"
+		}
+		msgs = append(msgs, fmt.Sprintf("Slack tokens are missing: %s %s empty.\n%s", strings.Join(missing, " and "), verb, howToGetTokens))
 	}
 	msgs = append(msgs, wrong...)
 	if len(msgs) == 0 {
