@@ -23,7 +23,7 @@ func TestCheckSlackTokens(t *testing.T) {
 			"https://api.slack.com/apps", "deploy/slack-app-manifest.yaml", "enable Socket Mode",
 			"connections:write", "SLACK_APP_TOKEN (it starts with xapp-)", "install the app to the workspace",
 			"SLACK_BOT_TOKEN (it starts with xoxb-)", "export SLACK_APP_TOKEN=xapp-… SLACK_BOT_TOKEN=xoxb-…"}},
-		{"bot missing", app, "", []string{"Slack tokens are missing: slack.botToken (${SLACK_BOT_TOKEN}) are empty", "Install App"}},
+		{"bot missing", app, "", []string{"Slack tokens are missing: slack.botToken (${SLACK_BOT_TOKEN}) is empty", "Install App"}},
 		{"swapped", bot, app, []string{
 			`slack.appToken (${SLACK_APP_TOKEN}) must be an app-level token (Socket Mode) starting with xapp-, but it starts with "xoxb-"; SLACK_APP_TOKEN and SLACK_BOT_TOKEN look swapped`,
 			`slack.botToken (${SLACK_BOT_TOKEN}) must be a bot token starting with xoxb-, but it starts with "xapp-"`}},
