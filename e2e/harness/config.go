@@ -26,6 +26,13 @@ const (
 	OpsChannel       = "C0OPS"
 	ApprovalsChannel = "C0APPROVE"
 	AgentDM          = "D0AGENT"
+	// ReportChannel is where the platform team gets the scheduled capacity reports (apart from the ops channel,
+	// so a report never lands among a scenario's request messages).
+	ReportChannel = "C0PLATFORM"
+	// Report is the name of the scheduled capacity report in the generated config.
+	Report = "e2e-capacity"
+	// DefaultReportSchedule is the report's schedule unless Options.ReportSchedule sets one.
+	DefaultReportSchedule = "0 9 * * 1-5"
 
 	Alice  = "U0ALICE" // an engineer
 	Lead1  = "U0LEAD1" // approver, listed by ID
@@ -50,6 +57,8 @@ type ConfigData struct {
 	KeyPrefix   string
 	Kubeconfig  string
 	AWSURL      string
+	// ReportSchedule is the cron schedule of the report Report (UTC); empty means DefaultReportSchedule.
+	ReportSchedule string
 }
 
 // configTemplate is the bot's configuration. Secrets and the per-replica listen address come from the
@@ -107,10 +116,10 @@ pricing:
   source: builtin
   overrides: {` + GPUType + `: ` + fmt.Sprint(GPUPrice) + `}
 reports:
-  - name: e2e-capacity
-    schedule: "0 9 * * 1-5"
+  - name: ` + Report + `
+    schedule: {{printf "%q" .ReportSchedule}}
     timezone: UTC
-    channel: ` + OpsChannel + `
+    channel: ` + ReportChannel + `
     clusters: [` + Cluster + `]
 server:
   listen: ${HYPEROPS_LISTEN}
@@ -121,6 +130,9 @@ log: {level: debug, format: json}
 // `validate-config` (bin, run with env as its environment), so a bad harness config fails here with the loader's
 // message rather than in a replica.
 func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []string) (string, error) {
+	if d.ReportSchedule == "" {
+		d.ReportSchedule = DefaultReportSchedule
+	}
 	var b strings.Builder
 	if err := configTemplate.Execute(&b, d); err != nil {
 		return "", fmt.Errorf("render the bot config: %w", err)

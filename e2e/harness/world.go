@@ -32,6 +32,9 @@ type Options struct {
 	TransitionDelay time.Duration
 	// ReadyTimeout bounds each replica's start (default 60s).
 	ReadyTimeout time.Duration
+	// ReportSchedule is the cron schedule (UTC) of the capacity report posted to ReportChannel (default
+	// DefaultReportSchedule).
+	ReportSchedule string
 }
 
 // World is one scenario's environment: its own fake Slack, fake AWS, Redis and bot replicas, over the shared
@@ -87,6 +90,7 @@ func Start(t testing.TB, plane *controlplane.ControlPlane, bin string, opts Opti
 		Channels: map[string][]string{
 			OpsChannel:       {"U0BOT", Alice, Lead1, Lead2},
 			ApprovalsChannel: {"U0BOT", Lead1, Lead2},
+			ReportChannel:    {"U0BOT", Lead1},
 			AgentDM:          {Agent},
 		},
 	})
@@ -115,7 +119,7 @@ func Start(t testing.TB, plane *controlplane.ControlPlane, bin string, opts Opti
 	var err error
 	w.Config, err = WriteConfig(ctx, bin, w.Dir, ConfigData{
 		SlackAPIURL: w.Slack.APIURL(), RedisURL: w.Redis.URL(), KeyPrefix: w.Prefix,
-		Kubeconfig: plane.Kubeconfig(), AWSURL: w.AWS.URL(),
+		Kubeconfig: plane.Kubeconfig(), AWSURL: w.AWS.URL(), ReportSchedule: opts.ReportSchedule,
 	}, w.env)
 	if err != nil {
 		t.Fatal(err)
