@@ -1,12 +1,14 @@
 package scenarios
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
@@ -38,6 +40,15 @@ func TestAgentDeploysAndScalesInference(t *testing.T) {
 	const id, name = "e2e-infer-1", "fraud-infer"
 	deploys := plane.Client().AppsV1().Deployments(harness.Namespace)
 	workload := map[string]any{"name": name, "image": nginx, "replicas": 2}
+	// The plane is shared: the Deployment's pods must not move onto the next scenario's nodes.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := deploys.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete Deployment %s: %v", name, err)
+		}
+	})
 
 	// 1. Dry run: planned and validated by the API server, nothing created.
 	dm, err := w.DM(ctx, agentRequest(t, "deploy-inference", id, workload, true))
