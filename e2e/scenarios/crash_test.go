@@ -57,6 +57,9 @@ func TestKilledReplicaLeavesInterruptedRequestToTakeOver(t *testing.T) {
 	must(t, w, err)
 	rec, err = w.WaitRecord(ctx, 30*time.Second, id, func(r *ops.Record) bool { return r.Owner.ID == harness.Lead2 })
 	must(t, w, err)
+	if rec.Phase != ops.PhaseInterrupted {
+		t.Errorf("after the take-over the request is %s, want it still interrupted until the new owner resumes or stops it", rec.Phase)
+	}
 	if n := w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster); n != 1 {
 		t.Errorf("UpdateCluster called %d times after the take-over, want 1", n)
 	}
