@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -101,12 +102,82 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 		h.pending.Store(req.ID, p)
 		defer h.pending.Delete(req.ID)
 	}
+	ref := MessageRef{Kind: RefAgent, Channel: dm.Channel, ThreadTS: dm.thread()}
+	held := h.holdAgentThread(ctx, req, ref)
 	rec, err := h.engine.Submit(ctx, req)
-	ts, perr := h.postAgent(ctx, dm, AgentBody(rec, req.ID, err))
+	_, perr := h.postAgent(ctx, dm, AgentBody(rec, req.ID, err))
+	if held != nil {
+		// Transitions told while the first reply was on its way were held back: tell the latest if it moved on.
+		latest := h.releaseAgentThread(req.ID, ref, held)
+		if perr == nil && latest != nil && (rec == nil || latest.Version > rec.Version) {
+			perr = h.replyAgent(ctx, dm, AgentBody(latest, req.ID, nil))
+		}
+		return perr
+	}
 	if perr != nil || rec == nil || rec.Phase.Terminal() || rec.Phase == "" {
 		return perr
 	}
-	return h.rememberAgentThread(ctx, rec.ID(), MessageRef{Kind: RefAgent, Channel: dm.Channel, TS: ts, ThreadTS: dm.thread()})
+	return h.rememberAgentThread(ctx, rec.ID(), ref)
+}
+
+// agentHold holds back the transitions of a request told to an agent's thread until the first reply is posted.
+type agentHold struct {
+	mu       sync.Mutex
+	released bool
+	latest   *ops.Record
+}
+
+func agentHoldKey(id string, ref MessageRef) string {
+	return id + "\x00" + ref.Channel + "\x00" + ref.ThreadTS
+}
+
+// holdAgentThread remembers the agent's thread before the request is submitted, so no transition can happen
+// before the thread is known, and holds transitions back until the first reply is posted. It returns nil when the
+// thread could not be remembered first: read-only operations (nothing stored), a request id another caller owns,
+// or a store error; the thread is then remembered after the first reply, as before.
+func (h *Handler) holdAgentThread(ctx context.Context, req ops.Request, ref MessageRef) *agentHold {
+	op, err := h.catalog.Lookup(req.Operation)
+	if err != nil || !op.Spec().Mutates {
+		return nil
+	}
+	if existing, err := h.engine.Get(ctx, req.ID); err == nil && existing != nil && existing.Owner.ID != req.Initiator.ID {
+		return nil // an idempotency conflict: this thread must not hear about another caller's request
+	}
+	hold := &agentHold{}
+	h.agentHolds.Store(agentHoldKey(req.ID, ref), hold)
+	if err := h.rememberAgentThread(ctx, req.ID, ref); err != nil {
+		h.agentHolds.Delete(agentHoldKey(req.ID, ref))
+		h.fail(err)
+		return nil
+	}
+	return hold
+}
+
+// releaseAgentThread ends the hold and returns the latest record whose transition was held back, if any.
+func (h *Handler) releaseAgentThread(id string, ref MessageRef, hold *agentHold) *ops.Record {
+	hold.mu.Lock()
+	defer hold.mu.Unlock()
+	hold.released = true
+	h.agentHolds.Delete(agentHoldKey(id, ref))
+	return hold.latest
+}
+
+// heldBack reports whether a transition for the agent's thread is held back (and keeps it as the latest).
+func (h *Handler) heldBack(rec *ops.Record, ref MessageRef) bool {
+	v, ok := h.agentHolds.Load(agentHoldKey(rec.ID(), ref))
+	if !ok {
+		return false
+	}
+	hold := v.(*agentHold)
+	hold.mu.Lock()
+	defer hold.mu.Unlock()
+	if hold.released {
+		return false
+	}
+	if hold.latest == nil || rec.Version > hold.latest.Version {
+		hold.latest = rec
+	}
+	return true
 }
 
 // rememberAgentThread keeps the agent's thread for later transitions, once per thread.

@@ -130,6 +130,8 @@ type Handler struct {
 	grammar  *Grammar
 	// pending maps request ids being submitted by this process to where their first message goes.
 	pending sync.Map
+	// agentHolds maps agent threads whose first reply is on its way to the transitions held back meanwhile.
+	agentHolds sync.Map
 }
 
 // New builds a Handler. reporter may be nil (reports then answer that they are not configured).

@@ -27,7 +27,7 @@ func (h *Handler) Changed(ctx context.Context, rec *ops.Record, t ops.Transition
 		case RefPlan:
 			h.updatePlan(ctx, rec, t, ref, justPosted)
 		case RefAgent:
-			if Tells(t) {
+			if Tells(t) && !h.heldBack(rec, ref) {
 				m := AgentReply(AgentBody(rec, rec.ID(), nil))
 				m.ThreadTS = ref.ThreadTS
 				if _, err := h.poster.Post(ctx, ref.Channel, m); err != nil {
