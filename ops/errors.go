@@ -33,6 +33,8 @@ const (
 	CodeUnknownCluster       Code = "E_UNKNOWN_CLUSTER"
 	CodeInstanceTypeNotAllow Code = "E_INSTANCE_TYPE_NOT_ALLOWED"
 	CodeInternal             Code = "E_INTERNAL"
+	// CodeBusy: the bot had no room to take the request; nothing was done, resend it (same requestId) shortly.
+	CodeBusy Code = "E_BUSY"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when
