@@ -144,7 +144,8 @@ func New(opts Options) (*Bot, error) {
 		refs, opts.Reporter)
 	n.h = h
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
-		workers: cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
+		overflow: make(chan struct{}, busyAnswers),
+		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
 	if opts.Clusters != nil {
 		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}

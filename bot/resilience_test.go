@@ -10,6 +10,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
 )
 
 func openConns(s fakeslack.Snapshot) []fakeslack.ConnInfo {
@@ -101,6 +102,86 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 	if runs := h.ops["submit-training-job"].runs.Load(); runs != 2 {
 		t.Errorf("%d executions, want 2 (the busy one does nothing)", runs)
 	}
+	assertAcksFast(t, h.srv.Snapshot())
+}
+
+// A DM that finds the worker queue full is acked at once and answered in its thread: an agent gets E_BUSY with its
+// requestId (nothing was done, resend it), a person gets a note; the agent's resend is then taken.
+func TestQueueFullAnswersBusyDM(t *testing.T) {
+	hold := make(chan struct{})
+	h := startWith(t, harnessOptions{
+		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
+		prepare: func(h *harness) { h.ops["submit-training-job"].hold = hold },
+	})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	t.Cleanup(release)
+	h.slash(userAlice, chOps, "train submit name=first image=registry.example.com/t:1")
+	h.waitFor("the first request executing", func(s fakeslack.Snapshot) bool {
+		m := topLevel(s, chOps)
+		return len(m) == 1 && strings.Contains(m[0].Text, "executing")
+	})
+	h.slash(userAlice, chOps, "train submit name=second image=registry.example.com/t:1")
+	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
+
+	tests := []struct {
+		name, channel, user, text string
+		told                      func(t *testing.T, s fakeslack.Snapshot, m fakeslack.Message) bool
+	}{
+		{"agent", dmAgent, userAgent, seedAgentRequest, func(t *testing.T, s fakeslack.Snapshot, m fakeslack.Message) bool {
+			replies := agentReplies(s, m.TS)
+			if len(replies) == 0 {
+				return false
+			}
+			b := replyBody(t, replies[0])
+			if b.RequestID != "train-20250308-001" || len(b.Errors) != 1 || b.Errors[0].Code != ops.CodeBusy {
+				t.Fatalf("busy reply = %+v, want E_BUSY for train-20250308-001", b)
+			}
+			return true
+		}},
+		{"person", dmAlice, userAlice, "status", func(t *testing.T, s fakeslack.Snapshot, m fakeslack.Message) bool {
+			for _, r := range s.Messages[dmAlice] {
+				if r.ThreadTS == m.TS && r.TS != m.TS && strings.Contains(r.Text, "busy right now") {
+					return true
+				}
+			}
+			return false
+		}},
+	}
+	for _, tc := range tests {
+		m, d, err := h.srv.PostMessage(h.ctx(), fakeslack.Post{Channel: tc.channel, User: tc.user, Text: tc.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := d.Ack(h.ctx())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ack.Latency > time.Second {
+			t.Errorf("%s: busy ack took %s", tc.name, ack.Latency)
+		}
+		h.waitFor(tc.name+" told busy in the DM thread", func(s fakeslack.Snapshot) bool { return tc.told(t, s, m) })
+	}
+	// The bot's own replies echo back as message events and find the queue full too: counted, not answered.
+	if got := testutil.ToFloat64(h.bot.Metrics().Busy); got < 2 {
+		t.Errorf("busy counter = %v, want at least the 2 DMs", got)
+	}
+	release()
+	h.waitUntil("the queue drained", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 0 })
+	resent := h.agentSays(seedAgentRequest)
+	h.waitFor("the resent request answered as a dry run", func(s fakeslack.Snapshot) bool {
+		for _, r := range agentReplies(s, resent.TS) {
+			if replyBody(t, r).Phase == ops.PhaseDone {
+				return true
+			}
+		}
+		return false
+	})
 	assertAcksFast(t, h.srv.Snapshot())
 }
 

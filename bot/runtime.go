@@ -22,6 +22,10 @@ type Deduper interface {
 	Seen(ctx context.Context, kind, id string) (first bool, err error)
 }
 
+// busyAnswers bounds the busy answers to DMs in flight at once: beyond it a DM that finds the queue full is left
+// unacked, so Slack delivers it again, rather than acked and dropped.
+const busyAnswers = 32
+
 // job is an acked envelope waiting for a worker.
 type job struct {
 	ev socketmode.Event
@@ -29,13 +33,15 @@ type job struct {
 
 // runtime is the Socket Mode loop: ack at once, hand over to the pool, dedupe in the workers.
 type runtime struct {
-	smc       *socketmode.Client
-	h         *handlers.Handler
-	dedupe    Deduper
-	metrics   *Metrics
-	log       zerolog.Logger
-	slack     *SlackClient
-	jobs      chan job
+	smc     *socketmode.Client
+	h       *handlers.Handler
+	dedupe  Deduper
+	metrics *Metrics
+	log     zerolog.Logger
+	slack   *SlackClient
+	jobs    chan job
+	// overflow bounds the goroutines answering DMs that found the queue full.
+	overflow  chan struct{}
 	workers   int
 	timeout   time.Duration
 	botUser   string
@@ -81,6 +87,19 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 	r.metrics.Envelopes.WithLabelValues(string(ev.Type)).Inc()
 	// Only this goroutine enqueues, so room seen now is still there after the ack.
 	full := len(r.jobs) == cap(r.jobs)
+	var busyDM *handlers.DM
+	if full && ev.Type == socketmode.EventTypeEventsAPI {
+		dm, ok := r.directMessage(ev)
+		if ok && !r.reserveOverflow() {
+			// No room to answer either: leave the envelope unacked so Slack delivers it again.
+			r.metrics.Busy.Inc()
+			r.log.Warn().Str("envelope", ev.Request.EnvelopeID).Msg("queue and busy answers full; leaving the DM for Slack to redeliver")
+			return
+		}
+		if ok {
+			busyDM = &dm
+		}
+	}
 	var payload any
 	switch {
 	case full && ev.Type == socketmode.EventTypeSlashCommand:
@@ -98,6 +117,10 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 	r.metrics.AckLatency.Observe(time.Since(start).Seconds())
 	if full {
 		r.metrics.Busy.Inc()
+		if busyDM != nil {
+			r.busyDM(ctx, *busyDM)
+			return
+		}
 		r.busy(ctx, ev)
 		return
 	}
@@ -116,6 +139,31 @@ func (r *runtime) busy(ctx context.Context, ev socketmode.Event) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = r.slack.Ephemeral(ctx, cb.Channel.ID, cb.User.ID, handlers.InfoMessage("HyperOps is busy right now: your click was not recorded, please click again in a moment."))
+	}()
+}
+
+// reserveOverflow takes a slot for a busy answer without waiting.
+func (r *runtime) reserveOverflow() bool {
+	select {
+	case r.overflow <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// busyDM tells the sender of a DM that found the queue full that nothing was done (agents: E_BUSY with their
+// requestId), so the message is answered rather than silently dropped after the ack. The slot was reserved.
+func (r *runtime) busyDM(ctx context.Context, dm handlers.DM) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.overflow }()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := r.h.Busy(ctx, dm); err != nil {
+			r.log.Error().Err(err).Str("channel", dm.Channel).Msg("busy answer to a DM failed")
+		}
 	}()
 }
 
@@ -186,11 +234,28 @@ func (r *runtime) event(ctx context.Context, ev socketmode.Event) error {
 	if !r.first(ctx, "event", cbe.EventID) {
 		return nil
 	}
-	msg, ok := outer.InnerEvent.Data.(*slackevents.MessageEvent)
-	if !ok || msg.ChannelType != "im" || msg.SubType != "" || msg.BotID == r.botID && r.botID != "" || msg.User == r.botUser || msg.User == "" {
+	dm, ok := r.dmOf(outer)
+	if !ok {
 		return nil
 	}
-	return r.h.DirectMessage(ctx, handlers.DM{Channel: msg.Channel, User: msg.User, TS: msg.TimeStamp, ThreadTS: msg.ThreadTimeStamp, Text: msg.Text})
+	return r.h.DirectMessage(ctx, dm)
+}
+
+// directMessage reads the DM an events_api envelope carries, if it is one the bot answers.
+func (r *runtime) directMessage(ev socketmode.Event) (handlers.DM, bool) {
+	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
+	if !ok {
+		return handlers.DM{}, false
+	}
+	return r.dmOf(outer)
+}
+
+func (r *runtime) dmOf(outer slackevents.EventsAPIEvent) (handlers.DM, bool) {
+	msg, ok := outer.InnerEvent.Data.(*slackevents.MessageEvent)
+	if !ok || msg.ChannelType != "im" || msg.SubType != "" || msg.BotID == r.botID && r.botID != "" || msg.User == r.botUser || msg.User == "" {
+		return handlers.DM{}, false
+	}
+	return handlers.DM{Channel: msg.Channel, User: msg.User, TS: msg.TimeStamp, ThreadTS: msg.ThreadTimeStamp, Text: msg.Text}, true
 }
 
 // connect keeps the Socket Mode connection up, reconnecting with backoff when slack-go gives up.

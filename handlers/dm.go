@@ -196,3 +196,19 @@ func (h *Handler) rememberAgentThread(ctx context.Context, id string, ref Messag
 	}
 	return nil
 }
+
+// Busy answers a DM the bot had no room to take: nothing was done. Agents get the machine-readable reply with
+// E_BUSY and their requestId, so they resend the same request; people get a short note. It only posts to Slack.
+func (h *Handler) Busy(ctx context.Context, dm DM) error {
+	busy := ops.Errorf(ops.CodeBusy, "", "resend the same request (same requestId) in a moment", "HyperOps is busy right now: nothing was done")
+	_, isAgent := h.cfg.Agents[dm.User]
+	raw, hasJSON := ExtractJSON(dm.Text)
+	if !isAgent || !hasJSON {
+		return h.replyText(ctx, dm, InfoMessage("HyperOps is busy right now: nothing was done, please send your message again in a moment."))
+	}
+	ar, err := DecodeAgentRequest(raw, h.catalog)
+	if err != nil {
+		return h.replyAgent(ctx, dm, AgentBody(nil, "", err)) // the answer it would get when not busy
+	}
+	return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, busy))
+}
