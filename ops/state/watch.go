@@ -130,6 +130,16 @@ func (s *Store) WatchedObjects(ctx context.Context, cluster string) ([]ops.Objec
 	return out, nil
 }
 
+// WatchedCount returns how many objects of a cluster have subscriptions (SCARD: no read of the set itself), for
+// gauges refreshed on every subscribe.
+func (s *Store) WatchedCount(ctx context.Context, cluster string) (int64, error) {
+	n, err := s.rdb.SCard(ctx, s.watchedKey(cluster)).Result()
+	if err != nil {
+		return 0, unavailable("count watched objects of "+cluster, err)
+	}
+	return n, nil
+}
+
 // Tell claims the telling of obj's transition from → to (from is "" before anything was told). It reports true to
 // exactly one caller across replicas and restarts; false means the last state told is not from (already told, or
 // another transition came first).

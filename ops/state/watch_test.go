@@ -39,6 +39,9 @@ func TestSubscriptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if n, err := s.WatchedCount(ctx, "c1"); err != nil || n != int64(len(objs)) {
+				t.Fatalf("WatchedCount = %d, %v; want %d, the objects WatchedObjects lists", n, err, len(objs))
+			}
 			return objs
 		}
 		if got := watched(); len(got) != 2 || !slices.Contains(got, job) || !slices.Contains(got, other) {
