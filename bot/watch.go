@@ -223,15 +223,16 @@ func (b *watchBook) subscribeResult(ctx context.Context, rec *ops.Record) error 
 	return errors.Join(errs...)
 }
 
-// refreshGauge sets watched_objects from the subscriptions of every registered cluster.
+// refreshGauge sets watched_objects from the subscription counts of every registered cluster (a count per
+// cluster, not the sets, as it runs on every subscribe).
 func (b *watchBook) refreshGauge(ctx context.Context) {
-	n := 0
+	var n int64
 	for _, c := range b.cfg.Clusters {
-		objs, err := b.store.WatchedObjects(ctx, c.Name)
+		count, err := b.store.WatchedCount(ctx, c.Name)
 		if err != nil {
 			return // keep the last value; Redis errors are counted by the hook
 		}
-		n += len(objs)
+		n += count
 	}
 	b.metrics.WatchedObjects.Set(float64(n))
 }
