@@ -48,6 +48,7 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 	spec := op.Spec()
 	fence := lease.Fence
 	locks := []*Lock{lease}
+	var scopeLock *Lock
 	if scope := lockScope(spec, rec.Request); !scope.IsZero() {
 		l, err := e.locks.Acquire(ctx, scope, rec.ID(), e.opts.LockTTL)
 		var held *LockHeldError
@@ -57,12 +58,17 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 		case err != nil:
 			return e.finish(ctx, rec, nil, stateError("take the lock", err))
 		}
-		defer e.release(l)
+		scopeLock = l
 		locks = append(locks, l)
 		fence = l.Fence
 	}
 	ctx, stop := e.keepLocks(ctx, locks)
 	defer stop()
+	defer func() {
+		if scopeLock != nil {
+			e.release(scopeLock)
+		}
+	}()
 
 	p, err := e.makePlan(ctx, op, rec.Request)
 	if err != nil {
@@ -82,6 +88,14 @@ func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock
 		ctx = WithProgress(ctx, func(msg string) { pn.Progress(ctx, executing, msg) })
 	}
 	res, runErr := op.Execute(ctx, &rec.Request, p, Execution{Fence: fence, Replica: e.opts.Replica})
+	// The scope is free before the outcome is told: whoever reads "succeeded" may submit the next change to the
+	// same object at once, and must not find it still locked. The execution lease stays until the outcome is
+	// stored, so a crash in between still ends as interrupted.
+	stop()
+	if scopeLock != nil {
+		e.release(scopeLock)
+		scopeLock = nil
+	}
 	return e.finish(context.WithoutCancel(ctx), rec, res, runErr)
 }
 
@@ -163,10 +177,13 @@ func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context,
 			}
 		}
 	}()
+	var once sync.Once
 	return ctx, func() {
-		close(done)
-		wg.Wait()
-		cancel(nil)
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			cancel(nil)
+		})
 	}
 }
 

@@ -481,3 +481,47 @@ func TestSweepReachesOlderOrphans(t *testing.T) {
 		t.Fatalf("Sweep changed %v, %v; want only the orphan, interrupted", changed, err)
 	}
 }
+
+// lockWatcher checks, when a request is told succeeded, that its lock scope is already free: whoever reads the
+// outcome may send the next change to the same object at once.
+type lockWatcher struct {
+	locks ops.Locker
+	scope ops.LockScope
+	mu    sync.Mutex
+	held  []string
+	told  int
+}
+
+func (w *lockWatcher) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
+	if t.To != ops.PhaseSucceeded {
+		return
+	}
+	holder, held, err := w.locks.Holder(ctx, w.scope)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.told++
+	if err != nil || held {
+		w.held = append(w.held, fmt.Sprintf("%s told succeeded while %s is held by %q (err %v)", rec.ID(), w.scope, holder, err))
+	}
+}
+
+func TestScopeIsFreeWhenSuccessIsTold(t *testing.T) {
+	c := newCluster(t)
+	s := c.store(t)
+	w := &lockWatcher{locks: s, scope: ops.LockScope{Cluster: "c1", Kind: "capacity", Name: "gpu"}}
+	catalog := ops.NewCatalog()
+	catalog.Register(c.op)
+	e := ops.NewEngine(catalog, s, s, quorumPolicy{required: 0}, ops.EngineOptions{Replica: "r1", LockTTL: 5 * time.Second, Notifier: w})
+	ctx := context.Background()
+	for i := range 3 {
+		rec, err := e.Submit(ctx, scaleRequest(fmt.Sprintf("free-%d", i), 3+i))
+		if err != nil || rec.Phase != ops.PhaseSucceeded {
+			t.Fatalf("request %d: %v, phase %v", i, err, rec)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.told != 3 || len(w.held) > 0 {
+		t.Fatalf("told %d successes; lock still held: %q", w.told, w.held)
+	}
+}
