@@ -18,7 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -53,51 +58,41 @@ type typed struct {
 	del   func(ctx context.Context, k kubernetes.Interface, ns, name string, o metav1.DeleteOptions) error
 }
 
+// namespacedClient is what every typed client-go client of a namespaced kind offers (JobInterface, …).
+type namespacedClient[T runtime.Object] interface {
+	Get(ctx context.Context, name string, o metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
+}
+
+// typedFor adapts one typed client to the get / server-side apply / delete calls this package makes.
+func typedFor[T runtime.Object, C namespacedClient[T]](client func(k kubernetes.Interface, ns string) C) typed {
+	return typed{
+		get: func(ctx context.Context, k kubernetes.Interface, ns, n string) (runtime.Object, error) {
+			return client(k, ns).Get(ctx, n, metav1.GetOptions{})
+		},
+		patch: func(ctx context.Context, k kubernetes.Interface, ns, n string, d []byte, o metav1.PatchOptions) (runtime.Object, error) {
+			return client(k, ns).Patch(ctx, n, types.ApplyPatchType, d, o)
+		},
+		del: func(ctx context.Context, k kubernetes.Interface, ns, n string, o metav1.DeleteOptions) error {
+			return client(k, ns).Delete(ctx, n, o)
+		},
+	}
+}
+
 var typedKinds = map[schema.GroupVersionResource]typed{
-	ResJob.GVR: {
-		get: func(ctx context.Context, k kubernetes.Interface, ns, n string) (runtime.Object, error) {
-			return k.BatchV1().Jobs(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		patch: func(ctx context.Context, k kubernetes.Interface, ns, n string, d []byte, o metav1.PatchOptions) (runtime.Object, error) {
-			return k.BatchV1().Jobs(ns).Patch(ctx, n, types.ApplyPatchType, d, o)
-		},
-		del: func(ctx context.Context, k kubernetes.Interface, ns, n string, o metav1.DeleteOptions) error {
-			return k.BatchV1().Jobs(ns).Delete(ctx, n, o)
-		},
-	},
-	ResDeployment.GVR: {
-		get: func(ctx context.Context, k kubernetes.Interface, ns, n string) (runtime.Object, error) {
-			return k.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		patch: func(ctx context.Context, k kubernetes.Interface, ns, n string, d []byte, o metav1.PatchOptions) (runtime.Object, error) {
-			return k.AppsV1().Deployments(ns).Patch(ctx, n, types.ApplyPatchType, d, o)
-		},
-		del: func(ctx context.Context, k kubernetes.Interface, ns, n string, o metav1.DeleteOptions) error {
-			return k.AppsV1().Deployments(ns).Delete(ctx, n, o)
-		},
-	},
-	ResService.GVR: {
-		get: func(ctx context.Context, k kubernetes.Interface, ns, n string) (runtime.Object, error) {
-			return k.CoreV1().Services(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		patch: func(ctx context.Context, k kubernetes.Interface, ns, n string, d []byte, o metav1.PatchOptions) (runtime.Object, error) {
-			return k.CoreV1().Services(ns).Patch(ctx, n, types.ApplyPatchType, d, o)
-		},
-		del: func(ctx context.Context, k kubernetes.Interface, ns, n string, o metav1.DeleteOptions) error {
-			return k.CoreV1().Services(ns).Delete(ctx, n, o)
-		},
-	},
-	ResPVC.GVR: {
-		get: func(ctx context.Context, k kubernetes.Interface, ns, n string) (runtime.Object, error) {
-			return k.CoreV1().PersistentVolumeClaims(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		patch: func(ctx context.Context, k kubernetes.Interface, ns, n string, d []byte, o metav1.PatchOptions) (runtime.Object, error) {
-			return k.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, n, types.ApplyPatchType, d, o)
-		},
-		del: func(ctx context.Context, k kubernetes.Interface, ns, n string, o metav1.DeleteOptions) error {
-			return k.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, n, o)
-		},
-	},
+	ResJob.GVR: typedFor[*batchv1.Job](func(k kubernetes.Interface, ns string) batchclient.JobInterface {
+		return k.BatchV1().Jobs(ns)
+	}),
+	ResDeployment.GVR: typedFor[*appsv1.Deployment](func(k kubernetes.Interface, ns string) appsclient.DeploymentInterface {
+		return k.AppsV1().Deployments(ns)
+	}),
+	ResService.GVR: typedFor[*corev1.Service](func(k kubernetes.Interface, ns string) coreclient.ServiceInterface {
+		return k.CoreV1().Services(ns)
+	}),
+	ResPVC.GVR: typedFor[*corev1.PersistentVolumeClaim](func(k kubernetes.Interface, ns string) coreclient.PersistentVolumeClaimInterface {
+		return k.CoreV1().PersistentVolumeClaims(ns)
+	}),
 }
 
 // getObject reads an object; a missing object is (nil, nil).
