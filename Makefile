@@ -30,7 +30,7 @@ lint:
 
 ## bench: the performance targets of DESIGN.md, printed as tables
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./bot/... ./ops/... ./e2e/fakeslack/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./bot/... ./ops/... ./internal/fakeslack/...
 
 ## e2e-tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (once)
 e2e-tools:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 )
 
 // bareClient is the baseline: a slack-go Socket Mode client that acks every envelope at once and does nothing else.

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/state"

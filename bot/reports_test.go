@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops/kube"
 )
 

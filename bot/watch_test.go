@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
 )

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/internal/controlplane"
 )
 
 // TestApplyToAPIServer applies the chart (every option on except the ServiceMonitor, whose CRD the plane lacks) to

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/internal/controlplane"
 )
 
 // TestMain fails the run if a goroutine leaks or a control-plane process or port outlives the tests.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 )
 
 // AgentReply is the machine-readable part of the bot's answer to an agent, read from the reply's message

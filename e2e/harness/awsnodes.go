@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
-	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 )
 
 // GPUsPerInstance is the nvidia.com/gpu capacity of the instance types the scenarios use; types not listed have

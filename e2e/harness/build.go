@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/internal/controlplane"
 )
 
 // BuildBot compiles cmd/hyperops into dir and returns the binary's path. It runs `go build` from the repository

@@ -14,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
-	"github.com/hyperops/hyperops/e2e/fakeaws"
-	"github.com/hyperops/hyperops/e2e/fakeslack"
+	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/e2e/harness"
 )
 

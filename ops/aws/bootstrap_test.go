@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
 

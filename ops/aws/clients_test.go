@@ -3,7 +3,7 @@ package aws
 import (
 	"testing"
 
-	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
 

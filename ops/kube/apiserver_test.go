@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hyperops/hyperops/e2e/controlplane"
+	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/ops"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
-	"github.com/hyperops/hyperops/e2e/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 )
 
 // A test seeds a HyperPod cluster and points the real SageMaker client at the fake.
