@@ -55,7 +55,7 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 			return nil, stateError("record the vote", err)
 		}
 		if next.Phase == PhaseApproved {
-			return e.Execute(ctx, id)
+			return e.dispatch(ctx, next)
 		}
 		return next, nil
 	}
@@ -172,12 +172,12 @@ func (e *Engine) Resume(ctx context.Context, id string, who Initiator) (*Record,
 		if rec.Phase != PhaseInterrupted {
 			return rec, Errorf(CodeInvalidPhase, "", "only interrupted requests resume", "request %s is %s", id, rec.Phase)
 		}
-		return e.move(ctx, rec, PhaseApproved, who, "resumed by "+display(who), nil)
+		return e.move(ctx, rec, PhaseApproved, who, "resumed by "+display(who), func(r *Record) { r.Execution = nil })
 	})
 	if err != nil {
 		return rec, err
 	}
-	return e.Execute(ctx, id)
+	return e.dispatch(ctx, rec)
 }
 
 // checkSteward allows humans who may approve the request (never agents).

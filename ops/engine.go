@@ -33,6 +33,13 @@ type EngineOptions struct {
 	Notifier Notifier
 	// ReadTimeout bounds read-only operations (default 30s).
 	ReadTimeout time.Duration
+	// Queue is the execution queue: approving enqueues, and RunExecutors takes work from it. Nil executes an
+	// approved request in the caller (tests and tools that run no executors).
+	Queue Queue
+	// Budgets are the execution time budgets per class (defaults DefaultBudgets).
+	Budgets map[Budget]time.Duration
+	// OnError is told about failures no caller is waiting for (queue, progress, panics with their stack).
+	OnError func(requestID string, err error)
 }
 
 // Engine drives requests through the lifecycle. Every transition is a compare-and-set in the Store, so several
@@ -227,7 +234,7 @@ func (e *Engine) plan(ctx context.Context, op Operation, rec *Record) (*Record, 
 	default:
 		rec, err = e.move(ctx, rec, PhaseApproved, systemActor, "no approval required by policy", nil)
 		if err == nil {
-			return e.Execute(ctx, rec.ID())
+			return e.dispatch(ctx, rec)
 		}
 	}
 	if err != nil {
@@ -289,15 +296,32 @@ func (e *Engine) reject(ctx context.Context, rec *Record, cause error) (*Record,
 	return next, ue
 }
 
+// dispatch hands an approved request to the execution queue and returns at once; without a queue it executes it
+// in the caller.
+func (e *Engine) dispatch(ctx context.Context, rec *Record) (*Record, error) {
+	if e.opts.Queue == nil {
+		return e.Execute(ctx, rec.ID())
+	}
+	if err := e.opts.Queue.Enqueue(ctx, rec.ID()); err != nil {
+		// The request stays approved; the sweep puts approved requests that are not executing back on the queue.
+		e.report(rec.ID(), fmt.Errorf("enqueue the execution: %w", err))
+	}
+	return rec, nil
+}
+
 // move stores a transition of rec to phase to, applying fn to a copy first. It fails with ErrVersionConflict when
 // another writer got there first.
 func (e *Engine) move(ctx context.Context, rec *Record, to Phase, by Initiator, note string, fn func(*Record)) (*Record, error) {
+	return e.moveKind(ctx, rec, to, by, note, KindPhase, fn)
+}
+
+func (e *Engine) moveKind(ctx context.Context, rec *Record, to Phase, by Initiator, note string, kind TransitionKind, fn func(*Record)) (*Record, error) {
 	next := rec.Clone()
 	if fn != nil {
 		fn(next)
 	}
 	now := e.opts.Clock.Now()
-	t := Transition{From: rec.Phase, To: to, At: now, By: by, Note: note}
+	t := Transition{From: rec.Phase, To: to, At: now, By: by, Note: note, Kind: kind}
 	next.Phase, next.UpdatedAt = to, now
 	next.History = append(next.History, t)
 	ev := AuditEvent{RequestID: rec.ID(), Operation: rec.Request.Operation, From: rec.Phase, To: to, By: by, At: now,

@@ -8,123 +8,355 @@ import (
 	"time"
 )
 
-// executionScope is the lease an executing replica holds on a request; when it lapses, the request is interrupted.
+// executionScope is the lease an executing replica holds on a request; when it lapses, another replica resumes it.
 func executionScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "execution", Name: id} }
 
-// Execute moves an approved request to executing (exactly one caller wins), takes its locks, re-plans, and runs
-// it. A plan whose hash changed since approval goes back to awaiting-approval (E_STALE_PLAN) instead.
+// outcome is how one execution attempt ended, for the queue.
+type outcome int
+
+const (
+	// outcomeFinished: the request is terminal (or was never this replica's to run): the entry is done.
+	outcomeFinished outcome = iota
+	// outcomeHandedOver: this replica is stopping; the request goes back on the queue to be resumed.
+	outcomeHandedOver
+	// outcomeElsewhere: another replica holds the execution lease.
+	outcomeElsewhere
+	// outcomeRetry: the state store failed; try again later.
+	outcomeRetry
+)
+
+// writeTimeout bounds the one call that changes the world; it is not cut short by a hand-over, so a write in
+// flight when the replica stops is finished and recorded.
+const writeTimeout = 2 * time.Minute
+
+// Execute runs an approved request on this replica, or resumes an executing one whose replica went away: a
+// recorded write is only observed, a write whose outcome is unknown ends interrupted after reading the real state.
+// Exactly one replica executes a request at a time (the execution lease); a plan whose observed state changed
+// since approval goes back to awaiting-approval (E_STALE_PLAN).
 func (e *Engine) Execute(ctx context.Context, id string) (*Record, error) {
+	rec, _, err := e.execute(ctx, id)
+	return rec, err
+}
+
+func (e *Engine) execute(ctx context.Context, id string) (*Record, outcome, error) {
 	rec, err := e.Get(ctx, id)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrNotFound) || AsError(err).Code == CodeNotFound {
+			return nil, outcomeFinished, err
+		}
+		return nil, outcomeRetry, err
 	}
-	if rec.Phase != PhaseApproved {
-		return rec, nil // someone else moved it on: nothing to do, and never a second execution
+	if rec.Phase != PhaseApproved && rec.Phase != PhaseExecuting {
+		return rec, outcomeFinished, nil // someone else moved it on: nothing to do, and never a second execution
 	}
 	op, err := e.catalog.Lookup(rec.Request.Operation)
 	if err != nil {
-		return rec, err
+		return rec, outcomeFinished, err
 	}
-	lease, err := e.locks.Acquire(ctx, executionScope(id), id+"@"+e.opts.Replica, e.opts.LockTTL)
+	// The owner is unique per attempt: two attempts on one replica must not share (refresh) one lease.
+	lease, err := e.locks.Acquire(ctx, executionScope(id), id+"@"+e.opts.Replica+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
 		var held *LockHeldError
 		if errors.As(err, &held) {
-			return rec, nil // another replica is on it
+			return rec, outcomeElsewhere, nil // another replica is on it
 		}
-		return rec, stateError("take the execution lease", err)
+		return rec, outcomeRetry, stateError("take the execution lease", err)
 	}
 	defer e.release(lease)
-	rec, err = e.move(ctx, rec, PhaseExecuting, systemActor, "executing on "+e.opts.Replica, func(r *Record) { r.Replica = e.opts.Replica })
+	rec, err = e.start(ctx, op, rec)
 	if errors.Is(err, ErrVersionConflict) {
-		return e.Get(ctx, id)
+		rec, _ = e.store.Get(ctx, id)
+		return rec, outcomeElsewhere, nil
 	}
 	if err != nil {
-		return nil, stateError("start the execution", err)
+		return rec, outcomeRetry, stateError("start the execution", err)
 	}
-	return e.run(ctx, op, rec, lease)
+	x := &executor{e: e, op: op, id: id, lease: lease}
+	return x.run(ctx, rec)
 }
 
-func (e *Engine) run(ctx context.Context, op Operation, rec *Record, lease *Lock) (*Record, error) {
-	spec := op.Spec()
-	fence := lease.Fence
-	locks := []*Lock{lease}
-	var scopeLock *Lock
-	if scope := lockScope(spec, rec.Request); !scope.IsZero() {
+// start moves an approved request to executing with its budget's deadline, or records that this replica resumes
+// an executing one.
+func (e *Engine) start(ctx context.Context, op Operation, rec *Record) (*Record, error) {
+	now := e.opts.Clock.Now()
+	if rec.Phase == PhaseApproved {
+		return e.move(ctx, rec, PhaseExecuting, systemActor, "executing on "+e.opts.Replica, func(r *Record) {
+			r.Replica = e.opts.Replica
+			r.Execution = &ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
+		})
+	}
+	from := rec.Replica
+	return e.record(ctx, rec, KindStep, "resumed (left by "+from+")", func(r *Record) {
+		r.Replica = e.opts.Replica
+		if r.Execution == nil {
+			r.Execution = &ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
+		}
+		r.Execution.Handovers++
+	})
+}
+
+func (e *Engine) budget(s Spec) time.Duration {
+	b := s.Budget
+	if b == "" {
+		b = BudgetKubernetes
+	}
+	if d, ok := e.opts.Budgets[b]; ok && d > 0 {
+		return d
+	}
+	return DefaultBudgets[b]
+}
+
+// record stores an entry of the request's history that keeps its phase (a step or progress).
+func (e *Engine) record(ctx context.Context, rec *Record, kind TransitionKind, note string, fn func(*Record)) (*Record, error) {
+	return e.moveKind(ctx, rec, rec.Phase, systemActor, note, kind, fn)
+}
+
+// executor is one execution attempt of one request on this replica.
+type executor struct {
+	e     *Engine
+	op    Operation
+	id    string
+	lease *Lock
+	scope *Lock
+	// mu orders this attempt's writes to the record (progress reports come from the operation's goroutines).
+	mu sync.Mutex
+}
+
+func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, error) {
+	e := x.e
+	fence := x.lease.Fence
+	locks := []*Lock{x.lease}
+	if scope := lockScope(x.op.Spec(), rec.Request); !scope.IsZero() {
 		l, err := e.locks.Acquire(ctx, scope, rec.ID(), e.opts.LockTTL)
 		var held *LockHeldError
 		switch {
 		case errors.As(err, &held):
-			return e.finish(ctx, rec, nil, lockedError(scope, held.Holder))
+			return x.finish(ctx, nil, lockedError(scope, held.Holder))
 		case err != nil:
-			return e.finish(ctx, rec, nil, stateError("take the lock", err))
+			return rec, outcomeRetry, stateError("take the lock", err)
 		}
-		scopeLock = l
+		x.scope, fence = l, l.Fence
 		locks = append(locks, l)
-		fence = l.Fence
 	}
-	ctx, stop := e.keepLocks(ctx, locks)
+	lctx, stop := e.keepLocks(ctx, locks)
 	defer stop()
+	handedOver := false
 	defer func() {
-		if scopeLock != nil {
-			e.release(scopeLock)
+		if x.scope != nil && !handedOver {
+			e.release(x.scope)
 		}
 	}()
+	xn := Execution{RequestID: x.id, Fence: fence, Replica: e.opts.Replica, Guard: func(ctx context.Context) error { return e.guard(ctx, locks) }}
+	deadline := rec.Execution.Deadline
+	bctx, cancel := context.WithDeadline(lctx, deadline)
+	defer cancel()
+	bctx = WithProgress(bctx, func(msg string) { x.progress(context.WithoutCancel(bctx), msg) })
 
-	p, err := e.makePlan(ctx, op, rec.Request)
-	if err != nil {
-		return e.finish(ctx, rec, nil, err)
-	}
-	if p.Hash != rec.Plan.Hash {
-		if back, again, err := e.replan(ctx, rec, p); again {
-			return back, err
+	ex := rec.Execution
+	var written []byte
+	switch {
+	case !ex.WriteAccepted.IsZero():
+		written = ex.Written // resumed after the write: observe only
+	case !ex.WriteStarted.IsZero():
+		// The replica that sent the write stopped before recording its answer: read the real state, never re-send.
+		stop()
+		return x.interrupt(ctx, rec, "the replica that was sending the change stopped before recording AWS's or the cluster's answer; nothing was sent again")
+	default:
+		var out outcome
+		var err error
+		rec, out, err = x.contract(bctx, rec)
+		if rec == nil || rec.Phase != PhaseExecuting {
+			return rec, out, err
+		}
+		if rec, err = x.step(ctx, fmt.Sprintf("fence %d; sending the change", fence), func(r *Record) {
+			r.Fence = fence
+			r.Execution.WriteStarted = e.opts.Clock.Now()
+		}); err != nil {
+			return rec, outcomeRetry, stateError("record the write", err)
+		}
+		wctx, wcancel := context.WithTimeout(WithProgress(context.WithoutCancel(bctx), func(msg string) {
+			x.progress(context.WithoutCancel(bctx), msg)
+		}), min(writeTimeout, time.Until(deadline)))
+		res, wrote, err := x.write(wctx, rec, xn)
+		wcancel()
+		if err != nil || res != nil {
+			stop()
+			x.freeScope()
+			return x.finish(ctx, res, err)
+		}
+		written = wrote
+		if _, err := x.step(ctx, "change accepted", func(r *Record) {
+			r.Execution.WriteAccepted = e.opts.Clock.Now()
+			r.Execution.Written = wrote
+		}); err != nil {
+			// Sent but not recorded: a replica resuming it reads the real state instead of sending it again.
+			return rec, outcomeRetry, stateError("record the accepted write", err)
 		}
 	}
-	rec, err = e.move(ctx, rec, PhaseExecuting, systemActor, fmt.Sprintf("fence %d", fence), func(r *Record) { r.Fence, r.Plan = fence, p })
-	if err != nil {
-		return nil, stateError("record the fence", err)
+	steps := x.op.(Steps)
+	res, err := steps.Await(bctx, &rec.Request, rec.Plan, written, xn)
+	if err != nil && errors.Is(context.Cause(ctx), ErrHandover) {
+		handedOver = true
+		stop()
+		return x.handover(ctx, rec)
 	}
-	if pn, ok := e.opts.Notifier.(ProgressNotifier); ok {
-		executing := rec
-		ctx = WithProgress(ctx, func(msg string) { pn.Progress(ctx, executing, msg) })
-	}
-	res, runErr := op.Execute(ctx, &rec.Request, p, Execution{Fence: fence, Replica: e.opts.Replica})
-	// The scope is free before the outcome is told: whoever reads "succeeded" may submit the next change to the
-	// same object at once, and must not find it still locked. The execution lease stays until the outcome is
-	// stored, so a crash in between still ends as interrupted.
 	stop()
-	if scopeLock != nil {
-		e.release(scopeLock)
-		scopeLock = nil
-	}
-	return e.finish(context.WithoutCancel(ctx), rec, res, runErr)
+	x.freeScope()
+	return x.finish(ctx, res, err)
 }
 
-// replan handles a plan that changed between approval and execution. It reports whether the request went back
-// to approval (or failed), with the record as stored then; a request that needs no approval under the new plan
-// goes on.
-func (e *Engine) replan(ctx context.Context, rec *Record, p *Plan) (*Record, bool, error) {
+// freeScope releases the scope before the outcome is told: whoever reads "succeeded" may submit the next change
+// to the same object at once and must not find it still locked. The execution lease stays until the outcome is
+// stored, so a crash in between is resumed, not lost.
+func (x *executor) freeScope() {
+	if x.scope != nil {
+		x.e.release(x.scope)
+		x.scope = nil
+	}
+}
+
+// write sends the change: Steps.Write, or the whole Execute of an operation without steps (its result is then
+// returned at once).
+func (x *executor) write(ctx context.Context, rec *Record, xn Execution) (*Result, []byte, error) {
+	if s, ok := x.op.(Steps); ok {
+		wrote, err := s.Write(ctx, &rec.Request, rec.Plan, xn)
+		if err != nil {
+			return nil, nil, err
+		}
+		if wrote == nil {
+			wrote = []byte("null")
+		}
+		return nil, wrote, nil
+	}
+	res, err := x.op.Execute(ctx, &rec.Request, rec.Plan, xn)
+	if err == nil && res == nil {
+		res = &Result{}
+	}
+	return res, nil, err
+}
+
+// contract checks, right before the write, that the plan the approvers saw still holds: it re-reads only the
+// observed state the plan's hash covers (Rechecker), and re-plans only when that changed. A plan whose hash
+// changed goes back to approval (E_STALE_PLAN) unless the new plan needs none.
+func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome, error) {
+	e := x.e
+	if rc, ok := x.op.(Rechecker); ok && rec.Plan != nil {
+		observed, err := rc.Recheck(ctx, &rec.Request, rec.Plan)
+		if err != nil {
+			return x.finish(ctx, nil, err)
+		}
+		if observed == rec.Plan.Observed {
+			return rec, outcomeFinished, nil
+		}
+	}
+	p, err := e.makePlan(ctx, x.op, rec.Request)
+	if err != nil {
+		return x.finish(ctx, nil, err)
+	}
+	if rec.Plan != nil && p.Hash == rec.Plan.Hash {
+		return rec, outcomeFinished, nil
+	}
 	appr, err := e.requirement(ctx, rec.Request, p)
 	if err != nil {
-		failed, ferr := e.finish(ctx, rec, nil, err)
-		return failed, true, ferr
+		return x.finish(ctx, nil, err)
 	}
 	if appr.Required == 0 {
-		return rec, false, nil
+		next, err := x.step(ctx, "plan refreshed", func(r *Record) { r.Plan = p })
+		if err != nil {
+			return rec, outcomeRetry, stateError("store the new plan", err)
+		}
+		return next, outcomeFinished, nil
+	}
+	old := ""
+	if rec.Plan != nil {
+		old = ShortHash(rec.Plan.Hash)
 	}
 	stale := Errorf(CodeStalePlan, "", "review the new plan and approve again",
-		"the plan changed since it was approved (%s → %s); earlier votes no longer count", ShortHash(rec.Plan.Hash), ShortHash(p.Hash))
-	back, err := e.move(ctx, rec, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
-		r.Plan, r.Approval = p, appr
-		r.Errors = append(r.Errors, stale)
+		"the plan changed since it was approved (%s → %s); earlier votes no longer count", old, ShortHash(p.Hash))
+	back, err := x.update(ctx, func(r *Record) (*Record, error) {
+		return e.move(ctx, r, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
+			r.Plan, r.Approval, r.Execution = p, appr, nil
+			r.Errors = append(r.Errors, stale)
+		})
 	})
 	if err != nil {
-		return rec, true, stateError("store the new plan", err)
+		return back, outcomeRetry, stateError("store the new plan", err)
 	}
-	return back, true, stale
+	return back, outcomeFinished, stale
+}
+
+// update applies fn to the latest record while this replica still executes it, retrying lost compare-and-sets
+// (a person taking the request over changes its version meanwhile).
+func (x *executor) update(ctx context.Context, fn func(*Record) (*Record, error)) (*Record, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for range maxCASAttempts {
+		rec, err := x.e.store.Get(ctx, x.id)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Phase != PhaseExecuting || rec.Replica != x.e.opts.Replica {
+			return rec, fmt.Errorf("ops: request %s is %s on %s: %w", x.id, rec.Phase, rec.Replica, ErrVersionConflict)
+		}
+		next, err := fn(rec)
+		if errors.Is(err, ErrVersionConflict) {
+			continue
+		}
+		return next, err
+	}
+	return nil, fmt.Errorf("ops: too much contention updating %s: %w", x.id, ErrVersionConflict)
+}
+
+func (x *executor) step(ctx context.Context, note string, fn func(*Record)) (*Record, error) {
+	return x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindStep, note, fn) })
+}
+
+// progress records a step the operation reported, for the request's thread.
+func (x *executor) progress(ctx context.Context, msg string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindProgress, msg, nil) }); err != nil {
+		x.e.report(x.id, fmt.Errorf("record progress %q: %w", msg, err))
+	}
+}
+
+// handover releases the execution to another replica: the lease goes now (not by expiry), the scope lock is
+// kept for the resuming replica, and the step is recorded.
+func (x *executor) handover(ctx context.Context, rec *Record) (*Record, outcome, error) {
+	ctx = context.WithoutCancel(ctx)
+	next, err := x.step(ctx, "handed over: this replica is stopping", nil)
+	if x.scope != nil {
+		_ = x.e.locks.Renew(ctx, x.scope, 4*x.e.opts.LockTTL) // time for another replica to resume under it
+	}
+	x.e.release(x.lease)
+	if err != nil {
+		return rec, outcomeHandedOver, nil
+	}
+	return next, outcomeHandedOver, nil
+}
+
+// interrupt ends an execution whose write has an unknown outcome: the real state is read through the operation's
+// Observer and recorded; people choose Stop or Take over.
+func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Record, outcome, error) {
+	e := x.e
+	observed, note := e.observe(ctx, rec, why)
+	next, err := x.update(ctx, func(r *Record) (*Record, error) {
+		return e.move(ctx, r, PhaseInterrupted, systemActor, note, func(r *Record) {
+			if observed != nil {
+				r.Result = observed
+			}
+			r.Errors = append(r.Errors, Errorf(CodeInternal, "", "use Take over, then Resume or Stop", "execution was interrupted"))
+		})
+	})
+	if err != nil {
+		return rec, outcomeRetry, stateError("record the interruption", err)
+	}
+	return next, outcomeFinished, nil
 }
 
 // finish records the outcome of an execution.
-func (e *Engine) finish(ctx context.Context, rec *Record, res *Result, runErr error) (*Record, error) {
+func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Record, outcome, error) {
+	ctx = context.WithoutCancel(ctx)
 	to, note := PhaseSucceeded, ""
 	if res != nil {
 		note = res.Summary
@@ -134,20 +366,36 @@ func (e *Engine) finish(ctx context.Context, rec *Record, res *Result, runErr er
 		to, ue = PhaseFailed, AsError(runErr)
 		note = ue.Message
 	}
-	next, err := e.move(ctx, rec, to, systemActor, note, func(r *Record) {
-		r.Result = res
-		if ue != nil {
-			r.Errors = append(r.Errors, ue)
-		}
+	next, err := x.update(ctx, func(r *Record) (*Record, error) {
+		return x.e.move(ctx, r, to, systemActor, note, func(r *Record) {
+			r.Result = res
+			if ue != nil {
+				r.Errors = append(r.Errors, ue)
+			}
+		})
 	})
 	if err != nil {
-		// The lease lapses and a sweep marks the request interrupted; it is never re-executed blindly.
-		return rec, errors.Join(runErr, stateError("record the result", err))
+		// Still executing in the store: the lease lapses and another replica resumes from the recorded steps.
+		return next, outcomeRetry, errors.Join(runErr, stateError("record the result", err))
 	}
 	if ue != nil {
-		return next, ue
+		return next, outcomeFinished, ue
 	}
-	return next, nil
+	return next, outcomeFinished, nil
+}
+
+// guard checks, in one step against the state store, that every lock still carries this execution's token.
+func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
+	for _, l := range locks {
+		if err := e.locks.Check(ctx, l); err != nil {
+			if errors.Is(err, ErrLockLost) {
+				return Wrap(err, CodeLocked, "", "see who holds it with /hp request show, then retry",
+					"refused to write: the lock %s (fence %d) is no longer held by this execution", l.Scope, l.Fence)
+			}
+			return stateError("check the lock before writing", err)
+		}
+	}
+	return nil
 }
 
 // keepLocks renews locks until stop is called. If a renewal fails, the returned context is cancelled, so an
@@ -191,4 +439,21 @@ func (e *Engine) release(l *Lock) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.locks.Release(ctx, l) // a lost release only means the lock expires by its TTL
+}
+
+// observe reads what really happened to an interrupted execution, through the operation's Observer.
+func (e *Engine) observe(ctx context.Context, rec *Record, why string) (*Result, string) {
+	op, err := e.catalog.Lookup(rec.Request.Operation)
+	if err != nil {
+		return nil, why
+	}
+	o, ok := op.(Observer)
+	if !ok {
+		return nil, why
+	}
+	res, err := o.Observe(ctx, &rec.Request)
+	if err != nil {
+		return nil, why + "; the real state could not be read: " + AsError(err).Message
+	}
+	return res, why + "; found: " + res.Summary
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // LockScope is the typed key of a lock: what an execution must hold alone (DESIGN.md, catalog "lock scope").
@@ -43,13 +44,63 @@ type Spec struct {
 	Params   []ParamSpec `json:"params,omitempty"`
 	// Lock returns the scope an execution must hold; nil means no lock.
 	Lock func(Request) LockScope `json:"-"`
+	// Budget names the time budget of an execution (BudgetKubernetes when empty): how long it may take, from the
+	// configuration, never the Slack interaction's.
+	Budget Budget `json:"budget,omitempty"`
+}
+
+// Budget names a class of execution time budget.
+type Budget string
+
+// The budgets (configured under execution.budgets; defaults in DefaultBudgets).
+const (
+	BudgetKubernetes Budget = "kubernetes"
+	BudgetCapacity   Budget = "capacity"
+	BudgetBootstrap  Budget = "bootstrap"
+)
+
+// DefaultBudgets are the budgets when the configuration sets none: Kubernetes applies 5 min, capacity changes 2 h,
+// HyperPod cluster creation 4 h.
+var DefaultBudgets = map[Budget]time.Duration{
+	BudgetKubernetes: 5 * time.Minute,
+	BudgetCapacity:   2 * time.Hour,
+	BudgetBootstrap:  4 * time.Hour,
 }
 
 // Execution is what the engine hands an executing operation.
 type Execution struct {
-	// Fence is the lock's fencing number: larger than any earlier holder's of the same scope.
+	// RequestID is the request being executed.
+	RequestID string
+	// Fence is the lock's fencing number: larger than any earlier holder's of the same scope. Writes carry it
+	// (a Kubernetes annotation that never goes down, EKS's clientRequestToken).
 	Fence   int64
 	Replica string
+	// Guard re-checks, in one step against the state store, that this execution still holds its lock; call it
+	// right before every write. Nil (read-only operations) means nothing to check.
+	Guard func(ctx context.Context) error
+}
+
+// Check runs the guard, if any.
+func (x Execution) Check(ctx context.Context) error {
+	if x.Guard == nil {
+		return nil
+	}
+	return x.Guard(ctx)
+}
+
+// Steps is implemented by operations whose execution resumes on another replica: Write makes the one change and
+// returns what it wrote, which the engine records before Await begins; Await observes until the change is done.
+// A replica resuming a request whose write is recorded calls only Await, so a write is never sent twice.
+// Operations without Steps run Execute as one write whose outcome is unknown if the replica dies.
+type Steps interface {
+	Write(ctx context.Context, req *Request, plan *Plan, x Execution) (written []byte, err error)
+	Await(ctx context.Context, req *Request, plan *Plan, written []byte, x Execution) (*Result, error)
+}
+
+// Rechecker is implemented by operations that can re-read just the observed state a plan's hash covers, without
+// building the plan again: the engine compares it with Plan.Observed right before executing.
+type Rechecker interface {
+	Recheck(ctx context.Context, req *Request, plan *Plan) (observed string, err error)
 }
 
 // Operation is one entry of the catalog. Validate checks guardrails without changing anything; Plan reads the

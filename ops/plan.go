@@ -40,6 +40,10 @@ type Plan struct {
 	Changes []Change `json:"changes,omitempty"`
 	// Manifest is the rendered object(s), shown collapsed.
 	Manifest string `json:"manifest,omitempty"`
+	// Actions is the contract: exactly what Execute will send (the objects to apply, the AWS request), in the
+	// operation's own encoding, made once when planning. Execute applies these and builds nothing again, so what
+	// the approvers saw is what runs. It is part of the hash.
+	Actions json.RawMessage `json:"actions,omitempty"`
 	// Observed is a canonical rendering of the state the diff was computed against; it is part of the hash, so a
 	// change in the cluster between approval and execution makes the plan stale.
 	Observed string `json:"observed,omitempty"`
@@ -56,14 +60,15 @@ type Plan struct {
 // observed state they diff against.
 func HashPlan(req Request, p *Plan) string {
 	c := struct {
-		Op       string   `json:"o"`
-		Target   Target   `json:"t"`
-		Params   Params   `json:"p"`
-		Profile  string   `json:"f"`
-		Changes  []Change `json:"c"`
-		Observed string   `json:"s"`
-		Manifest string   `json:"m"`
-	}{req.Operation, req.Target, req.Params, req.Profile, p.Changes, p.Observed, p.Manifest}
+		Op       string          `json:"o"`
+		Target   Target          `json:"t"`
+		Params   Params          `json:"p"`
+		Profile  string          `json:"f"`
+		Changes  []Change        `json:"c"`
+		Observed string          `json:"s"`
+		Manifest string          `json:"m"`
+		Actions  json.RawMessage `json:"x,omitempty"`
+	}{req.Operation, req.Target, req.Params, req.Profile, p.Changes, p.Observed, p.Manifest, p.Actions}
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

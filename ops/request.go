@@ -128,32 +128,64 @@ func (a Approval) Received() int {
 	return n
 }
 
+// TransitionKind tells phase changes from the other entries of a request's history.
+type TransitionKind string
+
+// The kinds of history entries.
+const (
+	// KindPhase is a phase change (or an owner change within a phase): the default.
+	KindPhase TransitionKind = ""
+	// KindProgress is a step an execution reported ("2/4 nodes InService"); people are told it in the thread.
+	KindProgress TransitionKind = "progress"
+	// KindStep is an execution step recorded for resumption (fence taken, write started, write accepted,
+	// handed over); it is audit, nobody is told.
+	KindStep TransitionKind = "step"
+)
+
 // Transition is one recorded move of a request.
 type Transition struct {
-	From Phase     `json:"from"`
-	To   Phase     `json:"to"`
-	At   time.Time `json:"at"`
-	By   Initiator `json:"by"`
-	Note string    `json:"note,omitempty"`
+	From Phase          `json:"from"`
+	To   Phase          `json:"to"`
+	At   time.Time      `json:"at"`
+	By   Initiator      `json:"by"`
+	Note string         `json:"note,omitempty"`
+	Kind TransitionKind `json:"kind,omitempty"`
+}
+
+// ExecutionState is the recorded progress of an execution, so another replica can resume it: a write recorded as
+// accepted is never sent again, only observed; a write started but not accepted has an unknown outcome.
+type ExecutionState struct {
+	// Deadline is when the operation's time budget runs out; it is set once, when execution starts.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// WriteStarted is set just before the one call that changes the world is sent.
+	WriteStarted time.Time `json:"writeStarted,omitzero"`
+	// WriteAccepted is set once that call returned; Written is what it returned (the AWS update id and target, or
+	// the applied objects' uid and generation).
+	WriteAccepted time.Time       `json:"writeAccepted,omitzero"`
+	Written       json.RawMessage `json:"written,omitempty"`
+	// Handovers counts the replicas that handed the execution on (SIGTERM) or left it (crash) before it ended.
+	Handovers int `json:"handovers,omitempty"`
 }
 
 // Record is the stored state of a request: the request, its plan, approvals, result and history. Version increases
 // with every stored change; transitions are compare-and-set on it.
 type Record struct {
-	Request     Request      `json:"request"`
-	Fingerprint string       `json:"fingerprint"`
-	Phase       Phase        `json:"phase"`
-	Version     int64        `json:"version"`
-	Plan        *Plan        `json:"plan,omitempty"`
-	Approval    Approval     `json:"approval"`
-	Result      *Result      `json:"result,omitempty"`
-	Errors      []*Error     `json:"errors,omitempty"`
-	Owner       Initiator    `json:"owner"`
-	Fence       int64        `json:"fence,omitempty"`
-	Replica     string       `json:"replica,omitempty"`
-	CreatedAt   time.Time    `json:"createdAt"`
-	UpdatedAt   time.Time    `json:"updatedAt"`
-	History     []Transition `json:"history,omitempty"`
+	Request     Request   `json:"request"`
+	Fingerprint string    `json:"fingerprint"`
+	Phase       Phase     `json:"phase"`
+	Version     int64     `json:"version"`
+	Plan        *Plan     `json:"plan,omitempty"`
+	Approval    Approval  `json:"approval"`
+	Result      *Result   `json:"result,omitempty"`
+	Errors      []*Error  `json:"errors,omitempty"`
+	Owner       Initiator `json:"owner"`
+	Fence       int64     `json:"fence,omitempty"`
+	Replica     string    `json:"replica,omitempty"`
+	// Execution is the resumable progress of the execution, once it started.
+	Execution *ExecutionState `json:"execution,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	History   []Transition    `json:"history,omitempty"`
 	// Annotations let the surfaces remember where they told about the request (e.g. a Slack channel and ts); the
 	// engine only carries them.
 	Annotations map[string]string `json:"annotations,omitempty"`

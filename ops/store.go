@@ -39,6 +39,8 @@ type Locker interface {
 	Renew(ctx context.Context, l *Lock, ttl time.Duration) error
 	// Release frees the lock if the token still matches; a wrong token does nothing.
 	Release(ctx context.Context, l *Lock) error
+	// Check reports, in one step, whether the lock still carries l's token (ErrLockLost otherwise).
+	Check(ctx context.Context, l *Lock) error
 }
 
 // Lock is a held lock.

@@ -9,11 +9,12 @@ import (
 // would leave older orphaned executions unswept.
 const sweepLimit = 10000
 
-// Sweep expires approvals whose window closed and marks executions whose lease lapsed (their replica died) as
-// interrupted, reading the real state through the operation's Observer when it has one. It never re-executes.
-// It returns the records it changed.
+// Sweep expires approvals whose window closed and finds executions whose lease lapsed (their replica died). With a
+// queue those go back on it, so an executor resumes them from their recorded steps (an approved request whose
+// enqueue failed, too); without one they are marked interrupted after reading the real state through the
+// operation's Observer. It never re-sends a recorded write. It returns the records it changed.
 func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
-	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseAwaitingApproval, PhaseExecuting}, Limit: sweepLimit})
+	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseAwaitingApproval, PhaseApproved, PhaseExecuting}, Limit: sweepLimit})
 	if err != nil {
 		return nil, stateError("list active requests", err)
 	}
@@ -28,8 +29,17 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 			if !rec.Approval.ExpiresAt.IsZero() && !now.Before(rec.Approval.ExpiresAt) {
 				next, err = e.expire(ctx, rec)
 			}
+		case PhaseApproved:
+			// Approved a while ago and still not started: its enqueue may have failed.
+			if e.opts.Queue != nil && now.Sub(rec.UpdatedAt) > 2*e.opts.LockTTL {
+				err = e.requeueIfOrphaned(ctx, rec)
+			}
 		case PhaseExecuting:
-			next, err = e.interruptIfOrphaned(ctx, rec)
+			if e.opts.Queue != nil {
+				err = e.requeueIfOrphaned(ctx, rec)
+			} else {
+				next, err = e.interruptIfOrphaned(ctx, rec)
+			}
 		}
 		if errors.Is(err, ErrVersionConflict) {
 			continue
@@ -45,6 +55,15 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 	return changed, errors.Join(errs...)
 }
 
+// requeueIfOrphaned puts a request whose execution lease is free back on the queue.
+func (e *Engine) requeueIfOrphaned(ctx context.Context, rec *Record) error {
+	_, held, err := e.locks.Holder(ctx, executionScope(rec.ID()))
+	if err != nil || held {
+		return err
+	}
+	return e.opts.Queue.Enqueue(ctx, rec.ID())
+}
+
 func (e *Engine) interruptIfOrphaned(ctx context.Context, rec *Record) (*Record, error) {
 	_, held, err := e.locks.Holder(ctx, executionScope(rec.ID()))
 	if err != nil || held {
@@ -55,16 +74,7 @@ func (e *Engine) interruptIfOrphaned(ctx context.Context, rec *Record) (*Record,
 	if err != nil || rec.Phase != PhaseExecuting {
 		return nil, err
 	}
-	note := "replica " + rec.Replica + " stopped while executing; nothing was re-run"
-	var observed *Result
-	if op, lerr := e.catalog.Lookup(rec.Request.Operation); lerr == nil {
-		if o, ok := op.(Observer); ok {
-			if res, oerr := o.Observe(ctx, &rec.Request); oerr == nil {
-				observed = res
-				note += "; observed: " + res.Summary
-			}
-		}
-	}
+	observed, note := e.observe(ctx, rec, "the replica executing it stopped; nothing was re-run")
 	return e.move(ctx, rec, PhaseInterrupted, systemActor, note, func(r *Record) {
 		if observed != nil {
 			r.Result = observed

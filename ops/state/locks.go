@@ -118,6 +118,21 @@ func (s *Store) Release(ctx context.Context, l *ops.Lock) error {
 	return unavailable("release lock "+l.Scope.String(), err)
 }
 
+// Check reports whether l still holds its lock: one GET compared with its token, ops.ErrLockLost otherwise.
+func (s *Store) Check(ctx context.Context, l *ops.Lock) error {
+	raw, err := s.rdb.Get(ctx, s.lockKey(l.Scope)).Result()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("state: lock %s (fence %d) expired: %w", l.Scope, l.Fence, ops.ErrLockLost)
+	}
+	if err != nil {
+		return unavailable("check lock "+l.Scope.String(), err)
+	}
+	if !strings.HasPrefix(raw, l.Token+"|") {
+		return fmt.Errorf("state: lock %s (fence %d) is held by another holder: %w", l.Scope, l.Fence, ops.ErrLockLost)
+	}
+	return nil
+}
+
 func parseLock(scope ops.LockScope, raw string) (*ops.Lock, error) {
 	parts := strings.SplitN(raw, "|", 3)
 	if len(parts) != 3 {

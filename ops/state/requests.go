@@ -17,7 +17,10 @@ import (
 // time (ms); {p}:phase:<phase> holds the ids currently in that phase, with the same score. Both indexes drop
 // entries older than RequestTTL whenever they are written.
 
-// createScript: KEYS req, idx, phase index, audit; ARGV data, version, phase, ttl ms, score, id, trim-before score,
+// Both scripts also append the request's id and new version to the outbox stream ({p}:outbox), in the same step
+// as the change: the Slack side tells what the outbox holds, so no stored transition goes untold.
+
+// createScript: KEYS req, idx, phase index, audit, outbox; ARGV data, version, phase, ttl ms, score, id, trim-before score,
 // audit maxlen, audit event. Returns {1} when created, else {0, stored data}.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -31,10 +34,11 @@ for i = 2, 3 do
   redis.call('PEXPIRE', KEYS[i], ARGV[4])
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 'to', ARGV[3], 'event', ARGV[9])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 'version', ARGV[2])
 return {1}
 `)
 
-// updateScript: KEYS req, idx, new phase index, audit; ARGV expected version, data, new version, phase, ttl ms,
+// updateScript: KEYS req, idx, new phase index, audit, outbox; ARGV expected version, data, new version, phase, ttl ms,
 // score, id, phase index key prefix, trim-before score, audit maxlen, audit event. Returns 1 when stored, -1 on a
 // version mismatch, 0 when the record does not exist.
 var updateScript = redis.NewScript(`
@@ -53,6 +57,7 @@ for i = 2, 3 do
   redis.call('PEXPIRE', KEYS[i], ARGV[5])
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'to', ARGV[4], 'event', ARGV[11])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'version', ARGV[3])
 return 1
 `)
 
@@ -77,7 +82,7 @@ func (s *Store) Create(ctx context.Context, rec *ops.Record) (*ops.Record, bool,
 	if err != nil {
 		return nil, false, fmt.Errorf("state: encode audit event: %w", err)
 	}
-	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey()}
+	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey(), s.outboxKey()}
 	res, err := createScript.Run(ctx, s.rdb, keys, data, rec.Version, string(rec.Phase), ms(s.opts.RequestTTL),
 		score(rec), rec.ID(), s.trimBefore(), s.opts.AuditMaxLen, ev).Slice()
 	if err != nil {
@@ -121,7 +126,7 @@ func (s *Store) Update(ctx context.Context, rec *ops.Record, expect int64, ev op
 	if err != nil {
 		return fmt.Errorf("state: encode audit event: %w", err)
 	}
-	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey()}
+	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey(), s.outboxKey()}
 	n, err := updateScript.Run(ctx, s.rdb, keys, strconv.FormatInt(expect, 10), data, next.Version, string(rec.Phase),
 		ms(s.opts.RequestTTL), score(rec), rec.ID(), s.phaseKeyPrefix(), s.trimBefore(), s.opts.AuditMaxLen, evData).Int64()
 	if err != nil {

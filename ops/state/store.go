@@ -29,6 +29,9 @@ type Options struct {
 	AuditMaxLen int64
 	// Clock is the time source for index scores and trimming (default: the real clock).
 	Clock clockwork.Clock
+	// ClaimIdle is how long a queue or outbox entry may sit with a silent consumer before another claims it
+	// (default 30s). Executors touch their entries while they work, so only a dead consumer's entries idle.
+	ClaimIdle time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -49,6 +52,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
+	}
+	if o.ClaimIdle <= 0 {
+		o.ClaimIdle = 30 * time.Second
 	}
 	return o
 }

@@ -1,0 +1,230 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Queue is the durable execution queue: approving a request enqueues it, and executors on every replica take work
+// from it. A delivery stays pending until Done; one whose consumer died is delivered again to another consumer.
+// ops/state implements it with a Redis stream and a consumer group.
+type Queue interface {
+	// Enqueue adds an execution of request id.
+	Enqueue(ctx context.Context, id string) error
+	// Next waits up to wait for a delivery (nil when there is none), claiming first the pending deliveries of
+	// consumers that went silent.
+	Next(ctx context.Context, consumer string, wait time.Duration) (*Delivery, error)
+	// Touch tells the queue the consumer is still working on d, so it is not delivered to another one.
+	Touch(ctx context.Context, consumer string, d *Delivery) error
+	// Done removes d from the queue.
+	Done(ctx context.Context, d *Delivery) error
+}
+
+// Delivery is one queue entry handed to a consumer.
+type Delivery struct {
+	// RequestID is the request to execute.
+	RequestID string
+	// Entry is the queue's own id of the entry.
+	Entry string
+}
+
+// ErrHandover is the cause of an execution's cancellation when its replica stops: the execution is handed to
+// another replica, which resumes it from its recorded steps.
+var ErrHandover = errors.New("ops: this replica is stopping; the execution is handed over to another replica")
+
+// ExecutorOptions tune the executors of a replica.
+type ExecutorOptions struct {
+	// Workers bounds the executions this replica runs at once (default 16).
+	Workers int
+	// PerCluster bounds the executions of one cluster this replica runs at once (default 4; 0 takes it).
+	PerCluster int
+	// Poll is how long a worker waits on the queue before looking again (default 1s).
+	Poll time.Duration
+}
+
+func (o ExecutorOptions) withDefaults() ExecutorOptions {
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.PerCluster <= 0 {
+		o.PerCluster = 4
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	return o
+}
+
+// RunExecutors takes work from the queue until ctx ends, with at most opts.Workers executions at once. When ctx
+// ends, every in-flight execution is handed over at once: a write in flight finishes and is recorded, an
+// observation stops, and the request goes back on the queue for another replica. It returns when every worker has
+// stopped.
+func (e *Engine) RunExecutors(ctx context.Context, opts ExecutorOptions) error {
+	if e.opts.Queue == nil {
+		return errors.New("ops: the engine has no execution queue")
+	}
+	opts = opts.withDefaults()
+	run, handover := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer handover(nil)
+	slots := &clusterSlots{limit: opts.PerCluster, used: map[string]int{}}
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Go(func() { e.executorLoop(ctx, run, slots, opts) })
+	}
+	<-ctx.Done()
+	handover(ErrHandover)
+	wg.Wait()
+	return nil
+}
+
+// executorLoop takes deliveries while ctx lives; executions run in run, which is cancelled (ErrHandover) only
+// after ctx ends.
+func (e *Engine) executorLoop(ctx, run context.Context, slots *clusterSlots, opts ExecutorOptions) {
+	for ctx.Err() == nil {
+		d, err := e.opts.Queue.Next(ctx, e.opts.Replica, opts.Poll)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.report("", fmt.Errorf("take work from the execution queue: %w", err))
+				sleep(ctx, opts.Poll)
+			}
+			continue
+		}
+		if d == nil {
+			continue
+		}
+		e.deliver(run, d, slots, opts)
+	}
+}
+
+// deliver executes one delivery within the per-cluster limit and settles it with the queue.
+func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, opts ExecutorOptions) {
+	q := e.opts.Queue
+	settle := context.WithoutCancel(ctx)
+	rec, err := e.store.Get(ctx, d.RequestID)
+	if errors.Is(err, ErrNotFound) {
+		_ = q.Done(settle, d)
+		return
+	}
+	if err != nil {
+		e.report(d.RequestID, fmt.Errorf("read the request to execute: %w", err))
+		return // stays pending: delivered again once the state store answers
+	}
+	cluster := rec.Request.Target.Cluster
+	if !slots.take(cluster) {
+		// This replica runs enough of the cluster's executions: leave it for another replica (or later).
+		if err := q.Enqueue(settle, d.RequestID); err == nil {
+			_ = q.Done(settle, d)
+		}
+		sleep(ctx, opts.Poll)
+		return
+	}
+	defer slots.give(cluster)
+	stop := e.touching(ctx, d)
+	outcome := e.executeSafely(ctx, d.RequestID)
+	stop()
+	switch outcome {
+	case outcomeHandedOver:
+		if err := q.Enqueue(settle, d.RequestID); err != nil {
+			e.report(d.RequestID, fmt.Errorf("hand the execution over: %w", err))
+			return // stays pending in this consumer: claimed by another replica once it goes silent
+		}
+		_ = q.Done(settle, d)
+	case outcomeElsewhere, outcomeRetry:
+		// Another replica is on it, or the state store failed: leave the entry pending. It is claimed again once
+		// it idles, and the sweep re-enqueues executions whose replica went away.
+	default:
+		if err := q.Done(settle, d); err != nil {
+			e.report(d.RequestID, fmt.Errorf("settle the queue entry: %w", err))
+		}
+	}
+}
+
+// touching keeps a delivery claimed while it executes.
+func (e *Engine) touching(ctx context.Context, d *Delivery) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := e.opts.Clock.NewTicker(e.opts.LockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.Chan():
+				if err := e.opts.Queue.Touch(ctx, e.opts.Replica, d); err != nil {
+					e.report(d.RequestID, fmt.Errorf("keep the queue entry claimed: %w", err))
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// executeSafely runs one execution; a panic fails that request (E_INTERNAL, stack reported), never the process.
+func (e *Engine) executeSafely(ctx context.Context, id string) (out outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			e.report(id, fmt.Errorf("panic while executing: %v\n%s", v, stack))
+			e.failInternal(context.WithoutCancel(ctx), id, fmt.Sprintf("%v", v))
+			out = outcomeFinished
+		}
+	}()
+	_, out, _ = e.execute(ctx, id)
+	return out
+}
+
+// failInternal ends an executing request failed after a panic.
+func (e *Engine) failInternal(ctx context.Context, id string, what string) {
+	_, _ = e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
+		if rec.Phase != PhaseExecuting && rec.Phase != PhaseApproved {
+			return rec, nil
+		}
+		ue := Errorf(CodeInternal, "", "tell the platform team; the log has the stack", "HyperOps failed internally while executing (%s)", what)
+		return e.move(ctx, rec, PhaseFailed, systemActor, ue.Message, func(r *Record) { r.Errors = append(r.Errors, ue) })
+	})
+}
+
+func (e *Engine) report(id string, err error) {
+	if e.opts.OnError != nil {
+		e.opts.OnError(id, err)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// clusterSlots counts this replica's executions per cluster.
+type clusterSlots struct {
+	mu    sync.Mutex
+	limit int
+	used  map[string]int
+}
+
+func (s *clusterSlots) take(cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used[cluster] >= s.limit {
+		return false
+	}
+	s.used[cluster]++
+	return true
+}
+
+func (s *clusterSlots) give(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.used[cluster]--
+}
