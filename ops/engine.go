@@ -334,9 +334,14 @@ func (e *Engine) moveKind(ctx context.Context, rec *Record, to Phase, by Initiat
 }
 
 func (e *Engine) notify(ctx context.Context, rec *Record, t Transition) {
-	if e.opts.Notifier != nil {
-		e.opts.Notifier.Changed(ctx, rec, t)
+	if e.opts.Notifier == nil {
+		return
 	}
+	if pn, ok := e.opts.Notifier.(ProgressNotifier); ok && t.Kind == KindProgress {
+		pn.Progress(ctx, rec, t.Note)
+		return
+	}
+	e.opts.Notifier.Changed(ctx, rec, t)
 }
 
 // stateError turns storage failures into E_STATE_UNAVAILABLE (fail closed) and keeps other errors.

@@ -39,7 +39,7 @@ func (o *bootstrapOp) Spec() ops.Spec {
 	return ops.Spec{
 		Name: OpBootstrapCluster, Domain: "bootstrap", Slash: "bootstrap hyperpod template=", Mutates: true,
 		Summary:  "Create the cluster's SageMaker HyperPod cluster on its EKS cluster from a registered template",
-		Baseline: ops.RiskHigh, Params: bootstrapParams,
+		Baseline: ops.RiskHigh, Params: bootstrapParams, Budget: ops.BudgetBootstrap,
 		Lock: func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },
 	}
 }

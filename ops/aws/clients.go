@@ -22,7 +22,7 @@ const PricingRegion = "us-east-1"
 // The defaults of the polling that follows an accepted change.
 const (
 	DefaultPollInterval = 15 * time.Second
-	DefaultWaitTimeout  = 90 * time.Minute
+	DefaultWaitTimeout  = 4 * time.Hour
 )
 
 // Clients are the SDK clients HyperOps uses, one SageMaker and one EKS client per registered cluster (in the

@@ -1,6 +1,8 @@
 package aws
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -109,4 +111,60 @@ func autoPatchConfig(a *smtypes.ClusterAutoPatchConfigDetails) *smtypes.ClusterA
 		out.PatchSchedule = &smtypes.ClusterPatchSchedule{NextPatchDate: s.NextPatchDate}
 	}
 	return out
+}
+
+// groupSpec is an UpdateCluster instance group as a plan carries it (Plan.Actions). The SDK's storage configs are a
+// union (an interface), which encoding/json cannot decode, so they travel as tagged members.
+type groupSpec struct {
+	smtypes.ClusterInstanceGroupSpecification
+}
+
+type groupSpecJSON struct {
+	Spec    smtypes.ClusterInstanceGroupSpecification `json:"spec"`
+	Storage []storageJSON                             `json:"storage,omitempty"`
+}
+
+type storageJSON struct {
+	EBS        *smtypes.ClusterEbsVolumeConfig  `json:"ebs,omitempty"`
+	FsxLustre  *smtypes.ClusterFsxLustreConfig  `json:"fsxLustre,omitempty"`
+	FsxOpenZfs *smtypes.ClusterFsxOpenZfsConfig `json:"fsxOpenZfs,omitempty"`
+}
+
+func (g groupSpec) MarshalJSON() ([]byte, error) {
+	out := groupSpecJSON{Spec: g.ClusterInstanceGroupSpecification}
+	out.Spec.InstanceStorageConfigs = nil
+	for _, c := range g.InstanceStorageConfigs {
+		switch m := c.(type) {
+		case *smtypes.ClusterInstanceStorageConfigMemberEbsVolumeConfig:
+			out.Storage = append(out.Storage, storageJSON{EBS: &m.Value})
+		case *smtypes.ClusterInstanceStorageConfigMemberFsxLustreConfig:
+			out.Storage = append(out.Storage, storageJSON{FsxLustre: &m.Value})
+		case *smtypes.ClusterInstanceStorageConfigMemberFsxOpenZfsConfig:
+			out.Storage = append(out.Storage, storageJSON{FsxOpenZfs: &m.Value})
+		default:
+			return nil, fmt.Errorf("instance group %s: storage config %T is not known to HyperOps", awssdk.ToString(g.InstanceGroupName), c)
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (g *groupSpec) UnmarshalJSON(b []byte) error {
+	var in groupSpecJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	g.ClusterInstanceGroupSpecification = in.Spec
+	for i, s := range in.Storage {
+		switch {
+		case s.EBS != nil:
+			g.InstanceStorageConfigs = append(g.InstanceStorageConfigs, &smtypes.ClusterInstanceStorageConfigMemberEbsVolumeConfig{Value: *s.EBS})
+		case s.FsxLustre != nil:
+			g.InstanceStorageConfigs = append(g.InstanceStorageConfigs, &smtypes.ClusterInstanceStorageConfigMemberFsxLustreConfig{Value: *s.FsxLustre})
+		case s.FsxOpenZfs != nil:
+			g.InstanceStorageConfigs = append(g.InstanceStorageConfigs, &smtypes.ClusterInstanceStorageConfigMemberFsxOpenZfsConfig{Value: *s.FsxOpenZfs})
+		default:
+			return fmt.Errorf("storage config %d names no member", i)
+		}
+	}
+	return nil
 }

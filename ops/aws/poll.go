@@ -20,6 +20,9 @@ type check func(ctx context.Context) (status string, done bool, fatal, read erro
 // wait polls check every PollInterval until it is done, fails, or WaitTimeout passes.
 func (c *Clients) wait(ctx context.Context, what string, fn check) error {
 	timeout := c.waitTimeout()
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)) // the execution's budget, set by the engine
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(c.pollInterval())

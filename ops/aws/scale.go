@@ -38,7 +38,7 @@ func (o *scaleOp) Spec() ops.Spec {
 	return ops.Spec{
 		Name: OpScaleCapacity, Domain: "capacity", Slash: "capacity scale group= count=", Mutates: true,
 		Summary:  "Scale a HyperPod instance group or an EKS managed node group to a number of instances",
-		Baseline: ops.RiskLow, Params: scaleParams,
+		Baseline: ops.RiskLow, Params: scaleParams, Budget: ops.BudgetCapacity,
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "capacity", Name: r.Params.String("group")}
 		},
@@ -170,6 +170,9 @@ func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error)
 		p.Summary = fmt.Sprintf("Scale %s %s of %s from %d to %d × %s", kindLabel(g.Kind), g.Name, g.Cluster, g.Target, to, g.InstanceType())
 	}
 	p.Changes = []ops.Change{ch}
+	if p.Actions, err = json.Marshal(action(g, to)); err != nil {
+		return nil, fmt.Errorf("encode the AWS request: %w", err)
+	}
 	if len(g.InstanceTypes) > 1 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("node group %s mixes %s; priced as %s", g.Name, strings.Join(g.InstanceTypes, ", "), g.InstanceType()))
 	}
@@ -247,24 +250,146 @@ type ScaleResult struct {
 	UpdateID string `json:"updateId,omitempty"`
 }
 
-// Execute asks AWS for the new count, unless it already targets it (a re-run is harmless), and waits until
-// the group has it and the cluster is back InService/ACTIVE, reporting each step.
-func (o *scaleOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+// scaleAction is the contract of a scale-capacity plan (Plan.Actions): exactly what Write sends.
+type scaleAction struct {
+	Kind       string `json:"kind"`
+	AWSCluster string `json:"awsCluster"`
+	Group      string `json:"group"`
+	From       int    `json:"from"`
+	To         int    `json:"to"`
+	// InstanceType is for the result's wording.
+	InstanceType string `json:"instanceType"`
+	// HyperPod is the instance group of UpdateCluster; EKS the scaling config of UpdateNodegroupConfig.
+	HyperPod *groupSpec                       `json:"hyperPod,omitempty"`
+	EKS      *ekstypes.NodegroupScalingConfig `json:"eks,omitempty"`
+}
+
+// scaleWritten is what Write recorded: the EKS update to follow (HyperPod has no update id; its group is read).
+type scaleWritten struct {
+	Sent     bool   `json:"sent"`
+	UpdateID string `json:"updateId,omitempty"`
+}
+
+// action builds the exact AWS request of a plan.
+func action(g *groupState, to int) scaleAction {
+	a := scaleAction{Kind: g.Kind, AWSCluster: g.Cluster, Group: g.Name, From: g.Target, To: to, InstanceType: g.InstanceType()}
+	if g.Target == to {
+		return a
+	}
+	if g.Kind == KindHyperPodGroup {
+		a.HyperPod = &groupSpec{updateSpec(g.hp, to)}
+		return a
+	}
+	sc := &ekstypes.NodegroupScalingConfig{DesiredSize: awssdk.Int32(int32(to))}
+	if to > g.Max {
+		sc.MaxSize = awssdk.Int32(int32(to))
+	}
+	if to < g.Min {
+		sc.MinSize = awssdk.Int32(int32(to))
+	}
+	a.EKS = sc
+	return a
+}
+
+func planned(plan *ops.Plan) (scaleAction, error) {
+	var a scaleAction
+	if plan == nil || len(plan.Actions) == 0 {
+		return a, ops.Errorf(ops.CodeInternal, "", "submit the request again", "the approved plan carries no AWS request to send")
+	}
+	if err := json.Unmarshal(plan.Actions, &a); err != nil {
+		return a, ops.Wrap(err, ops.CodeInternal, "", "submit the request again", "the approved plan's AWS request does not decode: %v", err)
+	}
+	return a, nil
+}
+
+// Recheck re-reads the group and the cluster's status, which is all the plan's hash covers.
+func (o *scaleOp) Recheck(ctx context.Context, req *ops.Request, _ *ops.Plan) (string, error) {
+	_, g, err := o.observe(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return g.observed(), nil
+}
+
+// Execute is Write then Await, for callers that run the operation in one go; without a plan it plans first, so
+// running it again once the group has its count sends nothing.
+func (o *scaleOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
+	if plan == nil {
+		p, err := o.Plan(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		plan = p
+	}
+	written, err := o.Write(ctx, req, plan, x)
+	if err != nil {
+		return nil, err
+	}
+	return o.Await(ctx, req, plan, written, x)
+}
+
+// Write sends exactly the plan's AWS request, after checking that this execution still holds its lock. EKS's
+// clientRequestToken comes from the request id and the fence, so a retry by the same holder is idempotent at AWS
+// and a later holder's request is a new one.
+func (o *scaleOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
+	a, err := planned(plan)
+	if err != nil {
+		return nil, err
+	}
 	t, err := o.c.cluster(req.Target.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	count, _ := req.Params.Int("count")
-	g, err := o.c.findGroup(ctx, t, req.Params.String("group"))
+	if a.HyperPod == nil && a.EKS == nil {
+		ops.Progress(ctx, "%s already targets %d instances; waiting for AWS to get there", a.Group, a.To)
+		return json.Marshal(scaleWritten{})
+	}
+	if err := x.Check(ctx); err != nil {
+		return nil, err
+	}
+	if a.HyperPod != nil {
+		_, err := t.sm.UpdateCluster(ctx, &sagemaker.UpdateClusterInput{
+			ClusterName: awssdk.String(a.AWSCluster), InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{a.HyperPod.ClusterInstanceGroupSpecification},
+		})
+		if err != nil {
+			return nil, awsError(serviceSageMaker, "UpdateCluster", err)
+		}
+		ops.Progress(ctx, "UpdateCluster accepted: %s %d → %d × %s", a.Group, a.From, a.To, a.InstanceType)
+		return json.Marshal(scaleWritten{Sent: true})
+	}
+	out, err := t.eks.UpdateNodegroupConfig(ctx, &eks.UpdateNodegroupConfigInput{
+		ClusterName: awssdk.String(a.AWSCluster), NodegroupName: awssdk.String(a.Group), ScalingConfig: a.EKS,
+		ClientRequestToken: awssdk.String(clientToken(req.ID, x.Fence)),
+	})
+	if err != nil {
+		return nil, awsError(serviceEKS, "UpdateNodegroupConfig", err)
+	}
+	id := awssdk.ToString(out.Update.Id)
+	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", a.Group, a.From, a.To, id)
+	return json.Marshal(scaleWritten{Sent: true, UpdateID: id})
+}
+
+// Await watches the group until AWS reports the change done (or failed), reporting each step. It sends nothing,
+// so a replica resuming a request whose write was recorded only observes.
+func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, _ ops.Execution) (*ops.Result, error) {
+	a, err := planned(plan)
 	if err != nil {
 		return nil, err
 	}
-	res := ScaleResult{Cluster: t.name, AWSCluster: g.Cluster, Kind: g.Kind, Group: g.Name, InstanceType: g.InstanceType(),
-		From: g.Target, To: int(count)}
-	if g.Kind == KindHyperPodGroup {
-		err = o.scaleHyperPod(ctx, t, g, int(count), &res)
+	var w scaleWritten
+	if err := json.Unmarshal(written, &w); err != nil {
+		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the group with /hp capacity show", "the recorded write does not decode")
+	}
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	res := ScaleResult{Cluster: t.name, AWSCluster: a.AWSCluster, Kind: a.Kind, Group: a.Group, InstanceType: a.InstanceType,
+		From: a.From, To: a.To, UpdateID: w.UpdateID}
+	if a.Kind == KindHyperPodGroup {
+		err = o.awaitHyperPod(ctx, t, a, &res)
 	} else {
-		err = o.scaleNodegroup(ctx, t, g, int(count), req.ID, &res)
+		err = o.awaitNodegroup(ctx, t, a, w, &res)
 	}
 	if err != nil {
 		return nil, err
@@ -272,32 +397,18 @@ func (o *scaleOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ 
 	return o.result(ctx, t, &res), nil
 }
 
-func (o *scaleOp) scaleHyperPod(ctx context.Context, t *target, g *groupState, count int, res *ScaleResult) error {
-	if g.Target == count {
-		ops.Progress(ctx, "%s already targets %d instances; waiting for AWS to get there", g.Name, count)
-	} else {
-		if err := checkGroup(t, g); err != nil {
-			return err
-		}
-		_, err := t.sm.UpdateCluster(ctx, &sagemaker.UpdateClusterInput{
-			ClusterName:    awssdk.String(g.Cluster),
-			InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{updateSpec(g.hp, count)},
-		})
-		if err != nil {
-			return awsError(serviceSageMaker, "UpdateCluster", err)
-		}
-		ops.Progress(ctx, "UpdateCluster accepted: %s %d → %d × %s", g.Name, g.Target, count, g.InstanceType())
-	}
-	up := count >= g.Target
-	return o.c.wait(ctx, fmt.Sprintf("%s of %s to reach %d", g.Name, g.Cluster, count), func(ctx context.Context) (string, bool, error, error) {
+func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, res *ScaleResult) error {
+	count := a.To
+	up := count >= a.From
+	return o.c.wait(ctx, fmt.Sprintf("%s of %s to reach %d", a.Group, a.AWSCluster, count), func(ctx context.Context) (string, bool, error, error) {
 		out, err := o.c.describeHyperPod(ctx, t)
 		if err != nil {
 			return "", false, nil, err
 		}
-		now := hyperPodGroup(out, g.Name)
+		now := hyperPodGroup(out, a.Group)
 		if now == nil {
 			return "", false, ops.Errorf(ops.CodeAWSError, "group", "check the cluster with /hp capacity show",
-				"instance group %s disappeared from %s while scaling", g.Name, g.Cluster), nil
+				"instance group %s disappeared from %s while scaling", a.Group, a.AWSCluster), nil
 		}
 		res.Status, res.Current = now.ClusterStatus, now.Current
 		status := fmt.Sprintf("%d/%d InService (cluster %s)", now.Current, count, now.ClusterStatus)
@@ -306,7 +417,7 @@ func (o *scaleOp) scaleHyperPod(ctx context.Context, t *target, g *groupState, c
 		}
 		if now.ClusterStatus == statusFailed || now.Status == statusFailed {
 			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the failure on AWS, fix its cause, then retry",
-				"scaling %s of %s failed: %s", g.Name, g.Cluster, failureText(now.Failure)), nil
+				"scaling %s of %s failed: %s", a.Group, a.AWSCluster, failureText(now.Failure)), nil
 		}
 		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
 		return status, done, nil, nil
@@ -320,59 +431,49 @@ func failureText(msg string) string {
 	return msg
 }
 
-// clientToken makes UpdateNodegroupConfig idempotent per request: a re-run gets the same update back.
-func clientToken(requestID string) string {
-	sum := sha256.Sum256([]byte(requestID))
+// clientToken makes UpdateNodegroupConfig idempotent per request and lock holder: a retry by the same holder
+// gets the same update back, and a later holder (a larger fence) sends a request of its own.
+func clientToken(requestID string, fence int64) string {
+	sum := sha256.Sum256([]byte(requestID + "/" + strconv.FormatInt(fence, 10)))
 	return "hyperops-" + hex.EncodeToString(sum[:16])
 }
 
-func (o *scaleOp) scaleNodegroup(ctx context.Context, t *target, g *groupState, count int, requestID string, res *ScaleResult) error {
-	if g.Target == count && g.Status == statusActive {
-		ops.Progress(ctx, "node group %s already has desiredSize %d", g.Name, count)
-		res.Status = g.Status
-		return nil
-	}
-	if g.Target != count {
-		if err := checkGroup(t, g); err != nil {
+func (o *scaleOp) awaitNodegroup(ctx context.Context, t *target, a scaleAction, w scaleWritten, res *ScaleResult) error {
+	count := a.To
+	if !w.Sent {
+		ng, err := o.c.describeNodegroup(ctx, t, a.Group)
+		if err != nil {
 			return err
 		}
-	}
-	sc := &ekstypes.NodegroupScalingConfig{DesiredSize: awssdk.Int32(int32(count))}
-	if count > g.Max {
-		sc.MaxSize = awssdk.Int32(int32(count))
-	}
-	if count < g.Min {
-		sc.MinSize = awssdk.Int32(int32(count))
-	}
-	out, err := t.eks.UpdateNodegroupConfig(ctx, &eks.UpdateNodegroupConfigInput{
-		ClusterName: awssdk.String(g.Cluster), NodegroupName: awssdk.String(g.Name), ScalingConfig: sc,
-		ClientRequestToken: awssdk.String(clientToken(requestID)),
-	})
-	if err != nil {
-		return awsError(serviceEKS, "UpdateNodegroupConfig", err)
-	}
-	id := awssdk.ToString(out.Update.Id)
-	res.UpdateID = id
-	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", g.Name, g.Target, count, id)
-	return o.c.wait(ctx, fmt.Sprintf("node group %s to reach %d", g.Name, count), func(ctx context.Context) (string, bool, error, error) {
-		u, err := t.eks.DescribeUpdate(ctx, &eks.DescribeUpdateInput{Name: awssdk.String(g.Cluster), UpdateId: awssdk.String(id),
-			NodegroupName: awssdk.String(g.Name)})
-		if err != nil {
-			return "", false, nil, awsError(serviceEKS, "DescribeUpdate", err)
+		res.Status = string(ng.Status)
+		if ng.Status == ekstypes.NodegroupStatusActive {
+			ops.Progress(ctx, "node group %s already has desiredSize %d", a.Group, count)
+			return nil
 		}
-		ng, err := o.c.describeNodegroup(ctx, t, g.Name)
+	}
+	id := w.UpdateID
+	return o.c.wait(ctx, fmt.Sprintf("node group %s to reach %d", a.Group, count), func(ctx context.Context) (string, bool, error, error) {
+		ng, err := o.c.describeNodegroup(ctx, t, a.Group)
 		if err != nil {
 			return "", false, nil, err
 		}
 		res.Status = string(ng.Status)
+		if id == "" {
+			return fmt.Sprintf("node group %s", ng.Status), ng.Status == ekstypes.NodegroupStatusActive, nil, nil
+		}
+		u, err := t.eks.DescribeUpdate(ctx, &eks.DescribeUpdateInput{Name: awssdk.String(a.AWSCluster), UpdateId: awssdk.String(id),
+			NodegroupName: awssdk.String(a.Group)})
+		if err != nil {
+			return "", false, nil, awsError(serviceEKS, "DescribeUpdate", err)
+		}
 		status := fmt.Sprintf("update %s, node group %s", u.Update.Status, ng.Status)
-		if k := o.kubeGroup(ctx, t.name, g.Name); k != nil {
+		if k := o.kubeGroup(ctx, t.name, a.Group); k != nil {
 			status += fmt.Sprintf(", %d/%d nodes Ready", k.Ready, count)
 		}
 		switch u.Update.Status {
 		case ekstypes.UpdateStatusFailed, ekstypes.UpdateStatusCancelled:
 			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the node group's health on AWS, fix its cause, then retry",
-				"scaling node group %s failed: %s", g.Name, updateErrors(u.Update.Errors)), nil
+				"scaling node group %s failed: %s", a.Group, updateErrors(u.Update.Errors)), nil
 		case ekstypes.UpdateStatusSuccessful:
 			return status, ng.Status == ekstypes.NodegroupStatusActive, nil, nil
 		}

@@ -73,9 +73,10 @@ func TestAgainstAPIServer(t *testing.T) {
 				t.Fatalf("re-plan against the server: %+v", ch)
 			}
 		}
-		// Even a forced apply of the same object (what a re-run would send) changes no generation.
+		// Even a forced apply of the same object (what a re-run by the same lock holder would send: the same
+		// fence) changes no generation.
 		d := first.DeepCopy()
-		if _, err := c.applyObject(ctx, res, mustDesired(t, e, op, params, res), false); err != nil {
+		if _, err := c.applyObject(ctx, res, fenced(mustDesired(t, e, op, params, res), nil, 1), false); err != nil {
 			t.Fatal(err)
 		}
 		second, err := c.getObject(ctx, res, testNS, name)

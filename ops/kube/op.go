@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperops/hyperops/config"
@@ -139,25 +141,17 @@ func ref(cluster string, res Resource, ns, name string) ops.ObjectRef {
 	return ops.ObjectRef{Cluster: cluster, Namespace: ns, APIVersion: res.APIVersion(), Kind: res.Kind, Name: name}
 }
 
-// planApply diffs every desired object against the cluster and validates it with a server-side dry run.
+// planApply diffs every desired object against the cluster and validates it with a server-side dry run (the
+// plan's only one). The objects go into the plan as its contract (Plan.Actions): Execute applies exactly those.
 func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
 	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings}
-	var observed strings.Builder
+	observed, changes, err := observeObjects(ctx, c, d.objects)
+	if err != nil {
+		return nil, err
+	}
+	p.Changes, p.Observed = changes, observed
 	objs := make([]*unstructured.Unstructured, 0, len(d.objects))
 	for _, o := range d.objects {
-		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
-		if err != nil {
-			return nil, err
-		}
-		if have != nil {
-			// A forced apply would take over someone else's object: only what HyperOps created is updated.
-			if err := requireManaged(o.res, have); err != nil {
-				return nil, err
-			}
-		}
-		ch, seen := diffObject(o.obj, have)
-		p.Changes = append(p.Changes, ch)
-		observed.WriteString(renderObserved(o.res.Kind, o.obj.GetName(), seen))
 		if _, err := c.applyObject(ctx, o.res, o.obj, true); err != nil {
 			return nil, err
 		}
@@ -168,14 +162,96 @@ func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
 		p.Cost = ops.Cost{}
 		p.Warnings = append(p.Warnings, "everything is already as requested: executing changes nothing and adds no cost")
 	}
-	p.Observed = observed.String()
 	m, err := manifest(objs...)
 	if err != nil {
 		return nil, err
 	}
 	p.Manifest = m
+	if p.Actions, err = encodeContract(d); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
+
+// observeObjects reads every object of a plan and renders the state its diff is computed against; a plan's
+// Observed, and what Recheck compares with it.
+func observeObjects(ctx context.Context, c *Cluster, objs []desiredObject) (string, []ops.Change, error) {
+	var observed strings.Builder
+	changes := make([]ops.Change, 0, len(objs))
+	for _, o := range objs {
+		have, err := c.getObject(ctx, o.res, o.obj.GetNamespace(), o.obj.GetName())
+		if err != nil {
+			return "", nil, err
+		}
+		if have != nil {
+			// A forced apply would take over someone else's object: only what HyperOps created is updated.
+			if err := requireManaged(o.res, have); err != nil {
+				return "", nil, err
+			}
+		}
+		ch, seen := diffObject(o.obj, have)
+		changes = append(changes, ch)
+		observed.WriteString(renderObserved(o.res.Kind, o.obj.GetName(), seen))
+	}
+	return observed.String(), changes, nil
+}
+
+// contract is what a plan of an apply-based operation carries (Plan.Actions): the exact objects and the objects
+// whose status is told afterwards.
+type contract struct {
+	Objects []contractObject `json:"objects"`
+	Watch   []ops.ObjectRef  `json:"watch,omitempty"`
+}
+
+type contractObject struct {
+	Group    string         `json:"group,omitempty"`
+	Version  string         `json:"version"`
+	Resource string         `json:"resource"`
+	Kind     string          `json:"kind"`
+	Object   json.RawMessage `json:"object"`
+}
+
+func encodeContract(d *desired) ([]byte, error) {
+	c := contract{Watch: d.watch}
+	for _, o := range d.objects {
+		raw, err := o.obj.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", o.res.Kind, o.obj.GetName(), err)
+		}
+		c.Objects = append(c.Objects, contractObject{Group: o.res.GVR.Group, Version: o.res.GVR.Version, Resource: o.res.GVR.Resource,
+			Kind: o.res.Kind, Object: raw})
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode the plan's objects: %w", err)
+	}
+	return b, nil
+}
+
+func decodeContract(plan *ops.Plan) (*desired, error) {
+	if plan == nil || len(plan.Actions) == 0 {
+		return nil, ops.Errorf(ops.CodeInternal, "", "submit the request again", "the approved plan carries no objects to apply")
+	}
+	var c contract
+	if err := json.Unmarshal(plan.Actions, &c); err != nil {
+		return nil, ops.Wrap(err, ops.CodeInternal, "", "submit the request again", "the approved plan's objects do not decode: %v", err)
+	}
+	d := &desired{summary: plan.Summary, watch: c.Watch}
+	for _, o := range c.Objects {
+		res := Resource{GVR: schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}, Kind: o.Kind}
+		obj := &unstructured.Unstructured{}
+		// Unstructured's own decoding keeps integers as int64, as the builders made them (diffs compare text).
+		if err := obj.UnmarshalJSON(o.Object); err != nil {
+			return nil, ops.Wrap(err, ops.CodeInternal, "", "submit the request again", "the approved plan's %s does not decode: %v", o.Kind, err)
+		}
+		d.add(res, obj)
+	}
+	return d, nil
+}
+
+// FenceAnnotation carries the fencing number of the execution that last wrote an object; a write with a smaller
+// one (a lock holder that lost its lock) is refused.
+const FenceAnnotation = "hyperops.io/fence"
 
 // applyResult is the machine-readable outcome of an apply, per object.
 type applyResult struct {
@@ -183,11 +259,13 @@ type applyResult struct {
 	Name       string     `json:"name"`
 	Action     ops.Action `json:"action"`
 	Generation int64      `json:"generation"`
+	UID        string     `json:"uid,omitempty"`
 }
 
-// executeApply server-side applies every object that differs from the cluster. Objects already as desired are not
-// written at all, so re-running a request is a no-op at the API server.
-func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (*ops.Result, error) {
+// executeApply server-side applies every object that differs from the cluster, each carrying the execution's
+// fence and the resourceVersion it was read at, right after checking that the execution still holds its lock.
+// Objects already as desired are not written at all, so re-running a request is a no-op at the API server.
+func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x ops.Execution) (*ops.Result, error) {
 	res := &ops.Result{Watch: d.watch}
 	// Read and check every object before writing any, so a refusal never leaves half an application behind.
 	changes := make([]ops.Change, len(d.objects))
@@ -201,6 +279,9 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (
 			if err := requireManaged(o.res, have); err != nil {
 				return res, err
 			}
+			if err := checkFence(o.res, have, x.Fence); err != nil {
+				return res, err
+			}
 		}
 		haves[i] = have
 		changes[i], _ = diffObject(o.obj, have)
@@ -211,16 +292,19 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (
 		ch := changes[i]
 		res.Objects = append(res.Objects, ref(cluster, o.res, o.obj.GetNamespace(), o.obj.GetName()))
 		if ch.Action == ops.ActionNoop {
-			out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, haves[i].GetGeneration()})
+			out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, haves[i].GetGeneration(), string(haves[i].GetUID())})
 			done = append(done, fmt.Sprintf("%s %s unchanged", o.res.Kind, o.obj.GetName()))
 			continue
 		}
-		applied, err := c.applyObject(ctx, o.res, o.obj, false)
+		if err := x.Check(ctx); err != nil {
+			return res, err
+		}
+		applied, err := c.applyObject(ctx, o.res, fenced(o.obj, haves[i], x.Fence), false)
 		if err != nil {
 			return res, err
 		}
 		ops.Progress(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
-		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration()})
+		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration(), string(applied.GetUID())})
 		done = append(done, fmt.Sprintf("%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action))
 	}
 	res.Summary = strings.Join(done, "; ")
@@ -229,6 +313,38 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (
 		res.Details = append(res.Details, ops.Detail{Label: a.Kind + " " + a.Name, Value: fmt.Sprintf("%s (generation %d)", a.Action, a.Generation)})
 	}
 	return res, nil
+}
+
+// checkFence refuses to write an object a later lock holder (a larger fence) already wrote.
+func checkFence(r Resource, have *unstructured.Unstructured, fence int64) error {
+	v, ok := have.GetAnnotations()[FenceAnnotation]
+	if !ok || fence == 0 {
+		return nil
+	}
+	theirs, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || theirs <= fence {
+		return nil
+	}
+	return ops.Errorf(ops.CodeLocked, "", "nothing was written; see the request that wrote it last",
+		"refused to write %s %s: it was written by a later lock holder (fence %d > %d)", r.Kind, have.GetName(), theirs, fence)
+}
+
+// fenced is the object to apply: the plan's, with the fence annotation, and the resourceVersion it was read at so
+// the API server refuses the apply (409) if anyone changed it since.
+func fenced(obj, have *unstructured.Unstructured, fence int64) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	if fence > 0 {
+		ann := out.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[FenceAnnotation] = strconv.FormatInt(fence, 10)
+		out.SetAnnotations(ann)
+	}
+	if have != nil {
+		out.SetResourceVersion(have.GetResourceVersion())
+	}
+	return out
 }
 
 // observeApply reports whether each desired object is in the cluster as desired, after an interrupted execution.
@@ -257,64 +373,143 @@ func observeApply(ctx context.Context, cluster string, c *Cluster, d *desired) (
 	return res, nil
 }
 
-// applyOperation builds a mutating operation from a guardrail check and a builder of the desired objects.
+// applyOperation builds a mutating operation from a guardrail check and a builder of the desired objects. Its
+// plan carries the exact objects (the contract); executing applies those, in two recorded steps: Write applies
+// them, Await runs after (e.g. waiting for a verify Job) on whichever replica resumes it.
 func (r *registry) applyOperation(spec ops.Spec, check func(t target, req *ops.Request) error,
 	build func(ctx context.Context, t target, req *ops.Request) (*desired, error),
 	after func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error,
 ) ops.Operation {
-	withTarget := func(ctx context.Context, req *ops.Request) (target, *Cluster, *desired, error) {
-		t, err := r.cs.resolve(req, true)
-		if err != nil {
-			return t, nil, nil, err
-		}
-		if err := check(t, req); err != nil {
-			return t, nil, nil, err
-		}
-		c, err := t.c.as(req)
-		if err != nil {
-			return t, nil, nil, err
-		}
-		t.c = c
-		d, err := build(ctx, t, req)
-		return t, c, d, err
+	return &applyOp{r: r, spec: spec, check: check, build: build, after: after}
+}
+
+type applyOp struct {
+	r     *registry
+	spec  ops.Spec
+	check func(t target, req *ops.Request) error
+	build func(ctx context.Context, t target, req *ops.Request) (*desired, error)
+	after func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error
+}
+
+var (
+	_ ops.Steps     = (*applyOp)(nil)
+	_ ops.Rechecker = (*applyOp)(nil)
+	_ ops.Observer  = (*applyOp)(nil)
+)
+
+func (o *applyOp) Spec() ops.Spec { return o.spec }
+
+func (o *applyOp) Validate(_ context.Context, req *ops.Request) error {
+	t, err := o.r.cs.resolve(req, true)
+	if err != nil {
+		return err
 	}
-	return &observedOperation{
-		operation: operation{
-			spec: spec,
-			validate: func(_ context.Context, req *ops.Request) error {
-				t, err := r.cs.resolve(req, true)
-				if err != nil {
-					return err
-				}
-				return check(t, req)
-			},
-			plan: func(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
-				_, c, d, err := withTarget(ctx, req)
-				if err != nil {
-					return nil, err
-				}
-				return planApply(ctx, c, d)
-			},
-			execute: func(ctx context.Context, req *ops.Request, _ *ops.Plan) (*ops.Result, error) {
-				t, c, d, err := withTarget(ctx, req)
-				if err != nil {
-					return nil, err
-				}
-				res, err := executeApply(ctx, t.cfg.Name, c, d)
-				if err != nil || after == nil {
-					return res, err
-				}
-				return res, after(ctx, t, req, res)
-			},
-		},
-		observe: func(ctx context.Context, req *ops.Request) (*ops.Result, error) {
-			t, c, d, err := withTarget(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			return observeApply(ctx, t.cfg.Name, c, d)
-		},
+	return o.check(t, req)
+}
+
+// clients resolves the target, runs the guardrail check and returns the clients the request's calls go through.
+func (o *applyOp) clients(req *ops.Request) (target, *Cluster, error) {
+	t, err := o.r.cs.resolve(req, true)
+	if err != nil {
+		return t, nil, err
 	}
+	if err := o.check(t, req); err != nil {
+		return t, nil, err
+	}
+	c, err := t.c.as(req)
+	if err != nil {
+		return t, nil, err
+	}
+	t.c = c
+	return t, c, nil
+}
+
+func (o *applyOp) withDesired(ctx context.Context, req *ops.Request) (target, *Cluster, *desired, error) {
+	t, c, err := o.clients(req)
+	if err != nil {
+		return t, nil, nil, err
+	}
+	d, err := o.build(ctx, t, req)
+	return t, c, d, err
+}
+
+func (o *applyOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
+	_, c, d, err := o.withDesired(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return planApply(ctx, c, d)
+}
+
+// Recheck reads only the planned objects (no builder, no node list, no dry run).
+func (o *applyOp) Recheck(ctx context.Context, req *ops.Request, plan *ops.Plan) (string, error) {
+	d, err := decodeContract(plan)
+	if err != nil {
+		return "", err
+	}
+	_, c, err := o.clients(req)
+	if err != nil {
+		return "", err
+	}
+	observed, _, err := observeObjects(ctx, c, d.objects)
+	return observed, err
+}
+
+// Execute is Write then Await for callers that run it in one go; without a plan it plans first.
+func (o *applyOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
+	if plan == nil {
+		p, err := o.Plan(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		plan = p
+	}
+	written, err := o.Write(ctx, req, plan, x)
+	if err != nil {
+		return nil, err
+	}
+	return o.Await(ctx, req, plan, written, x)
+}
+
+// Write applies exactly the plan's objects; what it records is the result with every object's uid and generation.
+func (o *applyOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
+	d, err := decodeContract(plan)
+	if err != nil {
+		return nil, err
+	}
+	t, c, err := o.clients(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := executeApply(ctx, t.cfg.Name, c, d, x)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// Await runs what comes after the apply (verify waits for its Job); it writes nothing.
+func (o *applyOp) Await(ctx context.Context, req *ops.Request, _ *ops.Plan, written []byte, _ ops.Execution) (*ops.Result, error) {
+	var res ops.Result
+	if err := json.Unmarshal(written, &res); err != nil {
+		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the objects with the status commands", "the recorded apply does not decode")
+	}
+	if o.after == nil {
+		return &res, nil
+	}
+	t, _, err := o.clients(req)
+	if err != nil {
+		return &res, err
+	}
+	return &res, o.after(ctx, t, req, &res)
+}
+
+func (o *applyOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+	t, c, d, err := o.withDesired(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return observeApply(ctx, t.cfg.Name, c, d)
 }
 
 func allNoop(chs []ops.Change) bool {

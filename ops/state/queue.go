@@ -135,7 +135,9 @@ var (
 func (s *Store) Queue() *Queue { return &Queue{st: stream{s: s, key: s.execKey(), group: execGroup}} }
 
 // Outbox returns the outbox kept in this store's Redis.
-func (s *Store) Outbox() *Outbox { return &Outbox{st: stream{s: s, key: s.outboxKey(), group: outboxGroup}} }
+func (s *Store) Outbox() *Outbox {
+	return &Outbox{st: stream{s: s, key: s.outboxKey(), group: outboxGroup}}
+}
 
 // Enqueue implements ops.Queue.
 func (q *Queue) Enqueue(ctx context.Context, id string) error {
