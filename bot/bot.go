@@ -41,8 +41,12 @@ type Options struct {
 	Limits *Limits
 	// SweepEvery is how often expired approvals and orphaned executions are swept (default 15s).
 	SweepEvery time.Duration
-	// JobTimeout bounds the handling of one envelope after its ack (default 10m: executions run in it).
+	// JobTimeout bounds the handling of one envelope after its ack: validating, planning, voting (default 2m).
+	// Executions never run in it: they go to the execution queue.
 	JobTimeout time.Duration
+	// ClaimIdle is how long a queue or outbox entry of a silent replica waits before another claims it
+	// (default 30s).
+	ClaimIdle time.Duration
 	// Replica names this process (default: the engine's random name).
 	Replica string
 	// Listener serves /healthz, /readyz and /metrics; nil listens on Config.Server.Listen.
@@ -70,28 +74,34 @@ type Bot struct {
 	watch   *watchBook
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
+	teller  *teller
 }
 
-// notifier forwards engine notifications to the handlers and counts them; it exists before the handlers do.
-type notifier struct {
-	h     *handlers.Handler
-	m     *Metrics
+// notifier counts the transitions this replica stores; telling people about them is the outbox's.
+type notifier struct{ m *Metrics }
+
+func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition) { n.m.transition(rec, t) }
+
+// teller is the handlers' outbox teller plus what follows a told success: watching the request's workloads.
+type teller struct {
+	*handlers.Teller
 	watch *watchBook
+	m     *Metrics
 	log   zerolog.Logger
 }
 
-func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
-	n.m.transition(rec, t)
-	n.h.Changed(ctx, rec, t)
-	if n.watch != nil && t.To == ops.PhaseSucceeded {
-		if err := n.watch.subscribeResult(ctx, rec); err != nil {
-			n.log.Warn().Err(err).Str("request", rec.ID()).Msg("watch: subscribing the request's workloads failed")
+func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
+	if err := t.Teller.Tell(ctx, rec, i); err != nil {
+		t.m.TellFailures.Inc()
+		return err
+	}
+	t.m.Told.Inc()
+	if tr := rec.History[i]; t.watch != nil && tr.Kind == ops.KindPhase && tr.To == ops.PhaseSucceeded {
+		if err := t.watch.subscribeResult(ctx, rec); err != nil {
+			t.log.Warn().Err(err).Str("request", rec.ID()).Msg("watch: subscribing the request's workloads failed")
 		}
 	}
-}
-
-func (n *notifier) Progress(ctx context.Context, rec *ops.Record, msg string) {
-	n.h.Progress(ctx, rec, msg)
+	return nil
 }
 
 // New wires a bot from opts without connecting anywhere yet.
@@ -104,7 +114,7 @@ func New(opts Options) (*Bot, error) {
 		opts.SweepEvery = 15 * time.Second
 	}
 	if opts.JobTimeout <= 0 {
-		opts.JobTimeout = 10 * time.Minute
+		opts.JobTimeout = 2 * time.Minute
 	}
 	limits := DefaultLimits()
 	if opts.Limits != nil {
@@ -120,14 +130,18 @@ func New(opts Options) (*Bot, error) {
 	api := slack.New(cfg.Slack.BotToken, apiOpts...)
 	sc := NewSlackClient(api, limits, m)
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
-		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock})
+		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
 	policy := approvals.New(cfg, sc, opts.Clock)
-	n := &notifier{m: m, log: opts.Log}
-	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
-		Replica: opts.Replica, Clock: opts.Clock, Notifier: n, Targets: targets{cfg},
-		Risk: ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
-	})
 	log := opts.Log
+	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: targets{cfg},
+		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
+		Queue: store.Queue(), Budgets: budgets(cfg),
+		OnError: func(id string, err error) {
+			m.EngineErrors.Inc()
+			log.Error().Err(err).Str("request", id).Msg("engine")
+		},
+	})
 	refs := &redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}
 	var sched *schedule.Scheduler
 	if opts.Clusters != nil {
@@ -142,14 +156,14 @@ func New(opts Options) (*Bot, error) {
 	}
 	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, opts.Catalog, sc,
 		refs, opts.Reporter)
-	n.h = h
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
+	b.teller = &teller{Teller: h.Teller(), m: m, log: log}
 	if opts.Clusters != nil {
 		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}
-		n.watch = b.watch
+		b.teller.watch = b.watch
 		h.SetWatches(b.watch)
 		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: b.watch, Holder: engine.Replica(),
 			LeaseTTL: opts.WatchLeaseTTL, OnError: func(cluster string, err error) {
@@ -157,6 +171,12 @@ func New(opts Options) (*Bot, error) {
 			}})
 	}
 	return b, nil
+}
+
+func budgets(cfg *config.Config) map[ops.Budget]time.Duration {
+	b := cfg.Execution.Budgets
+	return map[ops.Budget]time.Duration{ops.BudgetKubernetes: b.Kubernetes.Std(), ops.BudgetCapacity: b.Capacity.Std(),
+		ops.BudgetBootstrap: b.Bootstrap.Std()}
 }
 
 func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
@@ -313,7 +333,7 @@ func (b *Bot) runWorkers(ctx context.Context) {
 }
 
 func (b *Bot) runLoops(ctx context.Context) {
-	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep}
+	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep, b.execute, b.tell}
 	if b.reports != nil {
 		loops = append(loops, b.reports.Run)
 	}
@@ -331,6 +351,19 @@ func (b *Bot) runLoops(ctx context.Context) {
 	for range loops {
 		<-done
 	}
+}
+
+// execute runs this replica's executors until ctx ends, then hands their work over.
+func (b *Bot) execute(ctx context.Context) {
+	cfg := b.opts.Config.Execution
+	if err := b.engine.RunExecutors(ctx, ops.ExecutorOptions{Workers: cfg.Workers, PerCluster: cfg.PerCluster}); err != nil {
+		b.opts.Log.Error().Err(err).Msg("executors stopped")
+	}
+}
+
+// tell consumes the outbox: transitions are told to Slack here, apart from the executions that make them.
+func (b *Bot) tell(ctx context.Context) {
+	b.engine.RunTellers(ctx, b.store.Outbox(), b.teller, ops.TellerOptions{})
 }
 
 // sweep expires approvals and marks orphaned executions, on every replica (transitions are compare-and-set).

@@ -26,6 +26,10 @@ type Metrics struct {
 	RedisErrors    prometheus.Counter
 	WatchedObjects prometheus.Gauge
 	QueueDepth     prometheus.GaugeFunc
+	Told           prometheus.Counter
+	TellFailures   prometheus.Counter
+	EngineErrors   prometheus.Counter
+	Panics         prometheus.Counter
 }
 
 // NewMetrics registers the series on a new registry; queueDepth reports the worker queue's length.
@@ -46,8 +50,12 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 	m.RedisErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_redis_errors_total", Help: "Redis commands that failed (not counting nil answers)."})
 	m.WatchedObjects = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperops_watched_objects", Help: "Objects whose status changes are told in Slack threads."})
 	m.QueueDepth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hyperops_worker_queue_depth", Help: "Acked envelopes waiting for a worker."}, queueDepth)
-	m.Registry.MustRegister(m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
-		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth)
+	m.Told = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_outbox_told_total", Help: "Request history entries told from the outbox."})
+	m.TellFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_outbox_tell_failures_total", Help: "Attempts to tell an entry that failed (retried later)."})
+	m.EngineErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_engine_errors_total", Help: "Failures no caller waited for: queue, progress, panics."})
+	m.Panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_handler_panics_total", Help: "Envelopes whose handling panicked (logged with the stack)."})
+	m.Registry.MustRegister(m.Panics, m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
+		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.EngineErrors)
 	return m
 }
 

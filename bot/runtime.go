@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,11 +171,23 @@ func (r *runtime) busyDM(ctx context.Context, dm handlers.DM) {
 // work runs one worker until the queue is closed.
 func (r *runtime) work(ctx context.Context) {
 	for j := range r.jobs {
-		jctx, cancel := context.WithTimeout(ctx, r.timeout)
-		if err := r.handle(jctx, j.ev); err != nil {
-			r.log.Error().Err(err).Str("type", string(j.ev.Type)).Str("envelope", j.ev.Request.EnvelopeID).Msg("handling failed")
+		r.handleSafely(ctx, j)
+	}
+}
+
+// handleSafely handles one envelope; a panic is logged with its stack and never takes the process down.
+func (r *runtime) handleSafely(ctx context.Context, j job) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			r.metrics.Panics.Inc()
+			r.log.Error().Str("type", string(j.ev.Type)).Str("envelope", j.ev.Request.EnvelopeID).Str("panic", fmt.Sprint(v)).
+				Str("stack", string(debug.Stack())).Msg("handling panicked")
 		}
-		cancel()
+	}()
+	if err := r.handle(ctx, j.ev); err != nil {
+		r.log.Error().Err(err).Str("type", string(j.ev.Type)).Str("envelope", j.ev.Request.EnvelopeID).Msg("handling failed")
 	}
 }
 

@@ -13,6 +13,29 @@ type Config struct {
 	Reports   []Report  `yaml:"reports"`
 	Server    Server    `yaml:"server"`
 	Log       Log       `yaml:"log"`
+	Execution Execution `yaml:"execution"`
+}
+
+// Execution configures the executors: approved requests wait in a durable queue in Redis and every replica runs
+// some of them, apart from the Slack workers, each within its operation's time budget.
+type Execution struct {
+	// Workers bounds the executions one replica runs at once (default 16).
+	Workers int `yaml:"workers"`
+	// PerCluster bounds the executions of one cluster that one replica runs at once (default 4).
+	PerCluster int `yaml:"perCluster"`
+	// Budgets are how long an execution may take, per kind of operation.
+	Budgets Budgets `yaml:"budgets"`
+}
+
+// Budgets are execution time budgets; an execution still running when its budget ends fails (the change may still
+// complete on AWS, which the failure says).
+type Budgets struct {
+	// Kubernetes bounds applies to the cluster and what waits on them (default 5m).
+	Kubernetes Duration `yaml:"kubernetes"`
+	// Capacity bounds scaling a HyperPod instance group or an EKS node group (default 2h).
+	Capacity Duration `yaml:"capacity"`
+	// Bootstrap bounds creating a HyperPod cluster (default 4h).
+	Bootstrap Duration `yaml:"bootstrap"`
 }
 
 // Slack configures the Socket Mode connection, where commands are accepted and the bounded worker pool.

@@ -27,6 +27,11 @@ const (
 	DefaultLogLevel          = "info"
 	DefaultLogFormat         = LogAuto
 	defaultProfileServiceAcc = "default"
+	DefaultExecWorkers       = 16
+	DefaultExecPerCluster    = 4
+	DefaultKubernetesBudget  = Duration(5 * time.Minute)
+	DefaultCapacityBudget    = Duration(2 * time.Hour)
+	DefaultBootstrapBudget   = Duration(4 * time.Hour)
 )
 
 // DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
@@ -59,6 +64,11 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.Listen, DefaultListen)
 	setDefault(&c.Log.Level, DefaultLogLevel)
 	setDefault(&c.Log.Format, DefaultLogFormat)
+	setDefault(&c.Execution.Workers, DefaultExecWorkers)
+	setDefault(&c.Execution.PerCluster, DefaultExecPerCluster)
+	setDefault(&c.Execution.Budgets.Kubernetes, DefaultKubernetesBudget)
+	setDefault(&c.Execution.Budgets.Capacity, DefaultCapacityBudget)
+	setDefault(&c.Execution.Budgets.Bootstrap, DefaultBootstrapBudget)
 }
 
 func (s *Slack) applyDefaults() {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -29,6 +30,7 @@ func (c *Config) Validate() error {
 	c.validateReports(&l)
 	c.Server.validate(&l)
 	c.Log.validate(&l)
+	c.Execution.validate(&l)
 	return l.ps.err()
 }
 
@@ -63,6 +65,24 @@ func (s *Slack) validate(l *problemList) {
 	}
 	if s.QueueSize < 1 {
 		l.add("slack.queueSize", "must be at least 1 (0 means the default %d), got %d", DefaultQueueSize, s.QueueSize)
+	}
+}
+
+func (e *Execution) validate(l *problemList) {
+	if e.Workers < 1 {
+		l.add("execution.workers", "must be at least 1 (0 means the default %d), got %d", DefaultExecWorkers, e.Workers)
+	}
+	if e.PerCluster < 1 {
+		l.add("execution.perCluster", "must be at least 1 (0 means the default %d), got %d", DefaultExecPerCluster, e.PerCluster)
+	}
+	for _, b := range []struct {
+		at string
+		d  Duration
+	}{{"execution.budgets.kubernetes", e.Budgets.Kubernetes}, {"execution.budgets.capacity", e.Budgets.Capacity},
+		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}} {
+		if b.d < Duration(time.Second) {
+			l.add(b.at, "must be at least 1s (0 means the default), got %s", time.Duration(b.d))
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -96,105 +95,15 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 	if req.ID == "" {
 		req.ID = ops.NewRequestID()
 	}
-	var p *pendingPost
-	if h.cfg.ApprovalsChannel != "" {
-		p = &pendingPost{channel: h.cfg.ApprovalsChannel, onlyWhenAwaiting: true}
-		h.pending.Store(req.ID, p)
-		defer h.pending.Delete(req.ID)
-	}
-	ref := MessageRef{Kind: RefAgent, Channel: dm.Channel, ThreadTS: dm.thread()}
-	held := h.holdAgentThread(ctx, req, ref)
+	// The record keeps the agent's thread: the outbox tells it every transition, in order, whichever replica runs.
+	nonce := newSubmission()
+	req.Annotations = map[string]string{AnnAgentChannel: dm.Channel, AnnAgentThread: dm.thread(), AnnSubmission: nonce}
 	rec, err := h.engine.Submit(ctx, req)
-	_, perr := h.postAgent(ctx, dm, AgentBody(rec, req.ID, err))
-	if held != nil {
-		// Transitions told while the first reply was on its way were held back: tell the latest if it moved on.
-		latest := h.releaseAgentThread(req.ID, ref, held)
-		if perr == nil && latest != nil && (rec == nil || latest.Version > rec.Version) {
-			perr = h.replyAgent(ctx, dm, AgentBody(latest, req.ID, nil))
-		}
-		return perr
-	}
-	if perr != nil || rec == nil || rec.Phase.Terminal() || rec.Phase == "" {
-		return perr
-	}
-	return h.rememberAgentThread(ctx, rec.ID(), ref)
-}
-
-// agentHold holds back the transitions of a request told to an agent's thread until the first reply is posted.
-type agentHold struct {
-	mu       sync.Mutex
-	released bool
-	latest   *ops.Record
-}
-
-func agentHoldKey(id string, ref MessageRef) string {
-	return id + "\x00" + ref.Channel + "\x00" + ref.ThreadTS
-}
-
-// holdAgentThread remembers the agent's thread before the request is submitted, so no transition can happen
-// before the thread is known, and holds transitions back until the first reply is posted. It returns nil when the
-// thread could not be remembered first: read-only operations (nothing stored), a request id another caller owns,
-// or a store error; the thread is then remembered after the first reply, as before.
-func (h *Handler) holdAgentThread(ctx context.Context, req ops.Request, ref MessageRef) *agentHold {
-	op, err := h.catalog.Lookup(req.Operation)
-	if err != nil || !op.Spec().Mutates {
+	if createdBy(rec, nonce) {
 		return nil
 	}
-	if existing, err := h.engine.Get(ctx, req.ID); err == nil && existing != nil && existing.Owner.ID != req.Initiator.ID {
-		return nil // an idempotency conflict: this thread must not hear about another caller's request
-	}
-	hold := &agentHold{}
-	h.agentHolds.Store(agentHoldKey(req.ID, ref), hold)
-	if err := h.rememberAgentThread(ctx, req.ID, ref); err != nil {
-		h.agentHolds.Delete(agentHoldKey(req.ID, ref))
-		h.fail(err)
-		return nil
-	}
-	return hold
-}
-
-// releaseAgentThread ends the hold and returns the latest record whose transition was held back, if any.
-func (h *Handler) releaseAgentThread(id string, ref MessageRef, hold *agentHold) *ops.Record {
-	hold.mu.Lock()
-	defer hold.mu.Unlock()
-	hold.released = true
-	h.agentHolds.Delete(agentHoldKey(id, ref))
-	return hold.latest
-}
-
-// heldBack reports whether a transition for the agent's thread is held back (and keeps it as the latest).
-func (h *Handler) heldBack(rec *ops.Record, ref MessageRef) bool {
-	v, ok := h.agentHolds.Load(agentHoldKey(rec.ID(), ref))
-	if !ok {
-		return false
-	}
-	hold := v.(*agentHold)
-	hold.mu.Lock()
-	defer hold.mu.Unlock()
-	if hold.released {
-		return false
-	}
-	if hold.latest == nil || rec.Version > hold.latest.Version {
-		hold.latest = rec
-	}
-	return true
-}
-
-// rememberAgentThread keeps the agent's thread for later transitions, once per thread.
-func (h *Handler) rememberAgentThread(ctx context.Context, id string, ref MessageRef) error {
-	refs, err := h.refs.List(ctx, id)
-	if err != nil {
-		return fmt.Errorf("list the messages of %s: %w", id, err)
-	}
-	for _, r := range refs {
-		if r.Kind == RefAgent && r.Channel == ref.Channel && r.ThreadTS == ref.ThreadTS {
-			return nil
-		}
-	}
-	if err := h.refs.Add(ctx, id, ref); err != nil {
-		return fmt.Errorf("remember the agent thread of %s: %w", id, err)
-	}
-	return nil
+	// Not stored (read-only, or refused first), or the id names an existing request: answer here.
+	return h.replyAgent(ctx, dm, AgentBody(rec, req.ID, err))
 }
 
 // Busy answers a DM the bot had no room to take: nothing was done. Agents get the machine-readable reply with

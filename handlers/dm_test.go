@@ -10,16 +10,27 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// dmEngine answers Submit with a request awaiting approval; nothing is stored before it.
+// dmEngine answers Submit like the engine: the first submit of an id creates the record (keeping the caller's
+// annotations, as the store does) awaiting approval; a later one returns the stored record.
 type dmEngine struct {
 	Engine
+	mu        sync.Mutex
 	submitted *ops.Record
 }
 
 func (e *dmEngine) Submit(_ context.Context, req ops.Request) (*ops.Record, error) {
-	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 3, Owner: req.Initiator}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.submitted != nil {
+		return e.submitted.Clone(), nil
+	}
+	sys := ops.Initiator{Kind: ops.System, ID: "hyperops"}
+	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 3, Owner: req.Initiator,
+		Annotations: req.Annotations, History: []ops.Transition{
+			{To: ops.PhaseReceived, By: req.Initiator}, {From: ops.PhaseReceived, To: ops.PhasePlanned, By: sys},
+			{From: ops.PhasePlanned, To: ops.PhaseAwaitingApproval, By: sys}}}
 	e.submitted = rec
-	return rec, nil
+	return rec.Clone(), nil
 }
 
 func (e *dmEngine) Get(_ context.Context, id string) (*ops.Record, error) {
@@ -91,55 +102,51 @@ func (p *gatePoster) phases(thread string) []string {
 	return out
 }
 
-// TestAgentHearsTransitionsDuringFirstReply: a request that succeeds while its first reply is still being posted is
-// still told to the agent, once; one that succeeds later is told by the notifier, once.
-func TestAgentHearsTransitionsDuringFirstReply(t *testing.T) {
-	tests := []struct {
-		name string
-		// during: the engine finishes while the first reply is on its way; otherwise after it was posted.
-		during bool
-		want   []string
-	}{
-		{"succeeded while the first reply is posted", true, []string{string(ops.PhaseAwaitingApproval), string(ops.PhaseSucceeded)}},
-		{"succeeded after the first reply", false, []string{string(ops.PhaseAwaitingApproval), string(ops.PhaseSucceeded)}},
+// TestAgentThreadIsToldFromTheRecord: the agent's thread is stored in the request's record, so the outbox's teller
+// tells it every entry that matters, in order and once, whoever submitted; a second submit of the same id from
+// another thread gets the existing request there, and its thread never hears the first request's transitions.
+func TestAgentThreadIsToldFromTheRecord(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eng := &dmEngine{}
+	poster := &gatePoster{dm: "D1", posting: make(chan struct{}), release: make(chan struct{})}
+	close(poster.release)
+	h := New(Config{Agents: map[string]AgentInfo{"UAGENT": {Name: "ci", Operations: []string{"*"}}}},
+		eng, testCatalog(), poster, &memRefs{}, nil)
+	text := `{"operation":"stop-training-job","target":{"cluster":"c","namespace":"n"},"workload":{"name":"j"},"controls":{"requestId":"stop-1"}}`
+	first := DM{Channel: "D1", User: "UAGENT", TS: "1699999999.000100", Text: text}
+	if err := h.DirectMessage(ctx, first); err != nil {
+		t.Fatalf("DirectMessage: %v", err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			eng := &dmEngine{}
-			poster := &gatePoster{dm: "D1", posting: make(chan struct{}), release: make(chan struct{})}
-			h := New(Config{Agents: map[string]AgentInfo{"UAGENT": {Name: "ci", Operations: []string{"*"}}}},
-				eng, testCatalog(), poster, &memRefs{}, nil)
-			dm := DM{Channel: "D1", User: "UAGENT", TS: "1699999999.000100",
-				Text: `{"operation":"stop-training-job","target":{"cluster":"c","namespace":"n"},"workload":{"name":"j"},"controls":{"requestId":"stop-1"}}`}
-			done := make(chan error, 1)
-			go func() { done <- h.DirectMessage(ctx, dm) }()
-
-			finish := func() {
-				rec := *eng.submitted
-				rec.Phase, rec.Version = ops.PhaseSucceeded, rec.Version+3
-				h.Changed(ctx, &rec, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, By: ops.Initiator{Kind: ops.System, ID: "hyperops"}})
-			}
-			select {
-			case <-poster.posting:
-			case <-ctx.Done():
-				t.Fatal("the first reply was never posted")
-			}
-			if tc.during {
-				finish()
-			}
-			close(poster.release)
-			if err := <-done; err != nil {
-				t.Fatalf("DirectMessage: %v", err)
-			}
-			if !tc.during {
-				finish()
-			}
-			got := poster.phases(dm.TS)
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Fatalf("phases told in the agent's thread = %v, want %v", got, tc.want)
-			}
-		})
+	if got := poster.phases(first.TS); len(got) != 0 {
+		t.Fatalf("the submitting call answered %v itself; the outbox tells a request it created", got)
+	}
+	second := DM{Channel: "D1", User: "UAGENT", TS: "1699999999.000900", Text: text}
+	if err := h.DirectMessage(ctx, second); err != nil {
+		t.Fatalf("DirectMessage: %v", err)
+	}
+	if got := poster.phases(second.TS); fmt.Sprint(got) != "[awaiting-approval]" {
+		t.Fatalf("the second caller's thread got %v, want the existing request once", got)
+	}
+	rec := eng.submitted.Clone()
+	sys := ops.Initiator{Kind: ops.System, ID: "hyperops"}
+	for _, to := range []ops.Phase{ops.PhaseApproved, ops.PhaseExecuting, ops.PhaseSucceeded} {
+		rec.History = append(rec.History, ops.Transition{From: rec.Phase, To: to, By: sys})
+		rec.Phase = to
+		rec.Version++
+	}
+	rec.History = append(rec.History[:5], append([]ops.Transition{{From: ops.PhaseExecuting, To: ops.PhaseExecuting, By: sys,
+		Kind: ops.KindStep, Note: "fence 3"}}, rec.History[5:]...)...)
+	for i := range rec.History {
+		if err := h.Teller().Tell(ctx, rec, i); err != nil {
+			t.Fatalf("Tell %d: %v", i, err)
+		}
+	}
+	want := "[awaiting-approval approved executing succeeded]"
+	if got := poster.phases(first.TS); fmt.Sprint(got) != want {
+		t.Fatalf("phases told in the agent's thread = %v, want %v", got, want)
+	}
+	if got := poster.phases(second.TS); fmt.Sprint(got) != "[awaiting-approval]" {
+		t.Fatalf("the second thread heard the first request's transitions: %v", got)
 	}
 }

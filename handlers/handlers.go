@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/slack-go/slack"
 
@@ -128,10 +127,7 @@ type Handler struct {
 	reporter Reporter
 	watches  Watches
 	grammar  *Grammar
-	// pending maps request ids being submitted by this process to where their first message goes.
-	pending sync.Map
-	// agentHolds maps agent threads whose first reply is on its way to the transitions held back meanwhile.
-	agentHolds sync.Map
+	teller   *Teller
 }
 
 // New builds a Handler. reporter may be nil (reports then answer that they are not configured).
@@ -139,8 +135,10 @@ func New(cfg Config, engine Engine, catalog *ops.Catalog, poster Poster, refs Re
 	if cfg.Command == "" {
 		cfg.Command = "/hp"
 	}
-	return &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: poster, refs: refs, reporter: reporter,
+	h := &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: poster, refs: refs, reporter: reporter,
 		grammar: NewGrammar(cfg.Command, catalog.Specs())}
+	h.teller = &Teller{h: h}
+	return h
 }
 
 // Grammar returns the slash grammar built from the catalog.

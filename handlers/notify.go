@@ -2,71 +2,216 @@ package handlers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"sync"
 
 	"github.com/hyperops/hyperops/ops"
 )
 
-// Changed implements ops.Notifier: it posts the request's plan message on its first transition (when this process
-// submitted it), updates every plan message in place, replies in threads for the transitions that matter, answers
-// agents in their DM thread, and mirrors the transition to the audit channel.
-func (h *Handler) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
-	refs, err := h.refs.List(ctx, rec.ID())
-	if err != nil {
-		h.fail(fmt.Errorf("list the messages of %s: %w", rec.ID(), err))
-	}
-	justPosted := false
-	if !hasKind(refs, RefPlan) {
-		if ref, ok := h.postFirst(ctx, rec); ok {
-			refs = append(refs, ref)
-			justPosted = true
-		}
-	}
-	for _, ref := range refs {
-		switch ref.Kind {
-		case RefPlan:
-			h.updatePlan(ctx, rec, t, ref, justPosted)
-		case RefAgent:
-			if Tells(t) && !h.heldBack(rec, ref) {
-				m := AgentReply(AgentBody(rec, rec.ID(), nil))
-				m.ThreadTS = ref.ThreadTS
-				if _, err := h.poster.Post(ctx, ref.Channel, m); err != nil {
-					h.fail(fmt.Errorf("reply to agent about %s: %w", rec.ID(), err))
-				}
-			}
-		}
-	}
-	if h.cfg.AuditChannel != "" {
-		if _, err := h.poster.Post(ctx, h.cfg.AuditChannel, AuditLine(rec, t)); err != nil {
-			h.fail(fmt.Errorf("mirror %s to the audit channel: %w", rec.ID(), err))
-		}
-	}
+// Where a request's Slack messages go is decided when the request is created and stored in its record
+// (Record.Annotations), so whichever replica tells a transition posts it in the same place, and a second submit of
+// the same id can never move it.
+const (
+	// AnnChannel and AnnThread: the plan message is posted there at the request's first entry (slash commands).
+	AnnChannel = "slack.channel"
+	AnnThread  = "slack.thread"
+	// AnnAgentChannel and AnnAgentThread: an agent's DM thread, which gets the machine-readable replies.
+	AnnAgentChannel = "slack.agent.channel"
+	AnnAgentThread  = "slack.agent.thread"
+	// AnnSubmission is a nonce of the call that submitted the request: a caller finding its own nonce in the
+	// returned record created it, and leaves the telling to the outbox.
+	AnnSubmission = "slack.submission"
+)
+
+// newSubmission returns a fresh nonce for AnnSubmission.
+func newSubmission() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
-func (h *Handler) updatePlan(ctx context.Context, rec *ops.Record, t ops.Transition, ref MessageRef, justPosted bool) {
+// createdBy reports whether rec was created by the call that used nonce.
+func createdBy(rec *ops.Record, nonce string) bool {
+	return rec != nil && rec.Annotations[AnnSubmission] == nonce
+}
+
+// Teller tells people about requests from the engine's outbox (ops.Teller): the plan message, one thread reply per
+// entry that matters, the agent's machine-readable replies, the audit line. The engine calls Tell in order, once
+// per history entry across replicas, and Settle once after a run of entries.
+type Teller struct {
+	h *Handler
+	// settled remembers the last version each plan message was updated to, so a Settle with nothing new does not
+	// call Slack.
+	settled sync.Map
+}
+
+// Teller returns the handler's outbox teller.
+func (h *Handler) Teller() *Teller { return h.teller }
+
+var _ ops.Teller = (*Teller)(nil)
+
+// Tell implements ops.Teller.
+func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
+	h := tl.h
+	t := rec.History[i]
+	at := atEntry(rec, t)
+	refs, err := h.refs.List(ctx, rec.ID())
+	if err != nil {
+		return fmt.Errorf("list the messages of %s: %w", rec.ID(), err)
+	}
+	plan, hasPlan := findKind(refs, RefPlan)
+	if !hasPlan {
+		if channel, thread, ok := h.planRoute(rec, t); ok {
+			if _, err := tl.postPlan(ctx, rec, channel, thread); err != nil {
+				return err
+			}
+			return tl.tellAgent(ctx, rec, at, t)
+		}
+	} else if err := tl.reply(ctx, rec, at, t, plan); err != nil {
+		return err
+	}
+	if err := tl.tellAgent(ctx, rec, at, t); err != nil {
+		return err
+	}
+	if h.cfg.AuditChannel != "" && t.Kind == ops.KindPhase {
+		if _, err := h.poster.Post(ctx, h.cfg.AuditChannel, AuditLine(at, t)); err != nil {
+			return fmt.Errorf("mirror %s to the audit channel: %w", rec.ID(), err)
+		}
+	}
+	return nil
+}
+
+// atEntry is the record as it stood after entry t, for the replies that describe that entry.
+func atEntry(rec *ops.Record, t ops.Transition) *ops.Record {
+	if t.To == rec.Phase || t.To == "" {
+		return rec
+	}
+	at := *rec
+	at.Phase = t.To
+	return &at
+}
+
+// planRoute says where a request's plan message goes, if it has not been posted: where the command was typed, or,
+// for an agent's request, the approvals channel once it waits for approval.
+func (h *Handler) planRoute(rec *ops.Record, t ops.Transition) (channel, thread string, ok bool) {
+	if ch := rec.Annotations[AnnChannel]; ch != "" {
+		return ch, rec.Annotations[AnnThread], true
+	}
+	if rec.Request.Initiator.Kind == ops.Agent && h.cfg.ApprovalsChannel != "" && t.Kind == ops.KindPhase &&
+		t.To == ops.PhaseAwaitingApproval {
+		return h.cfg.ApprovalsChannel, "", true
+	}
+	return "", "", false
+}
+
+// postPlan posts the plan message with the latest record and remembers it.
+func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, channel, thread string) (MessageRef, error) {
+	h := tl.h
 	r := PlanMessage(rec)
-	if !justPosted {
-		if err := h.poster.Update(ctx, ref.Channel, ref.TS, r.Msg); err != nil {
-			h.fail(fmt.Errorf("update the message of %s: %w", rec.ID(), err))
-		}
+	r.Msg.ThreadTS = thread
+	ts, err := h.poster.Post(ctx, channel, r.Msg)
+	if err != nil {
+		return MessageRef{}, fmt.Errorf("post the plan of %s: %w", rec.ID(), err)
 	}
-	if reply, ok := TransitionReply(rec, t); ok && !justPosted {
-		reply.ThreadTS = ref.TS
-		if _, err := h.poster.Post(ctx, ref.Channel, reply); err != nil {
-			h.fail(fmt.Errorf("reply about %s: %w", rec.ID(), err))
-		}
+	ref := MessageRef{Kind: RefPlan, Channel: channel, TS: ts, ThreadTS: thread}
+	if err := h.refs.Add(ctx, rec.ID(), ref); err != nil {
+		return ref, fmt.Errorf("remember the message of %s: %w", rec.ID(), err)
 	}
-	// Long texts go to the thread once: the plan's when it is first shown, the result's when it arrives.
-	var files []File
-	switch {
-	case justPosted || (t.From == ops.PhasePlanned && rec.Plan != nil):
-		files = planFiles(r.Files)
-	case rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted):
-		files = resultFiles(r.Files)
+	tl.settled.Store(rec.ID(), rec.Version)
+	files := planFiles(r.Files)
+	if rec.Result != nil && rec.Phase.Terminal() {
+		files = r.Files
 	}
-	if err := h.upload(ctx, ref.Channel, ref.TS, files); err != nil {
+	if err := h.upload(ctx, channel, ts, files); err != nil {
 		h.fail(err)
 	}
+	return ref, nil
+}
+
+// reply tells one entry in the plan message's thread.
+func (tl *Teller) reply(ctx context.Context, rec, at *ops.Record, t ops.Transition, plan MessageRef) error {
+	h := tl.h
+	var m Msg
+	switch t.Kind {
+	case ops.KindStep:
+		return nil
+	case ops.KindProgress:
+		m = ProgressReply(rec, t.Note)
+	default:
+		var ok bool
+		if m, ok = TransitionReply(at, t); !ok {
+			return nil
+		}
+	}
+	m.ThreadTS = plan.TS
+	if _, err := h.poster.Post(ctx, plan.Channel, m); err != nil {
+		return fmt.Errorf("reply about %s: %w", rec.ID(), err)
+	}
+	if t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
+		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(rec).Files)); err != nil {
+			h.fail(err)
+		}
+	}
+	return nil
+}
+
+// tellAgent answers the agent's DM thread: the entries an agent needs (planned, approved, executing, the outcome)
+// with the machine-readable body, and progress as a line.
+func (tl *Teller) tellAgent(ctx context.Context, rec, at *ops.Record, t ops.Transition) error {
+	h := tl.h
+	channel, thread := rec.Annotations[AnnAgentChannel], rec.Annotations[AnnAgentThread]
+	if channel == "" {
+		return nil
+	}
+	var m Msg
+	switch {
+	case t.Kind == ops.KindProgress:
+		m = ProgressReply(rec, t.Note)
+	case AgentTells(t):
+		m = AgentReply(AgentBody(at, rec.ID(), nil))
+	default:
+		return nil
+	}
+	m.ThreadTS = thread
+	if _, err := h.poster.Post(ctx, channel, m); err != nil {
+		return fmt.Errorf("reply to agent about %s: %w", rec.ID(), err)
+	}
+	return nil
+}
+
+// AgentTells reports whether an agent's thread hears about an entry: every phase change a person's thread hears
+// of, and the end of planning (the plan, or the dry run's result).
+func AgentTells(t ops.Transition) bool {
+	if t.Kind != ops.KindPhase {
+		return false
+	}
+	return Tells(t) || t.From == ops.PhasePlanned && (t.To == ops.PhaseAwaitingApproval || t.To == ops.PhaseDone)
+}
+
+// Settle implements ops.Teller: every plan message of the request is updated in place to rec, once.
+func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
+	if v, ok := tl.settled.Load(rec.ID()); ok && v.(int64) >= rec.Version {
+		return nil
+	}
+	h := tl.h
+	refs, err := h.refs.List(ctx, rec.ID())
+	if err != nil {
+		return fmt.Errorf("list the messages of %s: %w", rec.ID(), err)
+	}
+	for _, ref := range refs {
+		if ref.Kind != RefPlan {
+			continue
+		}
+		m := PlanMessage(rec).Msg
+		m.Version = rec.Version
+		if err := h.poster.Update(ctx, ref.Channel, ref.TS, m); err != nil {
+			return fmt.Errorf("update the message of %s: %w", rec.ID(), err)
+		}
+	}
+	tl.settled.Store(rec.ID(), rec.Version)
+	return nil
 }
 
 func planFiles(fs []File) []File {
@@ -91,62 +236,13 @@ func resultFiles(fs []File) []File {
 
 func isOutput(f File) bool { return len(f.Name) > 11 && f.Name[len(f.Name)-11:] == "-output.txt" }
 
-// postFirst posts the plan message of a request this process is submitting, and remembers it.
-func (h *Handler) postFirst(ctx context.Context, rec *ops.Record) (MessageRef, bool) {
-	v, ok := h.pending.Load(rec.ID())
-	if !ok {
-		return MessageRef{}, false
-	}
-	p := v.(*pendingPost)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.posted || (p.onlyWhenAwaiting && rec.Phase != ops.PhaseAwaitingApproval) {
-		return MessageRef{}, false
-	}
-	r := PlanMessage(rec)
-	r.Msg.ThreadTS = p.threadTS
-	ts, err := h.poster.Post(ctx, p.channel, r.Msg)
-	if err != nil {
-		h.fail(fmt.Errorf("post the plan of %s: %w", rec.ID(), err))
-		return MessageRef{}, false
-	}
-	p.posted = true
-	ref := MessageRef{Kind: RefPlan, Channel: p.channel, TS: ts, ThreadTS: p.threadTS}
-	if err := h.refs.Add(ctx, rec.ID(), ref); err != nil {
-		h.fail(fmt.Errorf("remember the message of %s: %w", rec.ID(), err))
-	}
-	if err := h.upload(ctx, p.channel, ts, planFiles(r.Files)); err != nil {
-		h.fail(err)
-	}
-	return ref, true
-}
-
-// Progress implements ops.ProgressNotifier: a step of a running execution is told in the request's threads.
-func (h *Handler) Progress(ctx context.Context, rec *ops.Record, msg string) {
-	refs, err := h.refs.List(ctx, rec.ID())
-	if err != nil {
-		h.fail(fmt.Errorf("list the messages of %s: %w", rec.ID(), err))
-		return
-	}
-	for _, ref := range refs {
-		m := ProgressReply(rec, msg)
-		m.ThreadTS = ref.TS
-		if ref.Kind == RefAgent {
-			m.ThreadTS = ref.ThreadTS
-		}
-		if _, err := h.poster.Post(ctx, ref.Channel, m); err != nil {
-			h.fail(fmt.Errorf("tell progress of %s: %w", rec.ID(), err))
-		}
-	}
-}
-
-func hasKind(refs []MessageRef, k RefKind) bool {
+func findKind(refs []MessageRef, k RefKind) (MessageRef, bool) {
 	for _, r := range refs {
 		if r.Kind == k {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return MessageRef{}, false
 }
 
 func (h *Handler) fail(err error) {

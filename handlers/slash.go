@@ -6,23 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/ops"
 )
-
-// pendingPost says where the first message of a request being submitted by this process goes.
-type pendingPost struct {
-	channel  string
-	threadTS string
-	// onlyWhenAwaiting posts only once the request waits for approval (agent requests in the approvals channel).
-	onlyWhenAwaiting bool
-	posted           bool
-	mu               sync.Mutex
-}
 
 // Slash handles a slash command that was acked already.
 func (h *Handler) Slash(ctx context.Context, cmd slack.SlashCommand) error {
@@ -83,11 +72,12 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 	if !inv.Command.Spec.Mutates {
 		return h.read(ctx, req, who, channel, threadTS)
 	}
+	req.Annotations = map[string]string{AnnChannel: channel, AnnThread: threadTS}
 	if !isDM(channel) {
 		// Approvers of a request asked in a channel must be members of that channel, not of the approvals one.
-		req.Annotations = map[string]string{approvals.ChannelAnnotation: channel}
+		req.Annotations[approvals.ChannelAnnotation] = channel
 	}
-	return h.submit(ctx, req, who, channel, threadTS)
+	return h.submit(ctx, req, who, channel)
 }
 
 func (h *Handler) read(ctx context.Context, req ops.Request, who ops.Initiator, channel, threadTS string) error {
@@ -121,21 +111,17 @@ func (h *Handler) upload(ctx context.Context, channel, threadTS string, files []
 	return nil
 }
 
-// submit hands a mutating request to the engine. The plan message is posted on the request's first stored
-// transition (by the notifier), so a request refused before it is stored only answers the person who asked.
-func (h *Handler) submit(ctx context.Context, req ops.Request, who ops.Initiator, channel, threadTS string) error {
-	p := &pendingPost{channel: channel, threadTS: threadTS}
-	h.pending.Store(req.ID, p)
-	defer h.pending.Delete(req.ID)
+// submit hands a mutating request to the engine. Its plan message is posted from the outbox where the record says
+// (the channel it was asked in), so a request refused before it is stored only answers the person who asked, and
+// one whose id names an existing request shows that request to the asker without a second message.
+func (h *Handler) submit(ctx context.Context, req ops.Request, who ops.Initiator, channel string) error {
+	nonce := newSubmission()
+	req.Annotations[AnnSubmission] = nonce
 	rec, err := h.engine.Submit(ctx, req)
 	if rec == nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
-	p.mu.Lock()
-	posted := p.posted
-	p.mu.Unlock()
-	if !posted {
-		// Nothing was posted by this call: the id named an existing request; show where it stands.
+	if !createdBy(rec, nonce) {
 		msg := PlanMessage(rec).Msg
 		msg.Blocks = append([]slack.Block{contextBlock(fmt.Sprintf("request `%s` already exists; this is where it stands", rec.ID()))}, msg.Blocks...)
 		return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(msg))
