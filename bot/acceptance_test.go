@@ -9,8 +9,8 @@ import (
 
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -262,7 +262,17 @@ func TestExpiryAndStalePlan(t *testing.T) {
 	id := requestID(t, plan)
 	h.ops["scale-widget"].observed.Store("v2") // the cluster changed under the plan
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
-	h.waitFor("stale plan notice", func(s fakeslack.Snapshot) bool { return ephemeralWith(s, userLead1, string(ops.CodeStalePlan)) })
+	// The executor finds the change right before writing and sends the request back to approval: the thread says
+	// so, and the message shows the new plan with its buttons again.
+	h.waitFor("stale plan notice in the thread", func(s fakeslack.Snapshot) bool {
+		for _, r := range s.Messages[chOps] {
+			if r.ThreadTS == plan.TS && r.TS != plan.TS && strings.Contains(r.Text+string(r.Blocks), "plan changed since it was approved") {
+				m, _ := s.Message(chOps, plan.TS)
+				return hasButton(m, handlers.ActionApprove)
+			}
+		}
+		return false
+	})
 	if rec := h.record(id); rec.Phase != ops.PhaseAwaitingApproval || rec.Approval.Received() != 0 {
 		t.Fatalf("after a stale plan the request is %s with %d votes, want awaiting-approval with 0", rec.Phase, rec.Approval.Received())
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 

@@ -19,8 +19,8 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
 )

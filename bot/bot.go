@@ -80,7 +80,9 @@ type Bot struct {
 // notifier counts the transitions this replica stores; telling people about them is the outbox's.
 type notifier struct{ m *Metrics }
 
-func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition) { n.m.transition(rec, t) }
+func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition) {
+	n.m.transition(rec, t)
+}
 
 // teller is the handlers' outbox teller plus what follows a told success: watching the request's workloads.
 type teller struct {

@@ -83,6 +83,7 @@ type widgetOp struct {
 	observed atomic.Value // string
 	runs     atomic.Int64
 	hold     chan struct{} // when non-nil, Execute waits for it to close
+	entered  atomic.Int64  // Execute calls begun
 	// watch, when set, makes the workload (e.g. creates its Job) and names what the result asks to watch.
 	watch func(ctx context.Context, req *ops.Request) ([]ops.ObjectRef, error)
 }
@@ -129,6 +130,7 @@ func (w *widgetOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) 
 }
 
 func (w *widgetOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+	w.entered.Add(1)
 	if w.hold != nil {
 		select {
 		case <-w.hold:

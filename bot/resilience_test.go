@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -60,7 +60,7 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 	hold := make(chan struct{})
 	h := startWith(t, harnessOptions{
 		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
-		prepare: func(h *harness) { h.ops["submit-training-job"].hold = hold },
+		prepare: func(h *harness) { h.ops["get-widget"].hold = hold },
 	})
 	released := false
 	release := func() {
@@ -70,14 +70,12 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 		}
 	}
 	t.Cleanup(release)
-	h.slash(userAlice, chOps, "train submit name=first image=registry.example.com/t:1")
-	h.waitFor("the first request executing", func(s fakeslack.Snapshot) bool {
-		m := topLevel(s, chOps)
-		return len(m) == 1 && strings.Contains(m[0].Text, "executing")
-	})
-	h.slash(userAlice, chOps, "train submit name=second image=registry.example.com/t:1")
+	// Executions no longer run in the Slack workers; a read that waits holds the one worker.
+	h.slash(userAlice, chOps, "widget status name=first")
+	h.waitUntil("the first read running in the one worker", func() bool { return h.ops["get-widget"].entered.Load() == 1 })
+	h.slash(userAlice, chOps, "widget status name=second")
 	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
-	d := h.slash(userAlice, chOps, "train submit name=third image=registry.example.com/t:1")
+	d := h.slash(userAlice, chOps, "widget status name=third")
 	ack, err := d.Ack(h.ctx())
 	if err != nil {
 		t.Fatal(err)
@@ -90,17 +88,9 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 		t.Errorf("busy counter = %v, want 1", got)
 	}
 	release()
-	h.waitFor("both accepted requests succeeded", func(s fakeslack.Snapshot) bool {
-		n := 0
-		for _, m := range topLevel(s, chOps) {
-			if strings.Contains(m.Text, "succeeded") {
-				n++
-			}
-		}
-		return n == 2
-	})
-	if runs := h.ops["submit-training-job"].runs.Load(); runs != 2 {
-		t.Errorf("%d executions, want 2 (the busy one does nothing)", runs)
+	h.waitFor("both accepted requests answered", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) == 2 })
+	if runs := h.ops["get-widget"].entered.Load(); runs != 2 {
+		t.Errorf("%d reads ran, want 2 (the busy one does nothing)", runs)
 	}
 	assertAcksFast(t, h.srv.Snapshot())
 }
@@ -111,7 +101,7 @@ func TestQueueFullAnswersBusyDM(t *testing.T) {
 	hold := make(chan struct{})
 	h := startWith(t, harnessOptions{
 		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
-		prepare: func(h *harness) { h.ops["submit-training-job"].hold = hold },
+		prepare: func(h *harness) { h.ops["get-widget"].hold = hold },
 	})
 	released := false
 	release := func() {
@@ -121,12 +111,10 @@ func TestQueueFullAnswersBusyDM(t *testing.T) {
 		}
 	}
 	t.Cleanup(release)
-	h.slash(userAlice, chOps, "train submit name=first image=registry.example.com/t:1")
-	h.waitFor("the first request executing", func(s fakeslack.Snapshot) bool {
-		m := topLevel(s, chOps)
-		return len(m) == 1 && strings.Contains(m[0].Text, "executing")
-	})
-	h.slash(userAlice, chOps, "train submit name=second image=registry.example.com/t:1")
+	// Executions no longer run in the Slack workers; a read that waits holds the one worker.
+	h.slash(userAlice, chOps, "widget status name=first")
+	h.waitUntil("the first read running in the one worker", func() bool { return h.ops["get-widget"].entered.Load() == 1 })
+	h.slash(userAlice, chOps, "widget status name=second")
 	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
 
 	tests := []struct {

@@ -147,8 +147,9 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}
 	}()
 	xn := Execution{RequestID: x.id, Fence: fence, Replica: e.opts.Replica, Guard: func(ctx context.Context) error { return e.guard(ctx, locks) }}
-	deadline := rec.Execution.Deadline
-	bctx, cancel := context.WithDeadline(lctx, deadline)
+	// The budget's end is recorded in the engine's clock; contexts run on real time, so what is left of it counts.
+	left := rec.Execution.Deadline.Sub(e.opts.Clock.Now())
+	bctx, cancel := context.WithTimeout(lctx, left)
 	defer cancel()
 	bctx = WithProgress(bctx, func(msg string) { x.progress(context.WithoutCancel(bctx), msg) })
 
@@ -176,7 +177,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}
 		wctx, wcancel := context.WithTimeout(WithProgress(context.WithoutCancel(bctx), func(msg string) {
 			x.progress(context.WithoutCancel(bctx), msg)
-		}), min(writeTimeout, time.Until(deadline)))
+		}), max(min(writeTimeout, left), time.Millisecond))
 		res, wrote, err := x.write(wctx, rec, xn)
 		wcancel()
 		if err != nil || res != nil {

@@ -124,7 +124,8 @@ func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts Tell
 var errTellBusy = errors.New("ops: another replica is telling this request")
 
 func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, id string) (err error) {
-	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer, e.opts.LockTTL)
+	// The owner is unique per attempt, so two goroutines of one replica never both hold it.
+	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
 		var held *LockHeldError
 		if errors.As(err, &held) {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
 

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperops/hyperops/internal/fakeaws"
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeaws"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 

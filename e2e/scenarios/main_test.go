@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/internal/controlplane"
 )
 
 // The control plane and the bot binary are shared by every scenario: starting the plane takes seconds and

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 )
 
 // Two running training Jobs of the report scenario and the GPUs each asks for.

@@ -13,9 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 

@@ -204,9 +204,9 @@ type contract struct {
 }
 
 type contractObject struct {
-	Group    string         `json:"group,omitempty"`
-	Version  string         `json:"version"`
-	Resource string         `json:"resource"`
+	Group    string          `json:"group,omitempty"`
+	Version  string          `json:"version"`
+	Resource string          `json:"resource"`
 	Kind     string          `json:"kind"`
 	Object   json.RawMessage `json:"object"`
 }
