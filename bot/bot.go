@@ -41,8 +41,8 @@ type Options struct {
 	Limits *Limits
 	// SweepEvery is how often expired approvals and orphaned executions are swept (default 15s).
 	SweepEvery time.Duration
-	// JobTimeout bounds the handling of one envelope after its ack: validating, planning, voting (default 2m).
-	// Executions never run in it: they go to the execution queue.
+	// JobTimeout bounds the handling of one envelope after its ack: validating, planning, voting (default
+	// slack.handleTimeout). Executions never run in it: they go to the execution queue.
 	JobTimeout time.Duration
 	// ClaimIdle is how long a queue or outbox entry of a silent replica waits before another claims it
 	// (default 30s).
@@ -116,7 +116,10 @@ func New(opts Options) (*Bot, error) {
 		opts.SweepEvery = 15 * time.Second
 	}
 	if opts.JobTimeout <= 0 {
-		opts.JobTimeout = 2 * time.Minute
+		opts.JobTimeout = cfg.Slack.HandleTimeout.Std()
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = config.DefaultHandleTimeout.Std()
 	}
 	limits := DefaultLimits()
 	if opts.Limits != nil {
@@ -279,6 +282,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("check the bot token: %w", err)
 	}
 	b.rt.botUser, b.rt.botID = user, botID
+	b.opts.Log.Info().Str("replica", b.engine.Replica()).Str("bot_user", user).Msg("hyperops starting: executors, tellers and the Slack connection")
 	ln := b.opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", b.opts.Config.Server.Listen); err != nil {

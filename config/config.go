@@ -58,6 +58,9 @@ type Slack struct {
 	Workers int `yaml:"workers"`
 	// QueueSize is how many acked envelopes may wait for a worker (default 256).
 	QueueSize int `yaml:"queueSize"`
+	// HandleTimeout bounds the handling of one envelope after its ack: validating, planning, voting (default 2m).
+	// Executions never run in it; they have their own budgets (execution.budgets).
+	HandleTimeout Duration `yaml:"handleTimeout"`
 }
 
 // Redis configures the state store. An empty URL starts the embedded single-replica server.

@@ -27,6 +27,7 @@ const (
 	DefaultLogLevel          = "info"
 	DefaultLogFormat         = LogAuto
 	defaultProfileServiceAcc = "default"
+	DefaultHandleTimeout     = Duration(2 * time.Minute)
 	DefaultExecWorkers       = 16
 	DefaultExecPerCluster    = 4
 	DefaultKubernetesBudget  = Duration(5 * time.Minute)
@@ -75,6 +76,7 @@ func (s *Slack) applyDefaults() {
 	setDefault(&s.Command, DefaultCommand)
 	setDefault(&s.Workers, DefaultWorkers)
 	setDefault(&s.QueueSize, DefaultQueueSize)
+	setDefault(&s.HandleTimeout, DefaultHandleTimeout)
 	if s.ApprovalsChannel == "" && len(s.Channels) > 0 {
 		s.ApprovalsChannel = s.Channels[0]
 	}

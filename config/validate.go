@@ -66,6 +66,9 @@ func (s *Slack) validate(l *problemList) {
 	if s.QueueSize < 1 {
 		l.add("slack.queueSize", "must be at least 1 (0 means the default %d), got %d", DefaultQueueSize, s.QueueSize)
 	}
+	if s.HandleTimeout < Duration(time.Second) {
+		l.add("slack.handleTimeout", "must be at least 1s (0 means the default %s), got %s", time.Duration(DefaultHandleTimeout), time.Duration(s.HandleTimeout))
+	}
 }
 
 func (e *Execution) validate(l *problemList) {

@@ -21,6 +21,9 @@ const (
 	GPUGroup     = "gpu-workers"
 	GPUType      = "ml.p5.48xlarge"
 	GPUPrice     = 63.296 // pricing override of GPUType, $/h
+	// EKSType is the instance type of EKS managed node groups a scenario adds (priced by override, EKSPrice).
+	EKSType  = "g5.xlarge"
+	EKSPrice = 1.006
 	StorageClass = "kwok-volume"
 
 	OpsChannel       = "C0OPS"
@@ -72,6 +75,8 @@ var configTemplate = template.Must(template.New("config").Parse(`slack:
   approvalsChannel: ` + ApprovalsChannel + `
   workers: 4
   queueSize: 64
+  # Smaller than any AWS change of the scenarios: executions must never depend on it.
+  handleTimeout: 20s
 redis:
   url: {{printf "%q" .RedisURL}}
   keyPrefix: {{.KeyPrefix}}
@@ -86,7 +91,7 @@ clusters:
       clusterName: ` + EKSCluster + `
     namespaces: [` + Namespace + `]
     defaultNamespace: ` + Namespace + `
-    instanceTypes: [` + GPUType + `, ml.g5.12xlarge]
+    instanceTypes: [` + GPUType + `, ml.g5.12xlarge, ` + EKSType + `]
     images: ["public.ecr.aws/docker/library/*", "123456789012.dkr.ecr.us-west-2.amazonaws.com/*"]
     limits: {maxNodesPerGroup: ` + fmt.Sprint(MaxNodesPerGroup) + `, maxTrainingReplicas: 4, maxGPUsPerJob: 32, maxTrainingHours: 24, maxInferenceReplicas: ` + fmt.Sprint(MaxInferenceReplicas) + `}
     gpuNodes:
@@ -114,13 +119,16 @@ risk:
   hourlyCost: {medium: 50, high: 500}
 pricing:
   source: builtin
-  overrides: {` + GPUType + `: ` + fmt.Sprint(GPUPrice) + `}
+  overrides: {` + GPUType + `: ` + fmt.Sprint(GPUPrice) + `, ` + EKSType + `: ` + fmt.Sprint(EKSPrice) + `}
 reports:
   - name: ` + Report + `
     schedule: {{printf "%q" .ReportSchedule}}
     timezone: UTC
     channel: ` + ReportChannel + `
     clusters: [` + Cluster + `]
+execution:
+  workers: 24
+  perCluster: 24
 server:
   listen: ${HYPEROPS_LISTEN}
 log: {level: debug, format: json}
