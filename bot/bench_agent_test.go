@@ -268,7 +268,7 @@ func (h *harness) approveOnce(id string) time.Time {
 
 // agentThreads counts the agent DM threads remembered for the request's later transitions.
 func (h *harness) agentThreads(id string) int {
-	refs := &redisRefs{rdb: h.bot.opts.Redis, prefix: h.bot.store.Options().KeyPrefix, ttl: h.bot.store.Options().RequestTTL}
+	refs := storeRefs{h.bot.store}
 	list, err := refs.List(h.ctx(), id)
 	if err != nil {
 		h.t.Fatal(err)

@@ -139,7 +139,7 @@ func New(opts Options) (*Bot, error) {
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
-		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: targets{cfg},
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 		Queue: store.Queue(), Budgets: budgets(cfg),
 		OnError: func(id string, err error) {
@@ -147,7 +147,7 @@ func New(opts Options) (*Bot, error) {
 			log.Error().Err(err).Str("request", id).Msg("engine")
 		},
 	})
-	refs := &redisRefs{rdb: opts.Redis, prefix: store.Options().KeyPrefix, ttl: store.Options().RequestTTL}
+	refs := storeRefs{store}
 	var sched *schedule.Scheduler
 	if opts.Clusters != nil {
 		var rep handlers.Reporter
@@ -198,40 +198,6 @@ func production(cfg *config.Config) func(cluster, namespace string) bool {
 		cl, ok := cfg.Cluster(cluster)
 		return ok && cl.IsProduction()
 	}
-}
-
-// targets resolves request targets from the registered clusters: defaults filled, unknown ones refused.
-type targets struct{ cfg *config.Config }
-
-func (t targets) Resolve(tg ops.Target) (ops.Target, error) {
-	if tg.Cluster == "" {
-		if d := t.cfg.DefaultCluster(); d != nil {
-			tg.Cluster = d.Name
-		}
-	}
-	cl, ok := t.cfg.Cluster(tg.Cluster)
-	if !ok {
-		var names []string
-		for _, c := range t.cfg.Clusters {
-			names = append(names, c.Name)
-		}
-		next := fmt.Sprintf("registered clusters: %v", names)
-		if c := ops.Closest(tg.Cluster, names); c != "" {
-			next = "did you mean " + c + "? " + next
-		}
-		return tg, ops.Errorf(ops.CodeUnknownCluster, "cluster", next, "cluster %q is not registered", tg.Cluster)
-	}
-	if tg.Namespace == "" {
-		tg.Namespace = cl.DefaultNamespace
-	}
-	if !cl.AllowsNamespace(tg.Namespace) {
-		next := fmt.Sprintf("allowed namespaces on %s: %v", cl.Name, cl.Namespaces)
-		if c := ops.Closest(tg.Namespace, cl.Namespaces); c != "" {
-			next = "did you mean " + c + "? " + next
-		}
-		return tg, ops.Errorf(ops.CodeNamespaceNotAllowed, "namespace", next, "namespace %q is not allowed on %s", tg.Namespace, cl.Name)
-	}
-	return tg, nil
 }
 
 // Engine returns the bot's engine.

@@ -4,47 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
-// redisRefs keeps, per request, the Slack messages that tell about it, so every replica updates the same ones.
-type redisRefs struct {
-	rdb    redis.UniversalClient
-	prefix string
-	ttl    time.Duration
-}
-
-func (r *redisRefs) key(id string) string { return "{" + r.prefix + "}:slackref:" + id }
+// storeRefs keeps, per request, the Slack messages that tell about it in the state store, so every replica updates
+// the same ones; it only encodes them for the store.
+type storeRefs struct{ store *state.Store }
 
 // Add implements handlers.Refs.
-func (r *redisRefs) Add(ctx context.Context, id string, ref handlers.MessageRef) error {
+func (r storeRefs) Add(ctx context.Context, id string, ref handlers.MessageRef) error {
 	b, err := json.Marshal(ref)
 	if err != nil {
 		return fmt.Errorf("encode message ref: %w", err)
 	}
-	pipe := r.rdb.TxPipeline()
-	pipe.RPush(ctx, r.key(id), b)
-	pipe.Expire(ctx, r.key(id), r.ttl)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("store message ref of %s: %w", id, err)
-	}
-	return nil
+	return r.store.AddRef(ctx, id, b)
 }
 
 // List implements handlers.Refs.
-func (r *redisRefs) List(ctx context.Context, id string) ([]handlers.MessageRef, error) {
-	raw, err := r.rdb.LRange(ctx, r.key(id), 0, -1).Result()
+func (r storeRefs) List(ctx context.Context, id string) ([]handlers.MessageRef, error) {
+	raw, err := r.store.Refs(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("read message refs of %s: %w", id, err)
+		return nil, err
 	}
 	out := make([]handlers.MessageRef, 0, len(raw))
-	for _, s := range raw {
+	for _, b := range raw {
 		var ref handlers.MessageRef
-		if err := json.Unmarshal([]byte(s), &ref); err != nil {
+		if err := json.Unmarshal(b, &ref); err != nil {
 			return nil, fmt.Errorf("decode message ref of %s: %w", id, err)
 		}
 		out = append(out, ref)

@@ -27,7 +27,7 @@ type watchBook struct {
 	cfg      *config.Config
 	store    *state.Store
 	clusters *kube.Clusters
-	refs     *redisRefs
+	refs     storeRefs
 	h        *handlers.Handler
 	metrics  *Metrics
 	log      zerolog.Logger
@@ -41,7 +41,7 @@ var watchKinds = map[string]kube.Resource{
 
 // Resolve implements handlers.Watches: the registered cluster and allowed namespace, a known kind, a DNS-1123 name.
 func (b *watchBook) Resolve(t handlers.WatchTarget) (ops.ObjectRef, error) {
-	tg, err := targets{b.cfg}.Resolve(ops.Target{Cluster: t.Cluster, Namespace: t.Namespace})
+	tg, err := ops.ConfigTargets(b.cfg).Resolve(ops.Target{Cluster: t.Cluster, Namespace: t.Namespace})
 	if err != nil {
 		return ops.ObjectRef{}, err
 	}

@@ -148,12 +148,7 @@ func (c *Catalog) Lookup(name string) (Operation, error) {
 	if op, ok := c.ops[name]; ok {
 		return op, nil
 	}
-	names := c.namesLocked()
-	next := "known operations: " + strings.Join(names, ", ")
-	if s := Closest(name, names); s != "" {
-		next = "did you mean " + s + "? " + next
-	}
-	return nil, Errorf(CodeUnknownOperation, "operation", next, "unknown operation %q", name)
+	return nil, Unknown(CodeUnknownOperation, "operation", "known operations", name, c.namesLocked(), "unknown operation %q", name)
 }
 
 // Names lists the registered operation names, sorted.

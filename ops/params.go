@@ -359,6 +359,16 @@ func SplitWords(s string) ([]string, error) {
 	return words, nil
 }
 
+// Unknown refuses a name that is not among known: the message says what was asked, the next step suggests the
+// closest known name when it is a likely typo and lists them all under label. Every "unknown X" error is made here.
+func Unknown(code Code, field, label, got string, known []string, format string, args ...any) *Error {
+	next := label + ": " + strings.Join(known, ", ")
+	if s := Closest(got, known); s != "" {
+		next = "did you mean " + s + "? " + next
+	}
+	return Errorf(code, field, next, format, args...)
+}
+
 // Closest returns the candidate nearest to s by edit distance when it is close enough to be a likely typo, else "".
 func Closest(s string, candidates []string) string {
 	best, bestD := "", math.MaxInt

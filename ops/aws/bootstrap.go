@@ -71,11 +71,8 @@ func (o *bootstrapOp) resolve(req *ops.Request) (*blueprint, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		next := "templates of " + t.name + ": " + strings.Join(known, ", ")
-		if s := ops.Closest(name, known); s != "" {
-			next = "did you mean " + s + "? " + next
-		}
-		return nil, ops.Errorf(ops.CodeInvalidArgument, "template", next, "no HyperPod template %q registered for cluster %s", name, t.name)
+		return nil, ops.Unknown(ops.CodeInvalidArgument, "template", "templates of "+t.name, name, known,
+			"no HyperPod template %q registered for cluster %s", name, t.name)
 	}
 	if len(tpl.VPC.Subnets) == 0 || len(tpl.VPC.SecurityGroups) == 0 {
 		return nil, ops.Errorf(ops.CodeInvalidArgument, "template",

@@ -171,14 +171,11 @@ func (c *Clients) findGroup(ctx context.Context, t *target, name string) (*group
 		known = append(known, names...)
 	}
 	sort.Strings(known)
-	next := "groups of " + t.name + ": " + strings.Join(known, ", ")
-	if s := ops.Closest(name, known); s != "" {
-		next = "did you mean " + s + "? " + next
-	}
 	if len(known) == 0 {
-		next = "cluster " + t.name + " has no instance groups or node groups"
+		return nil, ops.Errorf(ops.CodeNotFound, "group", "cluster "+t.name+" has no instance groups or node groups",
+			"no instance group or node group %q in cluster %s", name, t.name)
 	}
-	return nil, ops.Errorf(ops.CodeNotFound, "group", next, "no instance group or node group %q in cluster %s", name, t.name)
+	return nil, ops.Unknown(ops.CodeNotFound, "group", "groups of "+t.name, name, known, "no instance group or node group %q in cluster %s", name, t.name)
 }
 
 // errNoCapacityTarget is returned for a cluster with neither HyperPod nor EKS configured.

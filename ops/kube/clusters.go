@@ -133,11 +133,7 @@ func (cs *Clusters) Get(name string) (*Cluster, error) {
 	}
 	c, ok := cs.clusters[name]
 	if !ok {
-		next := "registered clusters: " + fmt.Sprint(cs.Names())
-		if s := ops.Closest(name, cs.Names()); s != "" {
-			next = "did you mean " + s + "? " + next
-		}
-		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", next, "cluster %q is not registered", name)
+		return nil, ops.Unknown(ops.CodeUnknownCluster, "cluster", "registered clusters", name, cs.Names(), "cluster %q is not registered", name)
 	}
 	return c, nil
 }

@@ -18,11 +18,7 @@ func checkNamespace(cl *config.Cluster, ns string) error {
 	if cl.AllowsNamespace(ns) {
 		return nil
 	}
-	next := "allowed namespaces on " + cl.Name + ": " + strings.Join(cl.Namespaces, ", ")
-	if s := ops.Closest(ns, cl.Namespaces); s != "" {
-		next = "did you mean " + s + "? " + next
-	}
-	return ops.Errorf(ops.CodeNamespaceNotAllowed, "namespace", next,
+	return ops.Unknown(ops.CodeNamespaceNotAllowed, "namespace", "allowed namespaces on "+cl.Name, ns, cl.Namespaces,
 		"namespace %q is not in clusters[%s].namespaces", ns, cl.Name)
 }
 

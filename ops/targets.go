@@ -1,0 +1,33 @@
+package ops
+
+import "github.com/hyperops/hyperops/config"
+
+// ConfigTargets resolves request targets from the clusters registered in cfg: the default cluster and namespace
+// filled in, an unregistered cluster or a namespace outside clusters[].namespaces refused with the closest name.
+func ConfigTargets(cfg *config.Config) TargetResolver { return configTargets{cfg} }
+
+type configTargets struct{ cfg *config.Config }
+
+func (t configTargets) Resolve(tg Target) (Target, error) {
+	if tg.Cluster == "" {
+		if d := t.cfg.DefaultCluster(); d != nil {
+			tg.Cluster = d.Name
+		}
+	}
+	cl, ok := t.cfg.Cluster(tg.Cluster)
+	if !ok {
+		names := make([]string, 0, len(t.cfg.Clusters))
+		for _, c := range t.cfg.Clusters {
+			names = append(names, c.Name)
+		}
+		return tg, Unknown(CodeUnknownCluster, "cluster", "registered clusters", tg.Cluster, names, "cluster %q is not registered", tg.Cluster)
+	}
+	if tg.Namespace == "" {
+		tg.Namespace = cl.DefaultNamespace
+	}
+	if !cl.AllowsNamespace(tg.Namespace) {
+		return tg, Unknown(CodeNamespaceNotAllowed, "namespace", "allowed namespaces on "+cl.Name, tg.Namespace, cl.Namespaces,
+			"namespace %q is not allowed on %s", tg.Namespace, cl.Name)
+	}
+	return tg, nil
+}
