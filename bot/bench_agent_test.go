@@ -18,7 +18,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// burstCallers is how many agent DMs carry the same request at once (DESIGN.md, performance targets).
+// burstCallers is how many agent DMs carry the same request at once (docs/architecture.md, performance targets).
 const burstCallers = 1000
 
 // benchSlackScale runs Slack's published rate limits 1000× faster: a Slack minute lasts 60 ms, so chat.postMessage's
@@ -95,7 +95,7 @@ type burstResult struct {
 
 // BenchmarkConcurrentAgentRequests sends 1,000 DMs carrying the same agent request (same requestId) at once, through
 // fake Slack over Socket Mode and real Redis, and asserts exactly one execution and that every reply in every DM
-// thread names that requestId (DESIGN.md: "1,000 concurrent identical agent requests"). Slack's rate limits run at
+// thread names that requestId (docs/architecture.md: "1,000 concurrent identical agent requests"). Slack's rate limits run at
 // 1000× (benchSlackScale) with the bot's own limits scaled alike; the queue is sized for the burst (see the report:
 // with the default queue of 256, DMs past the queue are acked and dropped unanswered).
 //

@@ -66,7 +66,7 @@ func percentile(d []time.Duration, p int) time.Duration {
 }
 
 // BenchmarkAck measures envelope → ack latency (p50, p99) and throughput of the bot, side by side in one run with a
-// bare slack-go client that acks at once, and reports the ratio (DESIGN.md: within 1.2×, p99 ≤ 5 ms on loopback).
+// bare slack-go client that acks at once, and reports the ratio (docs/architecture.md: within 1.2×, p99 ≤ 5 ms on loopback).
 func BenchmarkAck(b *testing.B) {
 	h := start(b)
 	bare := bareClient(b)

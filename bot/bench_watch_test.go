@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	// watchedJobs is how many managed Jobs one replica watches (DESIGN.md, performance targets).
+	// watchedJobs is how many managed Jobs one replica watches (docs/architecture.md, performance targets).
 	watchedJobs = 5000
 	// flipSample is how many of them change state per benchmark iteration.
 	flipSample = 200
@@ -59,7 +59,7 @@ type watchBench struct {
 // subscribed from a watch message in fake Slack (the /hp watch path: watch message, then watchBook.Watch). Each
 // iteration changes the status of 200 Jobs and measures, per Job, the time from the status update to its thread
 // reply (p50/p99/max), then checks every thread for lost or repeated transitions. It also reports the informers
-// opened per kind, the time to subscribe and to sync, and heap and RSS after sync (DESIGN.md: one informer per kind,
+// opened per kind, the time to subscribe and to sync, and heap and RSS after sync (docs/architecture.md: one informer per kind,
 // ≤ 150 MB RSS, thread update within 2 s less Slack's rate limits, no lost or repeated transitions).
 //
 // Slack's rate limits are off in fake Slack and the bot's own limits are raised, because the target excludes them

@@ -54,7 +54,7 @@ func TestReadyzFollowsRedis(t *testing.T) {
 	h.waitStatus("/readyz", http.StatusOK)
 }
 
-// /metrics exposes the series of DESIGN.md, parsed as Prometheus text.
+// /metrics exposes the series of docs/architecture.md, parsed as Prometheus text.
 func TestMetricsScrape(t *testing.T) {
 	h := start(t)
 	h.slash(userAlice, chOps, "widget scale name=m count=1")

@@ -12,7 +12,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// AgentRequest is the agent request contract of DESIGN.md: operation, target, workload and controls.
+// AgentRequest is the agent request contract (README, "An agent request"): operation, target, workload and controls.
 type AgentRequest struct {
 	Operation string
 	Target    ops.Target

@@ -28,7 +28,7 @@ func (h *Handler) DirectMessage(ctx context.Context, dm DM) error {
 	case isAgent && hasJSON:
 		return h.agentRequest(ctx, dm, agent, raw)
 	case isAgent:
-		return h.replyAgent(ctx, dm, AgentBody(nil, "", ops.Errorf(ops.CodeInvalidArgument, "", "post a JSON object, raw or in a ```json block (see DESIGN.md, agent request contract)",
+		return h.replyAgent(ctx, dm, AgentBody(nil, "", ops.Errorf(ops.CodeInvalidArgument, "", "post a JSON object, raw or in a ```json block (the request contract is in the README)",
 			"no JSON request found in the message")))
 	case hasJSON:
 		return h.replyText(ctx, dm, ErrorMessage(ops.Errorf(ops.CodeNotAuthorized, "", "ask the platform team to register the agent in config (agents:)",

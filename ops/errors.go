@@ -9,7 +9,7 @@ import (
 // Code is a stable, machine-readable error code. Agents branch on it; people read Message and Next.
 type Code string
 
-// The error codes of DESIGN.md ("Errors").
+// The error codes (docs/architecture.md, "Error codes").
 const (
 	CodeInvalidArgument      Code = "E_INVALID_ARGUMENT"
 	CodeUnknownOperation     Code = "E_UNKNOWN_OPERATION"

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// LockScope is the typed key of a lock: what an execution must hold alone (DESIGN.md, catalog "lock scope").
+// LockScope is the typed key of a lock: what an execution must hold alone (docs/architecture.md).
 type LockScope struct {
 	Cluster   string `json:"cluster"`
 	Namespace string `json:"namespace,omitempty"`

@@ -72,31 +72,35 @@ func (e *Engine) RunExecutors(ctx context.Context, opts ExecutorOptions) error {
 	defer handover(nil)
 	slots := &clusterSlots{limit: opts.PerCluster, used: map[string]int{}}
 	var wg sync.WaitGroup
-	for range opts.Workers {
-		wg.Go(func() { e.executorLoop(ctx, run, slots, opts) })
-	}
-	<-ctx.Done()
+	e.takeWork(ctx, run, slots, opts, &wg)
 	handover(ErrHandover)
 	wg.Wait()
 	return nil
 }
 
-// executorLoop takes deliveries while ctx lives; executions run in run, which is cancelled (ErrHandover) only
-// after ctx ends.
-func (e *Engine) executorLoop(ctx, run context.Context, slots *clusterSlots, opts ExecutorOptions) {
+// takeWork reads the queue while ctx lives, one delivery per free worker; one goroutine reads, so the queue holds a
+// single Redis connection per replica. Executions run in run, which is cancelled (ErrHandover) only after ctx ends.
+func (e *Engine) takeWork(ctx, run context.Context, slots *clusterSlots, opts ExecutorOptions, wg *sync.WaitGroup) {
+	free := make(chan struct{}, opts.Workers)
 	for ctx.Err() == nil {
+		select {
+		case free <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		d, err := e.opts.Queue.Next(ctx, e.opts.Replica, opts.Poll)
-		if err != nil {
-			if ctx.Err() == nil {
+		if err != nil || d == nil {
+			<-free
+			if err != nil && ctx.Err() == nil {
 				e.report("", fmt.Errorf("take work from the execution queue: %w", err))
 				sleep(ctx, opts.Poll)
 			}
 			continue
 		}
-		if d == nil {
-			continue
-		}
-		e.deliver(run, d, slots, opts)
+		wg.Go(func() {
+			defer func() { <-free }()
+			e.deliver(run, d, slots, opts)
+		})
 	}
 }
 

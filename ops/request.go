@@ -68,7 +68,7 @@ func (r Request) Fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Phase is a step of the request lifecycle (DESIGN.md, "Request lifecycle").
+// Phase is a step of the request lifecycle (docs/architecture.md, "Request lifecycle").
 type Phase string
 
 // The phases.

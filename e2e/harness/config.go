@@ -13,17 +13,17 @@ import (
 // The world every scenario runs in: one registered cluster backed by the local control plane and the fake AWS,
 // people and an agent in the fake Slack.
 const (
-	Cluster      = "ml-e2e"
-	HyperPod     = "ml-e2e-hp"
-	EKSCluster   = "ml-e2e"
-	Namespace    = "ml-platform"
-	Region       = "us-west-2"
-	GPUGroup     = "gpu-workers"
-	GPUType      = "ml.p5.48xlarge"
-	GPUPrice     = 63.296 // pricing override of GPUType, $/h
+	Cluster    = "ml-e2e"
+	HyperPod   = "ml-e2e-hp"
+	EKSCluster = "ml-e2e"
+	Namespace  = "ml-platform"
+	Region     = "us-west-2"
+	GPUGroup   = "gpu-workers"
+	GPUType    = "ml.p5.48xlarge"
+	GPUPrice   = 63.296 // pricing override of GPUType, $/h
 	// EKSType is the instance type of EKS managed node groups a scenario adds (priced by override, EKSPrice).
-	EKSType  = "g5.xlarge"
-	EKSPrice = 1.006
+	EKSType      = "g5.xlarge"
+	EKSPrice     = 1.006
 	StorageClass = "kwok-volume"
 
 	OpsChannel       = "C0OPS"

@@ -62,7 +62,7 @@ func BenchmarkCapacityReport(b *testing.B) {
 		}
 		drawing += time.Since(t)
 	}
-	// DESIGN.md's target is the sum: ≤ 1 s to build, chart included.
+	// The target (docs/architecture.md) is the sum: ≤ 1 s to build, chart included.
 	b.ReportMetric(float64(building.Milliseconds())/float64(b.N), "build-ms/op")
 	b.ReportMetric(float64(drawing.Milliseconds())/float64(b.N), "chart-ms/op")
 }
