@@ -15,13 +15,29 @@ import (
 // the same ones; it only encodes them for the store.
 type storeRefs struct{ store *state.Store }
 
-// Add implements handlers.Refs.
+// Add implements handlers.Refs: a new agent thread also pokes the outbox, so it is caught up at once.
 func (r storeRefs) Add(ctx context.Context, id string, ref handlers.MessageRef) error {
 	b, err := json.Marshal(ref)
 	if err != nil {
 		return fmt.Errorf("encode message ref: %w", err)
 	}
-	return r.store.AddRef(ctx, id, b)
+	if err := r.store.AddRef(ctx, id, b); err != nil {
+		return err
+	}
+	if ref.Kind == handlers.RefAgent {
+		return r.store.Outbox().Poke(ctx, id)
+	}
+	return nil
+}
+
+// Told implements handlers.Refs.
+func (r storeRefs) Told(ctx context.Context, id, route string) (int, bool, error) {
+	return r.store.RouteTold(ctx, id, route)
+}
+
+// SetTold implements handlers.Refs.
+func (r storeRefs) SetTold(ctx context.Context, id, route string, n int) error {
+	return r.store.SetRouteTold(ctx, id, route, n)
 }
 
 // List implements handlers.Refs.

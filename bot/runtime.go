@@ -112,12 +112,14 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 			}
 		}
 	}
+	if full {
+		r.metrics.Busy.Inc() // counted before the ack, so whoever sees the busy answer sees it counted
+	}
 	if err := r.smc.AckCtx(ctx, ev.Request.EnvelopeID, payload); err != nil {
 		r.log.Error().Err(err).Str("envelope", ev.Request.EnvelopeID).Msg("ack failed")
 	}
 	r.metrics.AckLatency.Observe(time.Since(start).Seconds())
 	if full {
-		r.metrics.Busy.Inc()
 		if busyDM != nil {
 			r.busyDM(ctx, *busyDM)
 			return

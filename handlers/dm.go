@@ -103,7 +103,18 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 		return nil
 	}
 	// Not stored (read-only, or refused first), or the id names an existing request: answer here.
-	return h.replyAgent(ctx, dm, AgentBody(rec, req.ID, err))
+	if err := h.replyAgent(ctx, dm, AgentBody(rec, req.ID, err)); err != nil {
+		return err
+	}
+	if rec == nil || len(rec.History) == 0 || rec.Phase.Terminal() || err != nil {
+		return nil
+	}
+	// This thread follows the existing request from what the reply showed: the outbox tells it what comes next.
+	ref := MessageRef{Kind: RefAgent, Channel: dm.Channel, ThreadTS: dm.thread(), From: len(rec.History)}
+	if err := h.refs.Add(ctx, rec.ID(), ref); err != nil {
+		return fmt.Errorf("follow %s in the agent's thread: %w", rec.ID(), err)
+	}
+	return nil
 }
 
 // Busy answers a DM the bot had no room to take: nothing was done. Agents get the machine-readable reply with

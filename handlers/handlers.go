@@ -69,12 +69,20 @@ type MessageRef struct {
 	Channel  string  `json:"channel"`
 	TS       string  `json:"ts"`
 	ThreadTS string  `json:"threadTs,omitempty"`
+	// From is, for an agent thread that follows a request someone else created, how many of the request's history
+	// entries its first (direct) reply already showed: it is told the entries after those.
+	From int `json:"from,omitempty"`
 }
 
-// Refs remembers, across replicas, where each request was told about.
+// Refs remembers, across replicas, where each request was told about, and how far each agent thread was told.
+// Adding an agent thread makes the outbox tell the request again, so the thread catches up even when nothing new
+// happens to the request.
 type Refs interface {
 	Add(ctx context.Context, requestID string, ref MessageRef) error
 	List(ctx context.Context, requestID string) ([]MessageRef, error)
+	// Told is how many history entries the thread route was told (ok false: never recorded).
+	Told(ctx context.Context, requestID, route string) (n int, ok bool, err error)
+	SetTold(ctx context.Context, requestID, route string, n int) error
 }
 
 // ReportRequest asks for a capacity report in a conversation.

@@ -64,15 +64,10 @@ func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	plan, hasPlan := findKind(refs, RefPlan)
 	if !hasPlan {
 		if channel, thread, ok := h.planRoute(rec, t); ok {
-			if _, err := tl.postPlan(ctx, rec, channel, thread); err != nil {
-				return err
-			}
-			return tl.tellAgent(ctx, rec, at, t)
+			_, err := tl.postPlan(ctx, rec, channel, thread)
+			return err
 		}
 	} else if err := tl.reply(ctx, rec, at, t, plan); err != nil {
-		return err
-	}
-	if err := tl.tellAgent(ctx, rec, at, t); err != nil {
 		return err
 	}
 	if h.cfg.AuditChannel != "" && t.Kind == ops.KindPhase {
@@ -157,25 +152,66 @@ func (tl *Teller) reply(ctx context.Context, rec, at *ops.Record, t ops.Transiti
 	return nil
 }
 
-// tellAgent answers the agent's DM thread: the entries an agent needs (planned, approved, executing, the outcome)
-// with the machine-readable body, and progress as a line.
-func (tl *Teller) tellAgent(ctx context.Context, rec, at *ops.Record, t ops.Transition) error {
-	h := tl.h
-	channel, thread := rec.Annotations[AnnAgentChannel], rec.Annotations[AnnAgentThread]
-	if channel == "" {
-		return nil
+// agentRoute is an agent thread that hears about a request: the creator's (from the record) or a follower's (a
+// later caller of the same request id, from the refs).
+type agentRoute struct {
+	channel, thread string
+	from            int
+}
+
+func (r agentRoute) key() string { return r.channel + "/" + r.thread }
+
+func (tl *Teller) agentRoutes(rec *ops.Record, refs []MessageRef) []agentRoute {
+	var out []agentRoute
+	if ch := rec.Annotations[AnnAgentChannel]; ch != "" {
+		out = append(out, agentRoute{channel: ch, thread: rec.Annotations[AnnAgentThread]})
 	}
+	for _, r := range refs {
+		if r.Kind == RefAgent {
+			out = append(out, agentRoute{channel: r.Channel, thread: r.ThreadTS, from: r.From})
+		}
+	}
+	return out
+}
+
+// tellAgents brings every agent thread of the request up to date, each from where it was last told, in order:
+// the entries an agent needs (planned, approved, executing, the outcome) with the machine-readable body, progress
+// as a line. Each thread's count is recorded after every reply, so none is told twice.
+func (tl *Teller) tellAgents(ctx context.Context, rec *ops.Record, refs []MessageRef) error {
+	h := tl.h
+	for _, r := range tl.agentRoutes(rec, refs) {
+		n, ok, err := h.refs.Told(ctx, rec.ID(), r.key())
+		if err != nil {
+			return fmt.Errorf("read what %s was told: %w", r.key(), err)
+		}
+		if !ok {
+			n = r.from
+		}
+		for i := n; i < len(rec.History); i++ {
+			if err := tl.tellAgent(ctx, rec, i, r); err != nil {
+				return err
+			}
+			if err := h.refs.SetTold(ctx, rec.ID(), r.key(), i+1); err != nil {
+				return fmt.Errorf("record what %s was told: %w", r.key(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agentRoute) error {
+	t := rec.History[i]
 	var m Msg
 	switch {
 	case t.Kind == ops.KindProgress:
 		m = ProgressReply(rec, t.Note)
 	case AgentTells(t):
-		m = AgentReply(AgentBody(at, rec.ID(), nil))
+		m = AgentReply(AgentBody(atEntry(rec, t), rec.ID(), nil))
 	default:
 		return nil
 	}
-	m.ThreadTS = thread
-	if _, err := h.poster.Post(ctx, channel, m); err != nil {
+	m.ThreadTS = r.thread
+	if _, err := tl.h.poster.Post(ctx, r.channel, m); err != nil {
 		return fmt.Errorf("reply to agent about %s: %w", rec.ID(), err)
 	}
 	return nil
@@ -190,15 +226,19 @@ func AgentTells(t ops.Transition) bool {
 	return Tells(t) || t.From == ops.PhasePlanned && (t.To == ops.PhaseAwaitingApproval || t.To == ops.PhaseDone)
 }
 
-// Settle implements ops.Teller: every plan message of the request is updated in place to rec, once.
+// Settle implements ops.Teller: every agent thread of the request is brought up to date, and every plan message
+// is updated in place to rec, once.
 func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
-	if v, ok := tl.settled.Load(rec.ID()); ok && v.(int64) >= rec.Version {
-		return nil
-	}
 	h := tl.h
 	refs, err := h.refs.List(ctx, rec.ID())
 	if err != nil {
 		return fmt.Errorf("list the messages of %s: %w", rec.ID(), err)
+	}
+	if err := tl.tellAgents(ctx, rec, refs); err != nil {
+		return err
+	}
+	if v, ok := tl.settled.Load(rec.ID()); ok && v.(int64) >= rec.Version {
+		return nil
 	}
 	for _, ref := range refs {
 		if ref.Kind != RefPlan {

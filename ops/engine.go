@@ -173,11 +173,6 @@ func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req
 		next, err := e.move(ctx, stored, PhaseReceived, req.Initiator, "committed after a dry run", func(r *Record) {
 			r.Request.DryRun = false
 			r.Plan, r.Errors = nil, nil
-			// The commit is told where it was asked, as a new request would be.
-			if r.Annotations == nil {
-				r.Annotations = map[string]string{}
-			}
-			maps.Copy(r.Annotations, req.Annotations)
 		})
 		if errors.Is(err, ErrVersionConflict) {
 			return e.Get(ctx, stored.ID())

@@ -214,6 +214,13 @@ func (o *Outbox) Told(ctx context.Context, id string) (int, error) {
 	return n, nil
 }
 
+// Poke makes the tellers look at a request again although nothing changed (a new thread follows it).
+func (o *Outbox) Poke(ctx context.Context, id string) error {
+	err := o.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: o.st.key, MaxLen: streamMaxLen, Approx: true,
+		Values: []any{"request", id, "version", "poke"}}).Err()
+	return unavailable("poke the outbox for "+id, err)
+}
+
 // SetTold implements ops.Outbox.
 func (o *Outbox) SetTold(ctx context.Context, id string, n int) error {
 	err := o.st.s.rdb.Set(ctx, o.st.s.requestToldKey(id), n, o.st.s.opts.RequestTTL).Err()

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,4 +32,28 @@ func (s *Store) Refs(ctx context.Context, id string) ([][]byte, error) {
 		out[i] = []byte(r)
 	}
 	return out, nil
+}
+
+// RouteTold is how many history entries of the request one of its threads (route) was told; ok is false when
+// nothing was recorded for it.
+func (s *Store) RouteTold(ctx context.Context, id, route string) (int, bool, error) {
+	n, err := s.rdb.HGet(ctx, s.key("routetold", id), route).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, unavailable("read what was told of "+id, err)
+	}
+	return n, true, nil
+}
+
+// SetRouteTold records how many history entries the route was told.
+func (s *Store) SetRouteTold(ctx context.Context, id, route string, n int) error {
+	k := s.key("routetold", id)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, route, n)
+		p.PExpire(ctx, k, s.opts.RequestTTL)
+		return nil
+	})
+	return unavailable("record what was told of "+id, err)
 }
