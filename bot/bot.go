@@ -290,8 +290,31 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 }
 
+// shutdownDrain is how long acked envelopes may still be handled after the replica is asked to stop; then their
+// contexts end, so the process exits well within the chart's terminationGracePeriodSeconds (30 s). Executions are
+// not among them: they are handed over at once.
+const shutdownDrain = 15 * time.Second
+
 func (b *Bot) runWorkers(ctx context.Context) {
-	wctx := context.WithoutCancel(ctx) // accepted work finishes on shutdown; its own timeout bounds it
+	// Accepted work goes on after the stop signal, for shutdownDrain at most.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-stopped:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(shutdownDrain)
+		defer t.Stop()
+		select {
+		case <-stopped:
+		case <-t.C:
+			cancel()
+		}
+	}()
 	done := make(chan struct{}, b.rt.workers)
 	for range b.rt.workers {
 		go func() {
