@@ -21,9 +21,10 @@ const (
 	GPUGroup   = "gpu-workers"
 	GPUType    = "ml.p5.48xlarge"
 	GPUPrice   = 63.296 // pricing override of GPUType, $/h
-	// EKSType is the instance type of EKS managed node groups a scenario adds (priced by override, EKSPrice).
-	EKSType      = "g5.xlarge"
-	EKSPrice     = 1.006
+	// EKSType is the instance type of EKS managed node groups a scenario adds (priced by override, EKSPrice: one
+	// more instance is a medium-risk change, so a lead approves it).
+	EKSType      = "p5.48xlarge"
+	EKSPrice     = 98.32
 	StorageClass = "kwok-volume"
 
 	OpsChannel       = "C0OPS"

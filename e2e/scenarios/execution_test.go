@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeaws"
@@ -152,6 +154,7 @@ func TestLongChangesKeepSlackResponsive(t *testing.T) {
 	w := world(t, harness.Options{TransitionDelay: longTransition})
 	ctx := t.Context()
 	const n = 20
+	t.Cleanup(func() { removeNodegroupNodes(t, w) })
 	for i := range n {
 		err := w.AWS.AddNodegroup(fakeaws.Nodegroup{Cluster: harness.EKSCluster, Name: fmt.Sprintf("ng-%02d", i),
 			InstanceTypes: []string{harness.EKSType}, MinSize: 0, MaxSize: 2, DesiredSize: 0})
@@ -226,5 +229,22 @@ func TestLongChangesKeepSlackResponsive(t *testing.T) {
 	}
 	if c := w.AWS.Calls(fakeaws.OpEKSUpdateNodegroupConfig); c != n {
 		t.Errorf("UpdateNodegroupConfig called %d times, want %d", c, n)
+	}
+}
+
+// removeNodegroupNodes deletes the API server nodes of the EKS node groups a scenario added, so no later scenario
+// counts them.
+func removeNodegroupNodes(t *testing.T, w *harness.World) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := w.Plane.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "eks.amazonaws.com/nodegroup"})
+	if err != nil {
+		t.Errorf("list the node groups' nodes: %v", err)
+		return
+	}
+	for _, n := range nodes.Items {
+		if err := w.Plane.RemoveNode(ctx, n.Name); err != nil {
+			t.Errorf("remove node %s: %v", n.Name, err)
+		}
 	}
 }
