@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,6 +48,11 @@ type Endpoint struct {
 	TLS bool
 	// DB is the database number (Node and Sentinel; a Cluster has only database 0).
 	DB int
+	// WaitReplicas is how many replicas must acknowledge each write (WAIT) before it counts as done; 0 does not wait.
+	// On a Sentinel group or a Cluster, 1 keeps a failover from losing a write that was reported done.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default 500ms); a write not acknowledged in time fails with ErrNotReplicated.
+	WaitTimeout time.Duration
 
 	// raw is the URL of a Node endpoint, handed to go-redis's ParseURL unchanged (as HyperOps always did).
 	raw string
@@ -313,19 +319,44 @@ func (e Endpoint) tlsConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: e.skipVerify} //nolint:gosec // asked for with skip_verify=true
 }
 
+// DefaultWaitTimeout is how long a write waits for its replicas when WaitTimeout is not set.
+const DefaultWaitTimeout = 500 * time.Millisecond
+
 // NewClient returns a go-redis client for the endpoint; it does not connect yet. The caller closes it.
 func (e Endpoint) NewClient() (redis.UniversalClient, error) {
 	o, err := e.options()
 	if err != nil {
 		return nil, err
 	}
+	if e.WaitReplicas < 0 {
+		return nil, fmt.Errorf("the number of replicas to wait for must be 0 or more, got %d", e.WaitReplicas)
+	}
+	timeout := e.WaitTimeout
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout
+	}
+	wait := func(c *redis.Client) {
+		if e.WaitReplicas > 0 {
+			c.AddHook(replicated{rdb: c, n: e.WaitReplicas, timeout: timeout})
+		}
+	}
 	switch o := o.(type) {
 	case *redis.FailoverOptions:
-		return redis.NewFailoverClient(o), nil
+		c := redis.NewFailoverClient(o)
+		wait(c)
+		return c, nil
 	case *redis.ClusterOptions:
-		return redis.NewClusterClient(o), nil
+		c := redis.NewClusterClient(o)
+		// Hooks on each node's client run after routing, so WAIT goes to the node that took the write.
+		c.OnNewNode(func(node *redis.Client) {
+			node.AddHook(reloadOnNetworkError{cluster: c})
+			wait(node)
+		})
+		return c, nil
 	default:
-		return redis.NewClient(o.(*redis.Options)), nil
+		c := redis.NewClient(o.(*redis.Options))
+		wait(c)
+		return c, nil
 	}
 }
 
