@@ -145,8 +145,9 @@ func (g *SentinelGroup) KillMaster(tb testing.TB) string {
 	return g.waitNewMaster(tb, old)
 }
 
-// Rejoin starts the data servers that were killed again, as replicas of the master, and waits until they are in
-// sync: a master that crashed and came back. (The sentinels would turn it into a replica too, only later.)
+// Rejoin makes every data server but the master its replica again and waits until they are in sync: a killed one
+// is restarted as a replica (a master that crashed and came back), and an old master still answering as a master
+// is sent REPLICAOF. The sentinels do both too, but only after seconds of seeing the wrong role.
 func (g *SentinelGroup) Rejoin(tb testing.TB) {
 	tb.Helper()
 	master := g.MasterAddr(tb)
@@ -155,9 +156,18 @@ func (g *SentinelGroup) Rejoin(tb testing.TB) {
 		d.mu.Lock()
 		down := d.cmd == nil
 		d.mu.Unlock()
-		if down {
+		switch {
+		case d.Addr() == master:
+		case down:
 			d.argv = func(p int) []string { return append(serverArgs(d.dir, p), "--replicaof", host, port) }
 			d.Restart()
+		default:
+			poll(tb, d.Addr()+" follows "+master, func(ctx context.Context) (bool, string) {
+				c := redis.NewClient(&redis.Options{Addr: d.Addr(), MaxRetries: -1})
+				defer c.Close()
+				err := c.Do(ctx, "REPLICAOF", host, port).Err()
+				return err == nil, fmt.Sprint(err)
+			})
 		}
 	}
 	poll(tb, "the replicas are in sync with "+master, func(ctx context.Context) (bool, string) {
