@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -77,33 +78,16 @@ func (c *Cluster) URL() string { return "redis-cluster://" + strings.Join(c.Addr
 // MasterOf returns the address of the master serving key's slot, and of its replicas, as a live node reports them.
 func (c *Cluster) MasterOf(tb testing.TB, key string) (master string, replicas []string) {
 	tb.Helper()
-	var slot int64
-	var slots []redis.ClusterSlot
-	poll(tb, "a node describes the slots", func(ctx context.Context) (bool, string) {
+	poll(tb, "a node names the master of "+key, func(ctx context.Context) (bool, string) {
+		var err error
 		for _, n := range c.live() {
-			rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
-			var err error
-			slot, err = rdb.ClusterKeySlot(ctx, key).Result()
-			if err == nil {
-				slots, err = rdb.ClusterSlots(ctx).Result()
-			}
-			_ = rdb.Close()
-			if err == nil {
+			if master, replicas, err = slotNodes(ctx, n.Addr(), key); err == nil {
 				return true, ""
 			}
 		}
-		return false, "no live node answers CLUSTER SLOTS"
+		return false, fmt.Sprint(err)
 	})
-	for _, r := range slots {
-		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
-			for _, n := range r.Nodes[1:] {
-				replicas = append(replicas, n.Addr)
-			}
-			return r.Nodes[0].Addr, replicas
-		}
-	}
-	tb.Fatalf("redistest: no node serves slot %d of %q", slot, key)
-	return "", nil
+	return master, replicas
 }
 
 // KillMaster kills the master serving key, as a crash would, and waits until its replica has been elected and
@@ -155,22 +139,41 @@ func (c *Cluster) waitMaster(tb testing.TB, key, old string, known int) string {
 }
 
 func slotMaster(ctx context.Context, addr, key string) (string, error) {
+	m, _, err := slotNodes(ctx, addr, key)
+	return m, err
+}
+
+// slotNodes asks the node at addr which online nodes serve key's slot (CLUSTER SHARDS).
+func slotNodes(ctx context.Context, addr, key string) (master string, replicas []string, err error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	for _, r := range slots {
-		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr, nil
+	for _, sh := range shards {
+		if !slices.ContainsFunc(sh.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
+			continue
+		}
+		for _, n := range sh.Nodes {
+			a := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			switch {
+			case n.Health != "online":
+			case n.Role == "master":
+				master = a
+			default:
+				replicas = append(replicas, a)
+			}
+		}
+		if master != "" {
+			return master, replicas, nil
 		}
 	}
-	return "", fmt.Errorf("%s serves no node for slot %d", addr, slot)
+	return "", nil, fmt.Errorf("%s names no online master for slot %d", addr, slot)
 }
 
 func (c *Cluster) waitHealthy(tb testing.TB, known int) {
