@@ -404,6 +404,31 @@ func exerciseStore(t *testing.T, s *state.Store) {
 		t.Fatalf("CacheGet = %q, %v, %v", v, ok, err)
 	}
 	must("Ping", s.Ping(ctx))
+
+	// The execution queue and the outbox: streams read through consumer groups.
+	q := s.Queue()
+	must("Enqueue", q.Enqueue(ctx, "script-1"))
+	d, err := q.Next(ctx, "a", 100*time.Millisecond)
+	must("Queue.Next", err)
+	if d == nil || d.RequestID != "script-1" {
+		t.Fatalf("Queue.Next = %+v, want script-1", d)
+	}
+	must("Touch", q.Touch(ctx, "a", d))
+	must("Queue.Done", q.Done(ctx, d))
+	if n, err := q.Pending(ctx); err != nil || n != 0 {
+		t.Fatalf("Pending after Done = %d, %v", n, err)
+	}
+	out := s.Outbox()
+	told, err := out.Next(ctx, "a", 100*time.Millisecond, 10)
+	must("Outbox.Next", err)
+	if len(told) != 2 { // the creation and the update above
+		t.Fatalf("Outbox.Next = %d entries, want 2", len(told))
+	}
+	must("Outbox.Done", out.Done(ctx, told...))
+	must("SetTold", out.SetTold(ctx, "script-1", 2))
+	if n, err := out.Told(ctx, "script-1"); err != nil || n != 2 {
+		t.Fatalf("Told = %d, %v", n, err)
+	}
 }
 
 // exerciseStreams runs the stream commands of an execution queue and an outbox under the store's hash tag:
