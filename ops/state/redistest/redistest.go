@@ -56,8 +56,9 @@ func StartWith(tb testing.TB, options ...string) *Server {
 
 // serverArgs are the options every redis-server of a test runs with.
 func serverArgs(dir string, port int) []string {
+	// A replica's full sync starts at once, not after the default 5 s wait for more replicas to share it.
 	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "no", "--repl-diskless-sync-delay", "0"}
 }
 
 // startProcess runs the program name (redis-server or redis-sentinel) with argv's command line on a free port,
@@ -102,6 +103,9 @@ func Shared(tb testing.TB) (url, prefix string) {
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
 
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
