@@ -36,13 +36,18 @@ bench: deps
 e2e-tools:
 	bash e2e/tools/build.sh
 
-## deps: install what the tests need that the machine lacks (redis-server)
+## deps: install what the tests need that the machine lacks (redis-server, redis-sentinel, redis-cli)
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server (apt-get)"; \
+	@missing=; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
+	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
+	[ -z "$$missing" ] || { \
+		echo "installing$$missing (apt-get)"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
-		command -v redis-server >/dev/null || { echo "could not install redis-server"; exit 1; }; }
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+		for b in redis-server redis-sentinel redis-cli; do \
+			command -v $$b >/dev/null || { echo "could not install $$b"; exit 1; }; done; }
 
 ## image: build the container image (needs a Docker engine)
 image:

@@ -402,16 +402,14 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
 }
 
 func connectRedis(ctx context.Context, cfg *config.Config, log zerolog.Logger) (redis.UniversalClient, func(), error) {
-	url := cfg.Redis.URL
-	stopEmbedded := func() {}
-	if url == "" {
-		var err error
-		url, stopEmbedded, err = state.Embedded(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("start the embedded redis: %w", err)
-		}
-		log.Warn().Msg("redis.url is empty: using an embedded in-process Redis; single replica only, state is lost on restart")
+	if !cfg.Redis.Embedded() {
+		return dialRedis(ctx, cfg.Redis, log)
 	}
+	url, stopEmbedded, err := state.Embedded(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the embedded redis: %w", err)
+	}
+	log.Warn().Msg("redis.url is empty: using an embedded in-process Redis; single replica only, state is lost on restart")
 	rdb, err := state.Dial(ctx, url)
 	if err != nil {
 		stopEmbedded()

@@ -18,8 +18,11 @@ import (
 const schemaFile = "hyperops/values.schema.json"
 
 // chartOwnedKeys are config keys the chart sets itself; values may not set them.
+// The chart's redis.url comes from redis.mode (a Sentinel or Cluster goes in the external Secret's URL), so the
+// field forms of the Redis topology and their credentials are the chart's too.
 var chartOwnedKeys = map[string]bool{
 	"slack.appToken": true, "slack.botToken": true, "redis.url": true, "server": true,
+	"redis.sentinel": true, "redis.cluster": true, "redis.username": true, "redis.password": true, "redis.tls": true,
 }
 
 // configConstraints add to the shape reflection gives what the schema can check early; config.Parse checks the rest.
@@ -51,6 +54,8 @@ var durationType = reflect.TypeOf(config.Duration(0))
 func configSchema(t reflect.Type, path string) map[string]any {
 	s := map[string]any{}
 	switch {
+	case t.Kind() == reflect.Pointer: // an optional value: absent means its documented default
+		return configSchema(t.Elem(), path)
 	case t == durationType:
 		s["type"] = "string"
 		s["pattern"] = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$|^$`

@@ -63,16 +63,50 @@ type Slack struct {
 	HandleTimeout Duration `yaml:"handleTimeout"`
 }
 
-// Redis configures the state store. An empty URL starts the embedded single-replica server.
+// Redis configures the state store: one node, a Sentinel group or a Cluster, given by URL or by the sentinel or
+// cluster fields (at most one of the three). None of them starts the embedded single-replica server.
 type Redis struct {
-	// URL is a go-redis URL (redis://user:pass@host:6379/0, rediss://…); empty means embedded, not durable.
+	// URL is redis://user:pass@host:6379/0 or rediss://… (one node), redis-sentinel://user:pass@host:26379,…/master[/db]
+	// (Sentinel) or redis-cluster://user:pass@host:6379,… (Cluster), with an "s" for TLS; empty means embedded unless
+	// sentinel or cluster is set.
 	URL string `yaml:"url"`
+	// Sentinel is a Sentinel group given by fields instead of a redis-sentinel:// URL.
+	Sentinel RedisSentinel `yaml:"sentinel"`
+	// Cluster is a Redis Cluster given by fields instead of a redis-cluster:// URL.
+	Cluster RedisCluster `yaml:"cluster"`
+	// Username and Password log in to the data nodes of sentinel or cluster (a URL carries its own).
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// TLS turns on TLS to the nodes of sentinel or cluster (a URL says rediss…).
+	TLS bool `yaml:"tls"`
+	// WaitReplicas is how many replicas must acknowledge each write before it counts as done (default 1 for Sentinel
+	// and Cluster, so that a failover cannot lose a write that was reported done; 0 for one node). 0 does not wait.
+	WaitReplicas *int `yaml:"waitReplicas"`
+	// WaitTimeout bounds that wait; a write not acknowledged in time is E_STATE_UNAVAILABLE (default 500ms).
+	WaitTimeout Duration `yaml:"waitTimeout"`
 	// KeyPrefix is put before every key (default "hyperops").
 	KeyPrefix string `yaml:"keyPrefix"`
 	// RequestTTL is how long request records and idempotency keys live (default 720h).
 	RequestTTL Duration `yaml:"requestTTL"`
 	// DedupeTTL is how long Slack delivery ids are remembered (default 1h).
 	DedupeTTL Duration `yaml:"dedupeTTL"`
+}
+
+// RedisSentinel is a Sentinel group: the sentinels' addresses and the name they monitor the master under.
+type RedisSentinel struct {
+	// MasterName is the name in the sentinels' "sentinel monitor" line.
+	MasterName string `yaml:"masterName"`
+	// Addrs are the sentinels' host:port (port default 26379).
+	Addrs []string `yaml:"addrs"`
+	// Username and Password log in to the sentinels themselves, when they ask for it (sentinel requirepass).
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+}
+
+// RedisCluster is a Redis Cluster (ElastiCache with cluster mode on): seed nodes the client learns the rest from.
+type RedisCluster struct {
+	// Addrs are nodes' host:port (port default 6379); one configuration endpoint is enough.
+	Addrs []string `yaml:"addrs"`
 }
 
 // Environment is a cluster's environment; EnvProduction raises the risk of every operation on it by one level.

@@ -13,6 +13,7 @@ const (
 	DefaultKeyPrefix         = "hyperops"
 	DefaultRequestTTL        = Duration(720 * time.Hour)
 	DefaultDedupeTTL         = Duration(time.Hour)
+	DefaultRedisWaitTimeout  = Duration(500 * time.Millisecond)
 	DefaultEnvironment       = EnvProduction
 	DefaultProfile           = "default"
 	DefaultOnCreate          = "on_create.sh"
@@ -90,6 +91,7 @@ func (r *Redis) applyDefaults() {
 	setDefault(&r.KeyPrefix, DefaultKeyPrefix)
 	setDefault(&r.RequestTTL, DefaultRequestTTL)
 	setDefault(&r.DedupeTTL, DefaultDedupeTTL)
+	setDefault(&r.WaitTimeout, DefaultRedisWaitTimeout)
 }
 
 func (cl *Cluster) applyDefaults() {

@@ -12,7 +12,9 @@ import (
 // percent-decoded), for log redaction. Empty values are left out.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, s := range append([]string{c.Slack.AppToken, c.Slack.BotToken}, redisPasswords(c.Redis.URL)...) {
+	candidates := []string{c.Slack.AppToken, c.Slack.BotToken, c.Redis.Password, c.Redis.Sentinel.Password}
+	candidates = append(candidates, redisPasswords(c.Redis.URL)...)
+	for _, s := range candidates {
 		if s != "" && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
@@ -20,20 +22,28 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
-// redisPasswords returns the password of a Redis URL as written and decoded. It reads the userinfo by hand rather
-// than with url.Parse so that it still finds the password of a URL that does not parse.
+// redisPasswords returns the passwords of a Redis URL — its userinfo's, and a Sentinel URL's sentinel_password —
+// as written and decoded. It reads the URL by hand rather than with url.Parse so that it still finds the password
+// of a URL that does not parse.
 func redisPasswords(raw string) []string {
-	ui := urlUserinfo(raw)
-	if ui == "" {
-		return nil
+	var out []string
+	if _, pw, ok := strings.Cut(urlUserinfo(raw), ":"); ok && pw != "" {
+		// A lone user part is a user name, not a secret (go-redis reads it that way too).
+		out = append(out, pw)
+		if decoded, err := url.PathUnescape(pw); err == nil && decoded != pw {
+			out = append(out, decoded)
+		}
 	}
-	_, pw, ok := strings.Cut(ui, ":")
-	if !ok || pw == "" {
-		return nil // a lone user part is a user name, not a secret (go-redis reads it that way too)
-	}
-	out := []string{pw}
-	if decoded, err := url.PathUnescape(pw); err == nil && decoded != pw {
-		out = append(out, decoded)
+	if _, query, ok := strings.Cut(raw, "?"); ok {
+		query, _, _ = strings.Cut(query, "#")
+		for _, kv := range strings.Split(query, "&") {
+			if pw, ok := strings.CutPrefix(kv, "sentinel_password="); ok && pw != "" {
+				out = append(out, pw)
+				if decoded, err := url.QueryUnescape(pw); err == nil && decoded != pw {
+					out = append(out, decoded)
+				}
+			}
+		}
 	}
 	return out
 }

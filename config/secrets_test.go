@@ -71,6 +71,10 @@ func TestSecrets(t *testing.T) {
 		{"escaped password", Config{Redis: Redis{URL: "redis://:p%40ss@redis:6379"}}, []string{"p%40ss", "p@ss"}},
 		{"redis user only", Config{Redis: Redis{URL: "redis://app@redis:6379"}}, nil},
 		{"redis without auth", Config{Redis: Redis{URL: "redis://redis:6379"}}, nil},
+		{"sentinel URL passwords", Config{Redis: Redis{URL: "redis-sentinel://:s3cret@s1,s2/m?sentinel_password=p%26w&x=1"}},
+			[]string{"s3cret", "p%26w", "p&w"}},
+		{"sentinel and cluster fields", Config{Redis: Redis{Password: "data", Sentinel: RedisSentinel{Password: "sent"}}},
+			[]string{"data", "sent"}},
 		{"unparseable URL still redacted", Config{Redis: Redis{URL: "redis://:s3cret@redis:port"}}, []string{"s3cret"}},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -93,21 +92,6 @@ func checkChannel(l *problemList, at, id string) {
 	if !slackChannelID.MatchString(id) {
 		l.add(at, "must be a Slack channel ID (C… or G…, upper-case letters and digits; not a #name), got %q", id)
 	}
-}
-
-func (r *Redis) validate(l *problemList) {
-	if r.URL != "" {
-		if _, err := redis.ParseURL(r.URL); err != nil {
-			// The URL may hold a password: name the problem, never echo the value.
-			l.add("redis.url", "must be a Redis URL such as redis://host:6379/0 or rediss://user:password@host:6380: %v",
-				redactURLError(err, r.URL))
-		}
-	}
-	if !keyPrefixChars.MatchString(r.KeyPrefix) {
-		l.add("redis.keyPrefix", "must be letters, digits, '_', '.', ':' or '-', got %q", r.KeyPrefix)
-	}
-	checkPositive(l, "redis.requestTTL", r.RequestTTL)
-	checkPositive(l, "redis.dedupeTTL", r.DedupeTTL)
 }
 
 // redactURLError removes the URL's user and password from a parse error's text.

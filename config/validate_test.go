@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyperops/hyperops/ops/state/endpoint"
 )
 
 // TestValidationRules gives each rule one good and one bad value, starting from example.yaml. The bad value must be
@@ -267,6 +270,41 @@ func TestValidationRules(t *testing.T) {
 			"log.format", `must be json, console or auto, got "text"`},
 		{"redis URL", func(c *Config) { c.Redis.URL = "rediss://:pw@redis.internal:6380/1" }, func(c *Config) { c.Redis.URL = "http://redis:6379" },
 			"redis.url", "must be a Redis URL such as redis://host:6379/0"},
+		{"redis sentinel URL", func(c *Config) {
+			c.Redis.URL = "redis-sentinel://:pw@s1:26379,s2:26379/mymaster/1?sentinel_password=sp"
+		},
+			func(c *Config) { c.Redis.URL = "redis-sentinel://s1:26379" },
+			"redis.url", "the path must be /master-name or /master-name/db"},
+		{"redis cluster URL", func(c *Config) { c.Redis.URL = "rediss-cluster://default:tok@clustercfg.cache.example:6379" },
+			func(c *Config) { c.Redis.URL = "redis-cluster://n1:7000/2" },
+			"redis.url", "a Redis Cluster has only database 0"},
+		{"redis one topology", func(c *Config) { c.Redis.Cluster.Addrs = []string{"n1:6379"} },
+			func(c *Config) { c.Redis.URL = "redis://r:6379"; c.Redis.Cluster.Addrs = []string{"n1:6379"} },
+			"redis.cluster", "is set together with redis.url: give one of redis.url, redis.sentinel and redis.cluster"},
+		{"redis sentinel master name",
+			func(c *Config) {
+				c.Redis.Sentinel = RedisSentinel{MasterName: "mymaster", Addrs: []string{"s1", "s2:26380"}}
+			},
+			func(c *Config) { c.Redis.Sentinel = RedisSentinel{Addrs: []string{"s1"}} },
+			"redis.sentinel.masterName", `is required: the name in the sentinels' "sentinel monitor" line`},
+		{"redis sentinel addresses", func(c *Config) { c.Redis.Sentinel = RedisSentinel{MasterName: "m", Addrs: []string{"[::1]:26379"}} },
+			func(c *Config) { c.Redis.Sentinel = RedisSentinel{MasterName: "m", Addrs: []string{"s1:26379", "s1"}} },
+			"redis.sentinel.addrs[1]", "s1:26379 is listed twice"},
+		{"redis sentinel needs a sentinel", func(c *Config) { c.Redis.Sentinel = RedisSentinel{MasterName: "m", Addrs: []string{"s1"}} },
+			func(c *Config) { c.Redis.Sentinel = RedisSentinel{MasterName: "m"} },
+			"redis.sentinel.addrs", "name at least one host:port"},
+		{"redis cluster addresses", func(c *Config) { c.Redis.Cluster.Addrs = []string{"n1", "n2:7000"} },
+			func(c *Config) { c.Redis.Cluster.Addrs = []string{"n1:port"} },
+			"redis.cluster.addrs[0]", `"n1:port": the port must be a number from 1 to 65535`},
+		{"redis credentials only with fields",
+			func(c *Config) { c.Redis.Cluster.Addrs = []string{"n1"}; c.Redis.Password = "pw"; c.Redis.TLS = true },
+			func(c *Config) { c.Redis.URL = "redis://r:6379"; c.Redis.Password = "pw" },
+			"redis.password", "applies to redis.sentinel and redis.cluster only: a URL carries its own"},
+		{"redis wait replicas", func(c *Config) { n := 0; c.Redis.WaitReplicas = &n }, func(c *Config) { n := -1; c.Redis.WaitReplicas = &n },
+			"redis.waitReplicas", "must be 0 (do not wait) to 16 replicas, got -1"},
+		{"redis wait timeout", func(c *Config) { c.Redis.WaitTimeout = Duration(2 * time.Second) },
+			func(c *Config) { c.Redis.WaitTimeout = Duration(3 * time.Second) },
+			"redis.waitTimeout", `must be a duration above 0 and at most 2s (the client's read timeout bounds it), got "3s"`},
 		{"redis key prefix", func(c *Config) { c.Redis.KeyPrefix = "hyperops:prod" }, func(c *Config) { c.Redis.KeyPrefix = "hyper ops" },
 			"redis.keyPrefix", `got "hyper ops"`},
 		{"redis TTLs", func(c *Config) { c.Redis.RequestTTL = Duration(time.Hour) }, func(c *Config) { c.Redis.RequestTTL = 0 },
@@ -313,7 +351,8 @@ func TestValidationRules(t *testing.T) {
 }
 
 func TestRedisURLProblemHidesPassword(t *testing.T) {
-	for _, raw := range []string{"redis://:hunter2@redis:notaport", "redis://admin:hunter2@redis:6379/db"} {
+	for _, raw := range []string{"redis://:hunter2@redis:notaport", "redis://admin:hunter2@redis:6379/db",
+		"redis-sentinel://admin:hunter2@s1:26379/m?bogus=1", "redis-cluster://:hunter2@n1:99999"} {
 		c := parseExample(t)
 		c.Redis.URL = raw
 		ps := problemsOf(t, c.Validate())
@@ -356,4 +395,44 @@ func securityGroupIDs(n int) []string {
 		ids[i] = fmt.Sprintf("sg-%08x", i)
 	}
 	return ids
+}
+
+func TestRedisEndpoint(t *testing.T) {
+	one, three := 1, 3
+	cases := []struct {
+		name      string
+		redis     Redis
+		kind      endpoint.Kind
+		addrs     []string
+		wait      int
+		user, pwd string
+		tls       bool
+	}{
+		{"one node", Redis{URL: "redis://:pw@r:6379/0"}, endpoint.Node, []string{"r:6379"}, 0, "", "pw", false},
+		{"one node with replicas to wait for", Redis{URL: "rediss://r:6380", WaitReplicas: &one}, endpoint.Node, []string{"r:6380"}, 1, "", "", true},
+		{"sentinel URL", Redis{URL: "redis-sentinel://s1,s2/m"}, endpoint.Sentinel, []string{"s1:26379", "s2:26379"}, 1, "", "", false},
+		{"sentinel fields", Redis{Sentinel: RedisSentinel{MasterName: "m", Addrs: []string{"s1:26380"}}, Username: "app", Password: "pw", TLS: true},
+			endpoint.Sentinel, []string{"s1:26380"}, 1, "app", "pw", true},
+		{"cluster fields", Redis{Cluster: RedisCluster{Addrs: []string{"cfg.example"}}, WaitReplicas: &three},
+			endpoint.Cluster, []string{"cfg.example:6379"}, 3, "", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.redis.WaitTimeout = Duration(time.Second)
+			if c.redis.Embedded() {
+				t.Fatalf("Embedded() = true")
+			}
+			e, err := c.redis.Endpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind != c.kind || !slices.Equal(e.Addrs, c.addrs) || e.WaitReplicas != c.wait || e.Username != c.user ||
+				e.Password != c.pwd || e.TLS != c.tls || e.WaitTimeout != time.Second {
+				t.Errorf("Endpoint() = %+v", e)
+			}
+		})
+	}
+	if !(&Redis{}).Embedded() {
+		t.Errorf("no url, sentinel or cluster: Embedded() = false")
+	}
 }

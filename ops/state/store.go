@@ -83,21 +83,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	return unavailable("ping", s.rdb.Ping(ctx).Err())
 }
 
-// Dial connects to the Redis at url (redis:// or rediss://, as go-redis's ParseURL reads it) and checks that it
-// answers. The caller closes the client.
-func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("state: parse the redis URL: %w", err)
-	}
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		return nil, unavailable("connect to "+opt.Addr, err)
-	}
-	return c, nil
-}
-
 // key builds a key under the prefix's hash tag.
 func (s *Store) key(parts ...string) string {
 	return "{" + s.opts.KeyPrefix + "}:" + strings.Join(parts, ":")

@@ -30,6 +30,8 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// argv is the command line after bin for a port.
+	argv func(port int) []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -41,12 +43,35 @@ type Server struct {
 // directory), waits until it answers PING, and stops it when the test ends. It never uses the machine's 6379.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return StartWith(tb)
+}
+
+// StartWith is Start with more redis-server options after the defaults (e.g. "--replicaof", "127.0.0.1", "7001").
+func StartWith(tb testing.TB, options ...string) *Server {
+	tb.Helper()
+	return startProcess(tb, "redis-server", MissingServer, func(s *Server, port int) []string {
+		return append(serverArgs(s.dir, port), options...)
+	})
+}
+
+// serverArgs are the options every redis-server of a test runs with.
+func serverArgs(dir string, port int) []string {
+	// A replica's full sync starts at once, not after the default 5 s wait for more replicas to share it.
+	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "no", "--repl-diskless-sync-delay", "0"}
+}
+
+// startProcess runs the program name (redis-server or redis-sentinel) with argv's command line on a free port,
+// waits for PING, and stops it when the test ends.
+func startProcess(tb testing.TB, name, missing string, argv func(s *Server, port int) []string) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		tb.Fatal(MissingServer)
+		tb.Fatal(missing)
 		return nil
 	}
 	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	s.argv = func(port int) []string { return argv(s, port) }
 	tb.Cleanup(s.Stop)
 	// A free port can be taken between choosing it and binding it; try a few.
 	var lastErr error
@@ -60,7 +85,7 @@ func Start(tb testing.TB) *Server {
 			return s
 		}
 	}
-	tb.Fatalf("redistest: start redis-server: %v", lastErr)
+	tb.Fatalf("redistest: start %s: %v", name, lastErr)
 	return nil
 }
 
@@ -78,6 +103,9 @@ func Shared(tb testing.TB) (url, prefix string) {
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
 
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
@@ -117,9 +145,7 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logs := &bytes.Buffer{}
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--daemonize", "no", "--protected-mode", "no")
+	cmd := exec.Command(s.bin, s.argv(s.port)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", s.bin, err)
@@ -142,7 +168,7 @@ func waitPing(addr string, exited <-chan error) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("redis-server exited before answering PING: %v", err)
+			return fmt.Errorf("the server exited before answering PING: %v", err)
 		default:
 		}
 		if last = ping(addr); last == nil {

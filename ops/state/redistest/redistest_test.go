@@ -66,20 +66,34 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-func TestMissingServerFailsTheTest(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	rec := &fatalRecorder{TB: t}
-	done := make(chan *Server)
-	go func() {
-		var s *Server
-		defer func() { done <- s }()
-		s = Start(rec)
-	}()
-	if s := <-done; s != nil {
-		t.Fatalf("Start returned a server without redis-server on PATH")
+func TestMissingProgramFailsTheTest(t *testing.T) {
+	cases := []struct {
+		name  string
+		start func(testing.TB) any
+		want  string
+	}{
+		{"redis-server", func(tb testing.TB) any { return Start(tb) }, MissingServer},
+		{"redis-sentinel", func(tb testing.TB) any { return StartSentinel(tb) }, MissingSentinel},
+		{"redis-cli", func(tb testing.TB) any { return StartCluster(tb, 3, 1) }, MissingCli},
 	}
-	if rec.msg != MissingServer {
-		t.Fatalf("fatal message = %q, want %q", rec.msg, MissingServer)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PATH", t.TempDir())
+			rec := &fatalRecorder{TB: t}
+			done := make(chan bool)
+			go func() {
+				returned := false
+				defer func() { done <- returned }()
+				c.start(rec)
+				returned = true
+			}()
+			if <-done {
+				t.Fatalf("started without %s on PATH", c.name)
+			}
+			if rec.msg != c.want {
+				t.Fatalf("fatal message = %q, want %q", rec.msg, c.want)
+			}
+		})
 	}
 }
 
