@@ -150,6 +150,7 @@ func (o *bootstrapOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, er
 	if ex.hp != nil {
 		p.Summary = fmt.Sprintf("HyperPod cluster %s already exists (%s): nothing to create", hpName, ex.hp.ClusterStatus)
 		p.Changes = []ops.Change{{Action: ops.ActionNoop, Kind: KindHyperPodCluster, Name: hpName}}
+		p.Actions, _ = json.Marshal(bootstrapAction{ClusterName: hpName, Template: b.name})
 		return p, nil
 	}
 	if ex.eksStatus != statusActive {
@@ -176,7 +177,60 @@ func (o *bootstrapOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, er
 	}
 	manifest, _ := json.MarshalIndent(createInput(b, ex.eksARN), "", "  ")
 	p.Manifest = string(manifest)
+	if p.Actions, err = json.Marshal(newBootstrapAction(b, ex.eksARN)); err != nil {
+		return nil, fmt.Errorf("encode the CreateCluster request: %w", err)
+	}
 	return p, nil
+}
+
+// bootstrapAction is the contract of a bootstrap plan (Plan.Actions): exactly the CreateCluster request Write
+// sends, or nothing when the cluster exists.
+type bootstrapAction struct {
+	Create        bool        `json:"create"`
+	ClusterName   string      `json:"clusterName"`
+	Template      string      `json:"template"`
+	EKSClusterARN string      `json:"eksClusterArn"`
+	Subnets       []string    `json:"subnets"`
+	Groups        []groupSpec `json:"groups"`
+	// SecurityGroups of the VPC config.
+	SecurityGroups []string `json:"securityGroups"`
+	// Instances is the instance count the created cluster should reach.
+	Instances int `json:"instances"`
+}
+
+func newBootstrapAction(b *blueprint, eksARN string) bootstrapAction {
+	in := createInput(b, eksARN)
+	a := bootstrapAction{Create: true, ClusterName: awssdk.ToString(in.ClusterName), Template: b.name, EKSClusterARN: eksARN,
+		Subnets: in.VpcConfig.Subnets, SecurityGroups: in.VpcConfig.SecurityGroupIds}
+	for _, g := range in.InstanceGroups {
+		a.Groups = append(a.Groups, groupSpec{g})
+		a.Instances += int(awssdk.ToInt32(g.InstanceCount))
+	}
+	return a
+}
+
+func (a bootstrapAction) input() *sagemaker.CreateClusterInput {
+	in := &sagemaker.CreateClusterInput{
+		ClusterName:  awssdk.String(a.ClusterName),
+		Orchestrator: &smtypes.ClusterOrchestrator{Eks: &smtypes.ClusterOrchestratorEksConfig{ClusterArn: awssdk.String(a.EKSClusterARN)}},
+		NodeRecovery: smtypes.ClusterNodeRecoveryAutomatic,
+		VpcConfig:    &smtypes.VpcConfig{Subnets: a.Subnets, SecurityGroupIds: a.SecurityGroups},
+	}
+	for _, g := range a.Groups {
+		in.InstanceGroups = append(in.InstanceGroups, g.ClusterInstanceGroupSpecification)
+	}
+	return in
+}
+
+func plannedBootstrap(plan *ops.Plan) (bootstrapAction, error) {
+	var a bootstrapAction
+	if plan == nil || len(plan.Actions) == 0 {
+		return a, ops.Errorf(ops.CodeInternal, "", "submit the request again", "the approved plan carries no CreateCluster request")
+	}
+	if err := json.Unmarshal(plan.Actions, &a); err != nil {
+		return a, ops.Wrap(err, ops.CodeInternal, "", "submit the request again", "the approved CreateCluster request does not decode: %v", err)
+	}
+	return a, nil
 }
 
 func addGroupCost(ctx context.Context, pricer ops.Pricer, region string, g config.InstanceGroup, cost *ops.Cost) error {
@@ -233,37 +287,82 @@ type BootstrapResult struct {
 	Instances map[string]int `json:"instances"` // running instances by group
 }
 
-// Execute creates the cluster unless it exists already (a re-run only waits), then waits for InService.
-func (o *bootstrapOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _ ops.Execution) (*ops.Result, error) {
+// Recheck re-reads the EKS cluster and whether the HyperPod cluster exists, which is what the plan's hash covers.
+func (o *bootstrapOp) Recheck(ctx context.Context, req *ops.Request, _ *ops.Plan) (string, error) {
+	b, err := o.resolve(req)
+	if err != nil {
+		return "", err
+	}
+	ex, err := o.observe(ctx, b)
+	if err != nil {
+		return "", err
+	}
+	return ex.observed(), nil
+}
+
+// Execute is Write then Await for callers that run it in one go; without a plan it plans first.
+func (o *bootstrapOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
+	if plan == nil {
+		p, err := o.Plan(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		plan = p
+	}
+	written, err := o.Write(ctx, req, plan, x)
+	if err != nil {
+		return nil, err
+	}
+	return o.Await(ctx, req, plan, written, x)
+}
+
+// Write sends exactly the plan's CreateCluster request (nothing when the plan found the cluster), right after
+// checking that this execution still holds its lock. A cluster that exists by then is not an error: Await waits.
+func (o *bootstrapOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
+	a, err := plannedBootstrap(plan)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Create {
+		ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
+		return []byte(`{"sent":false}`), nil
+	}
 	b, err := o.resolve(req)
 	if err != nil {
 		return nil, err
 	}
-	ex, err := o.observe(ctx, b)
+	if err := x.Check(ctx); err != nil {
+		return nil, err
+	}
+	out, err := b.t.sm.CreateCluster(ctx, a.input())
+	switch {
+	case err == nil:
+		ops.Progress(ctx, "CreateCluster accepted: %s (%s)", a.ClusterName, awssdk.ToString(out.ClusterArn))
+		return json.Marshal(map[string]any{"sent": true, "arn": awssdk.ToString(out.ClusterArn)})
+	case apiCode(err) == "ResourceInUse":
+		ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
+		return []byte(`{"sent":false}`), nil
+	}
+	return nil, awsError(serviceSageMaker, "CreateCluster", err)
+}
+
+// Await waits for the cluster to be InService; it sends nothing.
+func (o *bootstrapOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, _ []byte, _ ops.Execution) (*ops.Result, error) {
+	a, err := plannedBootstrap(plan)
 	if err != nil {
 		return nil, err
 	}
-	hpName := b.t.cl.HyperPod.ClusterName
-	if ex.hp == nil {
-		if ex.eksStatus != statusActive {
-			return nil, clusterBusy("EKS cluster "+b.t.cl.EKS.ClusterName, ex.eksStatus, statusActive, "")
-		}
-		out, err := b.t.sm.CreateCluster(ctx, createInput(b, ex.eksARN))
-		switch {
-		case err == nil:
-			ops.Progress(ctx, "CreateCluster accepted: %s (%s)", hpName, awssdk.ToString(out.ClusterArn))
-		case apiCode(err) == "ResourceInUse":
-			ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", hpName)
-		default:
-			return nil, awsError(serviceSageMaker, "CreateCluster", err)
-		}
-	} else {
-		ops.Progress(ctx, "HyperPod cluster %s already exists (%s); waiting for it", hpName, ex.hp.ClusterStatus)
+	b, err := o.resolve(req)
+	if err != nil {
+		return nil, err
 	}
+	hpName := a.ClusterName
 	res := BootstrapResult{Cluster: b.t.name, HyperPod: hpName, Template: b.name}
-	want := 0
-	for _, g := range b.tpl.InstanceGroups {
-		want += g.InstanceCount
+	want := a.Instances
+	if !a.Create {
+		for _, g := range b.tpl.InstanceGroups {
+			want += g.InstanceCount
+		}
 	}
 	err = o.c.wait(ctx, "HyperPod cluster "+hpName+" to be InService", func(ctx context.Context) (string, bool, error, error) {
 		d, err := o.c.describeHyperPod(ctx, b.t)
