@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/rs/zerolog"
 
@@ -33,28 +28,13 @@ type watchBook struct {
 	log      zerolog.Logger
 }
 
-// watchKinds maps what people write in kind= to the resources the watcher informs on.
-var watchKinds = map[string]kube.Resource{
-	"": kube.ResJob, "job": kube.ResJob, "pytorchjob": kube.ResPyTorchJob, "hyperpod": kube.ResHyperPod,
-	"hyperpodpytorchjob": kube.ResHyperPod, "deployment": kube.ResDeployment,
-}
-
 // Resolve implements handlers.Watches: the registered cluster and allowed namespace, a known kind, a DNS-1123 name.
 func (b *watchBook) Resolve(t handlers.WatchTarget) (ops.ObjectRef, error) {
 	tg, err := ops.ConfigTargets(b.cfg).Resolve(ops.Target{Cluster: t.Cluster, Namespace: t.Namespace})
 	if err != nil {
 		return ops.ObjectRef{}, err
 	}
-	res, ok := watchKinds[strings.ToLower(t.Kind)]
-	if !ok {
-		return ops.ObjectRef{}, ops.Errorf(ops.CodeInvalidArgument, "kind", "use kind=job, pytorchjob, hyperpod or deployment",
-			"cannot watch objects of kind %q", t.Kind)
-	}
-	if errs := validation.IsDNS1123Subdomain(t.Name); len(errs) > 0 {
-		return ops.ObjectRef{}, ops.Errorf(ops.CodeInvalidArgument, "job", "use the workload's Kubernetes name",
-			"%q is not a valid name: %s", t.Name, strings.Join(errs, "; "))
-	}
-	return ops.ObjectRef{Cluster: tg.Cluster, Namespace: tg.Namespace, APIVersion: res.APIVersion(), Kind: res.Kind, Name: t.Name}, nil
+	return kube.WatchedObject(tg, t.Kind, t.Name)
 }
 
 // Watch implements handlers.Watches: it subscribes, then tells the new subscription where the object stands.
@@ -161,42 +141,7 @@ func (b *watchBook) observe(ctx context.Context, obj ops.ObjectRef) (st, reason 
 	if b.clusters == nil {
 		return "", "", false, nil
 	}
-	c, err := b.clusters.Get(obj.Cluster)
-	if err != nil {
-		return "", "", false, err
-	}
-	get := metav1.GetOptions{}
-	switch obj.Kind {
-	case kube.ResJob.Kind:
-		j, gerr := c.Kube.BatchV1().Jobs(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = kube.JobState(j)
-		}
-		err = gerr
-	case kube.ResDeployment.Kind:
-		d, gerr := c.Kube.AppsV1().Deployments(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = kube.DeploymentState(d)
-		}
-		err = gerr
-	default:
-		res, ok := watchKinds[strings.ToLower(obj.Kind)]
-		if !ok {
-			return "", "", false, fmt.Errorf("watch: unknown kind %s", obj.Kind)
-		}
-		u, gerr := c.Dynamic.Resource(res.GVR).Namespace(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = kube.CustomJobState(u)
-		}
-		err = gerr
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return "", "", false, nil
-	case err != nil:
-		return "", "", false, fmt.Errorf("read %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
-	}
-	return st, reason, true, nil
+	return b.clusters.ObserveWatched(ctx, obj)
 }
 
 // subscribeResult subscribes the messages of a request that succeeded to the objects its result asks to watch:
