@@ -186,7 +186,8 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			return x.finish(ctx, res, err)
 		}
 		written = wrote
-		if _, err := x.step(ctx, "change accepted", func(r *Record) {
+		// Recorded even when the replica is stopping meanwhile: a write sent must never look unknown.
+		if _, err := x.step(context.WithoutCancel(ctx), "change accepted", func(r *Record) {
 			r.Execution.WriteAccepted = e.opts.Clock.Now()
 			r.Execution.Written = wrote
 		}); err != nil {
