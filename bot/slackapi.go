@@ -55,6 +55,8 @@ type SlackClient struct {
 	tiers    map[int]*rate.Limiter
 	channels map[string]*rate.Limiter
 	updates  map[string]*pendingUpdate
+	// waiting counts, per channel, the posts people wait for that are waiting for the channel's limit.
+	waiting map[string]int
 }
 
 type pendingUpdate struct {
@@ -70,7 +72,7 @@ func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackCl
 	}
 	return &SlackClient{api: api, metrics: metrics, limits: limits,
 		tiers:    map[int]*rate.Limiter{2: limits.Tier2.limiter(), 3: limits.Tier3.limiter(), 4: limits.Tier4.limiter()},
-		channels: map[string]*rate.Limiter{}, updates: map[string]*pendingUpdate{}}
+		channels: map[string]*rate.Limiter{}, updates: map[string]*pendingUpdate{}, waiting: map[string]int{}}
 }
 
 // API returns the underlying slack-go client.
@@ -126,6 +128,41 @@ func (c *SlackClient) call(ctx context.Context, method, channel string, fn func(
 	}
 }
 
+// urgent counts a post people wait for in channel until done is called.
+func (c *SlackClient) urgent(channel string) (done func()) {
+	c.mu.Lock()
+	c.waiting[channel]++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.waiting[channel]--; c.waiting[channel] <= 0 {
+			delete(c.waiting, channel)
+		}
+	}
+}
+
+// yield waits, without reserving anything ahead of others, until channel has no urgent post waiting and its
+// per-channel limit would let a post through now.
+func (c *SlackClient) yield(ctx context.Context, channel string) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		lim := c.channels[channel]
+		free := c.waiting[channel] == 0 && (lim == nil || lim.Tokens() >= 1)
+		c.mu.Unlock()
+		if free {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for room in %s: %w", channel, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 func msgOptions(m handlers.Msg) []slack.MsgOption {
 	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
 	if len(m.Blocks) > 0 {
@@ -140,8 +177,17 @@ func msgOptions(m handlers.Msg) []slack.MsgOption {
 	return opts
 }
 
-// Post implements handlers.Poster with chat.postMessage.
+// Post implements handlers.Poster with chat.postMessage. A background message waits until the channel's limit has
+// room and nobody else is waiting for it, so answers people wait for go first.
 func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
+	if m.Background {
+		if err := c.yield(ctx, channel); err != nil {
+			return "", err
+		}
+	} else {
+		done := c.urgent(channel)
+		defer done()
+	}
 	var ts string
 	err := c.call(ctx, "chat.postMessage", channel, func() error {
 		var err error

@@ -32,6 +32,9 @@ type Msg struct {
 	// Version orders updates of one message (the record's version): an update older than one already sent may be
 	// dropped by a coalescing Poster.
 	Version int64
+	// Background marks a message nobody is waiting on (a thread reply about a running execution): a Poster short
+	// of rate limit lets the answers people wait for go first.
+	Background bool
 }
 
 // File is a long text (a manifest, a log) uploaded to a conversation instead of being cut.

@@ -140,7 +140,7 @@ func (tl *Teller) reply(ctx context.Context, rec, at *ops.Record, t ops.Transiti
 			return nil
 		}
 	}
-	m.ThreadTS = plan.TS
+	m.ThreadTS, m.Background = plan.TS, true
 	if _, err := h.poster.Post(ctx, plan.Channel, m); err != nil {
 		return fmt.Errorf("reply about %s: %w", rec.ID(), err)
 	}
@@ -205,6 +205,7 @@ func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agent
 	switch {
 	case t.Kind == ops.KindProgress:
 		m = ProgressReply(rec, t.Note)
+		m.Background = true
 	case AgentTells(t):
 		m = AgentReply(AgentBody(atEntry(rec, t), rec.ID(), nil))
 	default:

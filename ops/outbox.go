@@ -35,7 +35,7 @@ type Teller interface {
 type TellerOptions struct {
 	// Consumer names this replica in the outbox's consumer group (default the engine's replica).
 	Consumer string
-	// Concurrency bounds the requests told at once (default 8).
+	// Concurrency bounds the requests told at once (default 64: most of them wait on Slack's rate limits).
 	Concurrency int
 	// Wait is how long a read of the outbox waits for new entries (default 1s).
 	Wait time.Duration
@@ -48,7 +48,7 @@ func (o TellerOptions) withDefaults(e *Engine) TellerOptions {
 		o.Consumer = e.opts.Replica
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+		o.Concurrency = 64
 	}
 	if o.Wait <= 0 {
 		o.Wait = time.Second
