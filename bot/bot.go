@@ -136,6 +136,7 @@ func New(opts Options) (*Bot, error) {
 	sc := NewSlackClient(api, limits, m)
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
 		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
+	sc.SetChannelLimiter(channelRates{store})
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -80,4 +81,11 @@ func (h redisErrorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		}
 		return err
 	}
+}
+
+// channelRates is the Slack client's per-channel post limit, shared by every replica through the state store.
+type channelRates struct{ store *state.Store }
+
+func (r channelRates) Take(ctx context.Context, channel string, perMinute, burst, n int) (bool, time.Duration, error) {
+	return r.store.TakeRate(ctx, "slackpost:"+channel, perMinute, burst, n)
 }

@@ -57,6 +57,8 @@ type SlackClient struct {
 	updates  map[string]*pendingUpdate
 	// waiting counts, per channel, the posts people wait for that are waiting for the channel's limit.
 	waiting map[string]int
+	// shared, when set, replaces the per-channel limiter by one every replica shares.
+	shared ChannelLimiter
 }
 
 type pendingUpdate struct {
@@ -82,7 +84,7 @@ func (c *SlackClient) wait(ctx context.Context, method, channel string) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
 	var chLim *rate.Limiter
-	if method == "chat.postMessage" && channel != "" {
+	if method == "chat.postMessage" && channel != "" && c.shared == nil {
 		chLim = c.channels[channel]
 		if chLim == nil {
 			chLim = c.limits.PostPerChannel.limiter()
@@ -124,6 +126,42 @@ func (c *SlackClient) call(ctx context.Context, method, channel string, fn func(
 			t.Stop()
 			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ctx.Err())
 		case <-t.C:
+		}
+	}
+}
+
+// ChannelLimiter is a per-channel rate limit shared by every replica (Slack counts chat.postMessage per channel for
+// the whole app, not per process). The state store's Redis implements it.
+type ChannelLimiter interface {
+	// Take takes n tokens of the channel's budget (perMinute, burst), or says how long to wait before trying again.
+	Take(ctx context.Context, channel string, perMinute, burst, n int) (ok bool, retryAfter time.Duration, err error)
+}
+
+// SetChannelLimiter makes chat.postMessage's per-channel limit shared across replicas.
+func (c *SlackClient) SetChannelLimiter(l ChannelLimiter) { c.shared = l }
+
+// takeShared waits for the channel's shared budget. A background post needs two tokens free and takes them, so it
+// only goes when an answer people wait for would still find one: across every replica, answers go first.
+func (c *SlackClient) takeShared(ctx context.Context, channel string, background bool) error {
+	n := 1
+	if background {
+		n = 2
+	}
+	t := c.limits.PostPerChannel
+	for {
+		ok, wait, err := c.shared.Take(ctx, channel, t.PerMinute, max(t.Burst, n), n)
+		if err != nil {
+			return fmt.Errorf("take the shared %s budget: %w", channel, err)
+		}
+		if ok {
+			return nil
+		}
+		timer := time.NewTimer(max(wait, 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("wait for room in %s: %w", channel, ctx.Err())
+		case <-timer.C:
 		}
 	}
 }
@@ -180,7 +218,11 @@ func msgOptions(m handlers.Msg) []slack.MsgOption {
 // Post implements handlers.Poster with chat.postMessage. A background message waits until the channel's limit has
 // room and nobody else is waiting for it, so answers people wait for go first.
 func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
-	if m.Background {
+	if c.shared != nil {
+		if err := c.takeShared(ctx, channel, m.Background); err != nil {
+			return "", err
+		}
+	} else if m.Background {
 		if err := c.yield(ctx, channel); err != nil {
 			return "", err
 		}
