@@ -80,7 +80,7 @@ function render() {
   const agent = d.as.isAgent;
   $("seed-btn").hidden = !(agent && c.dm);
   $("composer-hint").textContent = c.dm
-    ? (agent ? "A JSON request (the agent contract) or /hp …; Enter sends, Shift+Enter is a new line" : "Direct message: /hp status and other read-only commands")
+    ? (agent ? "A JSON request (the agent contract); Enter sends" : "Read-only commands here, e.g. /hp status")
     : "Slash commands: " + d.command + " help · Enter sends, Shift+Enter is a new line";
 }
 
@@ -107,7 +107,7 @@ function renderGuide(d) {
   const g = $("guide");
   if (g.dataset.ready) return;
   g.dataset.ready = "1";
-  g.innerHTML = `<div class="guide-title">Start here — each step fills the composer; press Enter to send. As the agent (“You are”), its DM takes JSON requests.</div>` +
+  g.innerHTML = `<div class="guide-title">Start here — each step fills the composer; press Enter to send. <button type="button" class="link-btn" id="guide-toggle">${document.body.classList.contains("guide-hidden") ? "show steps" : "hide steps"}</button></div>` +
     d.steps.map((s, i) => `<button type="button" class="step" data-step="${i}"><b>${esc(s.title)}</b><span>${esc(s.hint)}</span></button>`).join("") +
     `<button type="button" class="step" data-step="agent"><b>4. As the agent: a JSON request</b><span>The DESIGN.md seed with dryRun: the reply carries the machine-readable plan.</span></button>`;
 }
@@ -302,6 +302,14 @@ function useStep(i) {
 }
 
 $("persona").addEventListener("change", (e) => { setPersona(e.target.value); load(); });
+document.body.classList.toggle("guide-hidden", localStorage.getItem("hp-guide") === "hidden");
+document.addEventListener("click", (e) => {
+  if (e.target.id !== "guide-toggle") return;
+  const hidden = !document.body.classList.contains("guide-hidden");
+  document.body.classList.toggle("guide-hidden", hidden);
+  localStorage.setItem("hp-guide", hidden ? "hidden" : "shown");
+  e.target.textContent = hidden ? "show steps" : "hide steps";
+});
 $("thread-close").addEventListener("click", () => { st.thread = null; render(); });
 $("seed-btn").addEventListener("click", () => { $("composer-text").value = st.data.agentSeed; $("composer-text").focus(); });
 
