@@ -122,12 +122,16 @@ func Start(ctx context.Context, opts Options) (_ *Playground, err error) {
 	if err := p.connectKube(ctx); err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	if err := p.seed(ctx); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	if err := p.startBot(ctx); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(opts.Progress, "GPU nodes added in %s; bot connected to the fake Slack in %s\n",
+		t1.Sub(t0).Round(100*time.Millisecond), time.Since(t1).Round(100*time.Millisecond))
 	if err := p.serve(); err != nil {
 		return nil, err
 	}
@@ -262,16 +266,10 @@ func (p *Playground) seed(ctx context.Context) error {
 	if p.Plane == nil {
 		return nil
 	}
+	// The nodes exist now; kwok makes them Ready within seconds, which the side panel shows. Waiting for that
+	// here would only delay the page.
 	if err := p.nodes.Err(); err != nil {
 		return fmt.Errorf("add the GPU nodes: %w", err)
-	}
-	hp, _ := p.AWS.HyperPodCluster(HyperPod)
-	for _, g := range hp.InstanceGroups {
-		for _, n := range g.Nodes {
-			if _, err := p.Plane.WaitNodeReady(ctx, string(n.Name)); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }
