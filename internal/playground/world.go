@@ -228,7 +228,11 @@ func (p *Playground) connectKube(ctx context.Context) error {
 	}
 	t0 := time.Now()
 	fmt.Fprintln(p.opts.Progress, "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)…")
-	plane, err := controlplane.Start(ctx, controlplane.Options{BinDir: p.opts.BinDir, Dir: p.Dir, WithCRDs: true})
+	stages, err := stagesFor(p.opts.BinDir, p.Dir)
+	if err != nil {
+		return err
+	}
+	plane, err := controlplane.Start(ctx, controlplane.Options{BinDir: p.opts.BinDir, StageDir: stages, Dir: p.Dir, WithCRDs: true})
 	if err != nil {
 		return fmt.Errorf("start the local control plane: %w", err)
 	}
