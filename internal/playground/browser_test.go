@@ -85,6 +85,23 @@ func (b *browser) waitFor(what, expr string, timeout time.Duration) {
 		chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
+// click presses the element selector names with the mouse. A message redrawn between finding the element and
+// pressing it (the bot updated it) is found again, until the deadline.
+func (b *browser) click(what, selector string, timeout time.Duration) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector)))
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "node") {
+			b.fail(what, err)
+		}
+	}
+}
+
 // screenshot saves the page as NN-name.png.
 func (b *browser) screenshot(name string) string {
 	b.n++
@@ -141,7 +158,8 @@ func inText(selector string, want ...string) string {
 // TestBrowserWalkthrough is the issue's walk through the page in headless Chromium: the engineer submits a
 // training job and sees its plan with cost and risk; a lead approves; the thread says running, then completed, as
 // the kwok Job completes; the agent posts the seed request as a dry run and gets the machine-readable reply; an
-// instance group is scaled and the new node appears in the side panel. Screenshots of each step go to
+// instance group is scaled and the new node appears in the side panel; a capacity report shows its chart.
+// Screenshots of each step go to
 // .cache/playground-screenshots.
 func TestBrowserWalkthrough(t *testing.T) {
 	pg := startPlayground(t)
@@ -164,9 +182,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	// A lead approves it.
 	b.become("lead1")
 	approve := b.find("#messages", `[data-action="hp_approve"]`, "submit-training-job", long)
-	b.run("approve", 10*time.Second, chromedp.Click(chromedp.CSS(approve)))
+	b.click("approve", approve, 10*time.Second)
 	thread := b.find("#messages", ".replies-link", "submit-training-job", long)
-	b.run("open the thread", 10*time.Second, chromedp.Click(chromedp.CSS(thread)))
+	b.click("open the thread", thread, 10*time.Second)
 	b.waitFor("the thread saying running", inText("#thread-messages", "llama-finetune", "→ running"), long)
 	b.screenshot("running")
 	b.waitFor("the thread saying completed", inText("#thread-messages", "→ completed"), long)
@@ -179,7 +197,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.waitFor("the seed in the composer", `document.getElementById("composer-text").value.includes('"dryRun": true')`, 5*time.Second)
 	b.run("send the seed", 10*time.Second, chromedp.Click(chromedp.ID("send-btn")))
 	agentThread := b.find("#messages", ".replies-link", "train-20250308-001", long)
-	b.run("open the agent's thread", 10*time.Second, chromedp.Click(chromedp.CSS(agentThread)))
+	b.click("open the agent's thread", agentThread, 10*time.Second)
 	b.waitFor("the machine-readable reply", inText("#thread-messages", `"requestId": "train-20250308-001"`, `"phase": "done"`, `"risk"`, `"cost"`, "message metadata: hyperops_request"), long)
 	b.screenshot("agent")
 
@@ -190,8 +208,16 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.waitFor("the scale plan", inText("#messages", "scale-capacity", "awaiting-approval"), long)
 	b.become("lead2")
 	approveScale := b.find("#messages", `[data-action="hp_approve"]`, "scale-capacity", long)
-	b.run("approve the scale", 10*time.Second, chromedp.Click(chromedp.CSS(approveScale)))
+	b.click("approve the scale", approveScale, 10*time.Second)
 	b.waitFor("three nodes in the group", inText("#world", "3 / 3", "GPUs 0/24"), long)
 	b.waitFor("the new node in the node list", `document.querySelectorAll("#nodes tr[data-node]").length === 3`, long)
 	b.screenshot("scaled")
+
+	// A capacity report posts its chart as a file, which the page shows as an image served by the playground.
+	b.become("engineer")
+	b.run("type a report request", 10*time.Second, chromedp.SetValue(chromedp.ID("composer-text"), "/hp report capacity"),
+		chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
+	b.waitFor("the report with its chart", `(() => { const img = document.querySelector("#messages .files img");
+		return img !== null && img.complete && img.naturalWidth > 100 && img.getAttribute("src").startsWith("/files/"); })()`, long)
+	b.screenshot("report")
 }

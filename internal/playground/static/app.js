@@ -71,7 +71,7 @@ function render() {
   renderPersonas(d);
   renderSidebar(d);
   const c = conv();
-  $("channel-head").innerHTML = (c.dm ? "💬 HyperOps" : "# " + esc(c.name)) + "<small>" + esc(c.topic) + "</small>";
+  setHTML($("channel-head"), (c.dm ? "💬 HyperOps" : "# " + esc(c.name)) + "<small>" + esc(c.topic) + "</small>");
   renderGuide(d);
   renderMessages(c);
   renderThread(c);
@@ -97,10 +97,10 @@ function renderSidebar(d) {
   const row = (c, label) => `<button type="button" class="conv${c.id === st.channel ? " active" : ""}" data-conv="${esc(c.id)}">${label}<span class="count">${count(c) || ""}</span></button>`;
   const shared = d.channels.filter((c) => !c.dm);
   const dm = d.channels.find((c) => c.dm);
-  $("sidebar").innerHTML =
+  setHTML($("sidebar"),
     `<div class="who">${esc(d.as.realName)}<small>${esc(d.as.role)}</small></div>` +
     (d.as.isAgent ? "" : "<h3>Channels</h3>" + shared.map((c) => row(c, "# " + esc(c.name))).join("")) +
-    "<h3>Direct messages</h3>" + row(dm, "💬 HyperOps (app)");
+    "<h3>Direct messages</h3>" + row(dm, "💬 HyperOps (app)"));
 }
 
 function renderGuide(d) {
@@ -134,9 +134,18 @@ function messageHTML(m, channel, inThread) {
   return h + "</div></div>";
 }
 
+// setHTML replaces an element's content only when it changed, so a redraw leaves what a person points at alone.
+function setHTML(el, html) {
+  if (el.dataset.drawn === "1" && el._html === html) return false;
+  el._html = html;
+  el.dataset.drawn = "1";
+  el.innerHTML = html;
+  return true;
+}
+
 function keepScroll(el, html) {
   const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-  el.innerHTML = html;
+  if (!setHTML(el, html)) return;
   if (atBottom) el.scrollTop = el.scrollHeight;
 }
 
@@ -169,14 +178,14 @@ function renderWorld(w) {
     `<td><span class="state state-${esc(j.state)}">${esc(j.state)}</span><br><small>${esc(j.pods)}</small>` +
     (j.state === "running" || j.state === "pending" ? `<br><button type="button" class="bk-btn bk-danger mini" data-world="fail-workload" data-name="${esc(j.name)}" data-ns="${esc(j.namespace)}">make it fail</button>` : "") +
     "</td></tr>").join("");
-  $("world").innerHTML = `<h2>Simulated world</h2><div class="mode">Kubernetes: ${esc(w.mode)}</div>` +
+  setHTML($("world"), `<h2>Simulated world</h2><div class="mode">Kubernetes: ${esc(w.mode)}</div>` +
     `<h3>HyperPod ${esc(w.hyperpod)} (fake AWS) <span class="mode">${esc(w.hyperpodStatus)}</span></h3>` +
     `<table id="groups"><tr><th>instance group</th><th>nodes</th><th>status</th></tr>${groups}</table>` +
     `<p>${w.throttled ? '<span class="throttle-on">AWS is throttling every call</span> ' : ""}` +
     `<button type="button" class="bk-btn mini" data-world="${w.throttled ? "throttle-off" : "throttle-on"}">${w.throttled ? "stop throttling" : "make AWS throttle"}</button></p>` +
     `<h3>Nodes · GPUs ${w.gpus.Used}/${w.gpus.Total} in use</h3><table id="nodes"><tr><th>node</th><th>GPUs</th><th>state</th></tr>${nodes}</table>` +
     `<h3>Workloads</h3>` + (loads ? `<table id="workloads"><tr><th>job</th><th>state</th></tr>${loads}</table>` : '<div class="mode">none yet</div>') +
-    ((w.problems || []).length ? `<p class="bad">${w.problems.map(esc).join("<br>")}</p>` : "");
+    ((w.problems || []).length ? `<p class="bad">${w.problems.map(esc).join("<br>")}</p>` : ""));
 }
 
 function renderModal(d) {
