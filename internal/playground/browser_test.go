@@ -217,7 +217,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.become("engineer")
 	b.run("type a report request", 10*time.Second, chromedp.SetValue(chromedp.ID("composer-text"), "/hp report capacity"),
 		chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
-	b.waitFor("the report with its chart", `(() => { const img = document.querySelector("#messages .files img");
+	reportThread := b.find("#messages", ".replies-link", "Capacity report", long)
+	b.click("open the report's thread", reportThread, 10*time.Second)
+	b.waitFor("the report's chart", `(() => { const img = document.querySelector("#thread-messages .files img");
 		return img !== null && img.complete && img.naturalWidth > 100 && img.getAttribute("src").startsWith("/files/"); })()`, long)
 	b.screenshot("report")
 }
