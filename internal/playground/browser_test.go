@@ -12,6 +12,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hyperops/hyperops/internal/controlplane"
 )
@@ -222,4 +226,47 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.waitFor("the report's chart", `(() => { const img = document.querySelector("#thread-messages .files img");
 		return img !== null && img.complete && img.naturalWidth > 100 && img.getAttribute("src").startsWith("/files/"); })()`, long)
 	b.screenshot("report")
+}
+
+// TestBrowserConfirmModal: approving a delete-storage opens the bot's modal in the page; a wrong claim name is
+// refused in the modal (the bot's view_submission errors), the right one counts as the lead's approval.
+func TestBrowserConfirmModal(t *testing.T) {
+	pg := startPlayground(t)
+	b := startBrowser(t, pg)
+	const long = 90 * time.Second
+	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
+	b.become("engineer")
+	say := func(text string) {
+		b.run("send "+text, 10*time.Second, chromedp.SetValue(chromedp.ID("composer-text"), text), chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
+	}
+	// The claim exists already (creating one through HyperOps takes two leads too: its price is unknown).
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "scratch", Namespace: Namespace, Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "hyperops", "team": "ml-platform"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("kwok-volume"),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+	}
+	if _, err := pg.Kube.CoreV1().PersistentVolumeClaims(Namespace).Create(t.Context(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	say("/hp storage delete name=scratch")
+	b.waitFor("the deletion awaiting two approvals", inText("#messages", "delete-storage", "awaiting-approval", "critical", "0/2"), long)
+
+	b.become("lead1")
+	approve := b.find("#messages", `[data-action="hp_approve"]`, "delete-storage", long)
+	b.click("approve the deletion", approve, 10*time.Second)
+	b.waitFor("the confirmation modal", `(() => { const o = document.getElementById("overlay"); return !o.hidden && o.textContent.includes("Delete storage") && o.querySelector('input[data-block="claim"]') !== null; })()`, long)
+	b.run("type a wrong name", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#overlay input[data-block="claim"]`), "scratchy"),
+		chromedp.Click(chromedp.CSS(`#overlay [data-modal="submit"]`)))
+	b.waitFor("the modal's error", `(() => { const e = document.querySelector('#overlay [data-error-for="claim"]'); return e !== null && e.textContent.length > 0; })()`, long)
+	b.screenshot("modal-error")
+	b.run("type the claim name", 10*time.Second, chromedp.SetValue(chromedp.CSS(`#overlay input[data-block="claim"]`), "scratch"),
+		chromedp.Click(chromedp.CSS(`#overlay [data-modal="submit"]`)))
+	b.waitFor("the modal closed", `document.getElementById("overlay").hidden`, long)
+	b.waitFor("one of two approvals", inText("#messages", "delete-storage", "1/2"), long)
+	b.screenshot("modal-approved")
+	if _, err := pg.Kube.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), "scratch", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the claim after one of two approvals: %v, want it kept", err)
+	}
 }

@@ -119,6 +119,7 @@ clusters:
 {{- end}}
     profiles: {default: {serviceAccount: default}}
     requiredLabels: {team: ml-platform}
+    storageClasses: [kwok-volume]
 aws:
   roles: {hyperpod-exec: "arn:aws:iam::123456789012:role/HyperPodExecutionRole"}
   endpoints: {sagemaker: {{printf "%q" .AWSURL}}, eks: {{printf "%q" .AWSURL}}, pricing: {{printf "%q" .AWSURL}}}

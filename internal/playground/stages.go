@@ -11,9 +11,9 @@ import (
 	"github.com/hyperops/hyperops/internal/controlplane"
 )
 
-// JobRunTime is how long a training pod runs in the playground before kwok completes it (plus kwok's jitter of up
-// to 5s): long enough for a person to watch the thread say running and to press "make it fail". The end-to-end
-// tier's stages complete pods after 1s.
+// JobRunTime is the delay of kwok's pod-complete stage in the playground (the end-to-end tier's is 1s), so a Job's
+// pods run for some seconds (10 to 25 measured): long enough for a person to watch the thread say running and to
+// press "make it fail".
 const JobRunTime = 20 * time.Second
 
 // stagesFor copies kwok's Stage files (next to binDir, or controlplane.StageDir()) into dir, with the pod-complete
