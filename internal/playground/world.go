@@ -349,12 +349,12 @@ func (p *Playground) Close() error {
 	}
 	p.closed = true
 	var errs []error
+	p.hub.stop() // first: it ends the pages' event streams, which Shutdown would wait for
 	if p.web != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_ = p.web.Shutdown(sctx)
 		cancel()
 	}
-	p.hub.stop()
 	if p.cancel != nil {
 		p.cancel()
 		select {

@@ -68,6 +68,7 @@ function render() {
   const d = st.data;
   document.body.dataset.as = st.as;
   document.body.classList.toggle("thread-open", !!st.thread);
+  $("throwaway").title = "fake Slack " + d.fakes.slack + " · fake AWS " + d.fakes.aws;
   renderPersonas(d);
   renderSidebar(d);
   const c = conv();
