@@ -5,11 +5,16 @@ STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests need nothing but Go (no redis-server, no control plane).
 UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
 
-.PHONY: run test unit lint bench e2e-tools deps build image clean
+.PHONY: run playground test unit lint bench e2e-tools deps build image clean
 
 ## run: start the bot with $(CONFIG) (embedded Redis unless redis.url is set); needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN
 run:
 	$(GO) run ./cmd/hyperops run -config $(CONFIG)
+
+## playground: try it in a browser: the real bot against a fake Slack, a fake AWS and a local control plane (built
+## into .cache/bin on first use); prints the page's address (127.0.0.1:8090). Needs no Slack, AWS or cluster.
+playground:
+	$(GO) run ./cmd/hyperops playground
 
 ## build: the static binary in bin/hyperops
 build:
@@ -36,17 +41,19 @@ bench: deps
 e2e-tools:
 	bash e2e/tools/build.sh
 
-## deps: install what the tests need that the machine lacks (redis-server, redis-sentinel, redis-cli)
+## deps: install what the tests need that the machine lacks (redis-server, redis-sentinel, redis-cli; chromium for
+## the playground's browser tests)
 deps:
 	@missing=; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	[ -z "$$missing" ] || { \
 		echo "installing$$missing (apt-get)"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-		for b in redis-server redis-sentinel redis-cli; do \
+		for b in redis-server redis-sentinel redis-cli chromium; do \
 			command -v $$b >/dev/null || { echo "could not install $$b"; exit 1; }; done; }
 
 ## image: build the container image (needs a Docker engine)

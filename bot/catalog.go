@@ -22,14 +22,19 @@ type wiring struct {
 // Prices come from the built-in table, or with pricing.source aws from the Pricing API cached in cache (the table
 // answers when the API cannot).
 func buildCatalog(ctx context.Context, cfg *config.Config, cache aws.Cache) (*wiring, error) {
+	clients, err := aws.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("set up the AWS clients: %w", err)
+	}
+	return buildCatalogWith(cfg, clients, cache)
+}
+
+// buildCatalogWith is buildCatalog with the AWS clients given.
+func buildCatalogWith(cfg *config.Config, clients *aws.Clients, cache aws.Cache) (*wiring, error) {
 	cat := ops.NewCatalog()
 	clusters, err := kube.NewClusters(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect the clusters: %w", err)
-	}
-	clients, err := aws.New(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("set up the AWS clients: %w", err)
 	}
 	pricer := pricerFor(cfg, clients, cache)
 	kube.Register(cat, clusters, pricer)

@@ -52,4 +52,5 @@ func ExampleConfig_CheckSlackTokens() {
 	//   4. Under "Install App", install the app to the workspace and copy the "Bot User OAuth Token":
 	//      that is SLACK_BOT_TOKEN (it starts with xoxb-).
 	//   5. export SLACK_APP_TOKEN=xapp-… SLACK_BOT_TOKEN=xoxb-…   and start hyperops again.
+	// No Slack workspace, AWS account or cluster yet? Try HyperOps in a browser first: make playground (hyperops playground).
 }

@@ -75,7 +75,8 @@ const howToGetTokens = `How to get them:
      that is SLACK_APP_TOKEN (it starts with xapp-).
   4. Under "Install App", install the app to the workspace and copy the "Bot User OAuth Token":
      that is SLACK_BOT_TOKEN (it starts with xoxb-).
-  5. export SLACK_APP_TOKEN=xapp-… SLACK_BOT_TOKEN=xoxb-…   and start hyperops again.`
+  5. export SLACK_APP_TOKEN=xapp-… SLACK_BOT_TOKEN=xoxb-…   and start hyperops again.
+No Slack workspace, AWS account or cluster yet? Try HyperOps in a browser first: make playground (hyperops playground).`
 
 // CheckSlackTokens checks that both Slack tokens are present and of the right kind; run calls it before connecting.
 // The error says how to obtain a missing token, and which token has the wrong prefix; it never contains a token.

@@ -22,6 +22,9 @@ const usage = `hyperops — Slack chat-ops control plane for EKS and SageMaker H
 
 Usage:
   hyperops run [-config FILE]        connect to Slack and serve requests (default config: $HYPEROPS_CONFIG or config/example.yaml)
+  hyperops playground [-listen 127.0.0.1:8090] [-kubeconfig FILE]
+                                     try it in a browser: the real bot against a fake Slack, a fake AWS and a local
+                                     Kubernetes API (or your cluster); no Slack workspace, AWS account or cluster needed
   hyperops validate-config FILE      check a configuration file; prints "ok" or every problem, exits 1 on problems
   hyperops version                   print the version
 
@@ -41,6 +44,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], stderr)
+	case "playground":
+		return cmdPlayground(args[1:], stdout, stderr)
 	case "validate-config":
 		return cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

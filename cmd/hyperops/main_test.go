@@ -56,9 +56,26 @@ func TestRunWithoutTokensSaysHowToGetThem(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "xapp-", "xoxb-"} {
+	for _, want := range []string{"SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "xapp-", "xoxb-", "make playground"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("message lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+// TestPlaygroundServesOnLoopbackOnly: an address another machine could reach is refused before anything starts,
+// with the reason and the address to use.
+func TestPlaygroundServesOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8090", ":8090"} {
+		var out, errOut bytes.Buffer
+		if code := runMain([]string{"playground", "-listen", addr}, &out, &errOut); code != 1 {
+			t.Fatalf("-listen %s: exit %d, want 1; stdout=%s stderr=%s", addr, code, out.String(), errOut.String())
+		}
+		if !strings.Contains(errOut.String(), "127.0.0.1:PORT") {
+			t.Errorf("-listen %s: the refusal does not say what to use:\n%s", addr, errOut.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("-listen %s: printed %q before refusing", addr, out.String())
 		}
 	}
 }
