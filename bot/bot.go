@@ -384,22 +384,7 @@ func (b *Bot) sweep(ctx context.Context) {
 // Run is the whole HyperOps process for cmd/hyperops: it connects Redis (embedded when no URL is configured),
 // builds the catalog from the configured clusters and AWS, and serves until ctx ends.
 func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
-	rdb, stop, err := connectRedis(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	cache := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std()})
-	w, err := buildCatalog(ctx, cfg, cache)
-	if err != nil {
-		return err
-	}
-	b, err := New(Options{Config: cfg, Log: log, Redis: rdb, Catalog: w.catalog, Clusters: w.clusters, Pricer: w.pricer,
-		Groups: awsGroups{clients: w.aws, cfg: cfg}})
-	if err != nil {
-		return err
-	}
-	return b.Run(ctx)
+	return RunEmbedded(ctx, cfg, log, Embedding{})
 }
 
 func connectRedis(ctx context.Context, cfg *config.Config, log zerolog.Logger) (redis.UniversalClient, func(), error) {
