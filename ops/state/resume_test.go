@@ -18,21 +18,22 @@ import (
 // its observations over at once.
 
 // stepOp is an in-test operation in two recorded steps (ops.Steps). What each replica's Write and Await do is set
-// before the test starts: go through, hang ignoring their context (a replica that died mid-step), or block until
-// their context ends (a replica that stops).
+// before the test starts: go through, wait at a gate before the lock check, hang ignoring their context (a replica
+// that died mid-step), or block until their context ends (a replica that stops).
 type stepOp struct {
-	hangWrite  map[string]chan struct{} // replica → Write waits for it to close, ignoring its context
-	hangAwait  map[string]chan struct{} // replica → Await waits for it to close, ignoring its context
-	blockAwait map[string]bool          // replica → Await returns only when its context ends
-	entered    chan string              // gets "write@replica" or "await@replica" as each step begins
+	beforeCheck map[string]chan struct{} // replica → Write waits for it to close before its lock check
+	hangWrite   map[string]chan struct{} // replica → Write, once sent, waits for it to close, ignoring its context
+	hangAwait   map[string]chan struct{} // replica → Await waits for it to close, ignoring its context
+	blockAwait  map[string]bool          // replica → Await returns only when its context ends
+	entered     chan string              // gets "write@replica" or "await@replica" as each step begins
 
 	mu     sync.Mutex
-	calls  []string // "write@replica", "await@replica" in order
+	calls  []string // "write@replica" (sent), "await@replica" in order
 	awaitW []string // what each Await was given as written
 }
 
 func newStepOp() *stepOp {
-	return &stepOp{hangWrite: map[string]chan struct{}{}, hangAwait: map[string]chan struct{}{}, blockAwait: map[string]bool{},
+	return &stepOp{beforeCheck: map[string]chan struct{}{}, hangWrite: map[string]chan struct{}{}, hangAwait: map[string]chan struct{}{}, blockAwait: map[string]bool{},
 		entered: make(chan string, 16)}
 }
 
@@ -63,12 +64,19 @@ func (o *stepOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, 
 	return o.Await(ctx, req, plan, w, x)
 }
 
-func (o *stepOp) Write(_ context.Context, _ *ops.Request, _ *ops.Plan, x ops.Execution) ([]byte, error) {
+// Write checks the lock right before sending, as every real write does; a write that passed it counts as sent.
+func (o *stepOp) Write(ctx context.Context, _ *ops.Request, _ *ops.Plan, x ops.Execution) ([]byte, error) {
+	o.entered <- "write@" + x.Replica
+	if g := o.beforeCheck[x.Replica]; g != nil {
+		<-g
+	}
+	if err := x.Check(ctx); err != nil {
+		return nil, err
+	}
 	o.mu.Lock()
 	o.calls = append(o.calls, "write@"+x.Replica)
 	n := len(o.calls)
 	o.mu.Unlock()
-	o.entered <- "write@" + x.Replica
 	if g := o.hangWrite[x.Replica]; g != nil {
 		<-g
 	}
@@ -367,4 +375,58 @@ func notes(rec *ops.Record) []string {
 		out = append(out, h.Note)
 	}
 	return out
+}
+
+// The scope lock is lost while the write waits at a gate (its key deleted, another holder taking the scope with a
+// larger fence): the write is refused by its lock check, the request ends failed with E_LOCKED, nothing is sent and
+// the new holder keeps the lock.
+func TestStolenScopeLockRefusesWrite(t *testing.T) {
+	r := &replicas{srv: redistest.Start(t), op: newStepOp()}
+	gate := make(chan struct{})
+	r.op.beforeCheck["r1"] = gate
+	e := r.engine(t, "r1", false)
+	s := r.store(t)
+	ctx := ctxT(t)
+	scope := ops.LockScope{Cluster: "c1", Kind: "step", Name: "g1"}
+
+	type outcome struct {
+		rec *ops.Record
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		rec, err := e.Submit(ctx, stepRequest("stolen-1"))
+		done <- outcome{rec, err}
+	}()
+	r.op.waitEntered(t, ctx, "write@r1")
+	rec, err := s.Get(ctx, "stolen-1")
+	if err != nil || rec.Fence == 0 {
+		t.Fatalf("the record of the execution: %+v, %v; want its fence", rec, err)
+	}
+	if holder, held, err := s.Holder(ctx, scope); err != nil || !held || holder != "stolen-1" {
+		t.Fatalf("%s is held by %q (%v, %v), want stolen-1", scope, holder, held, err)
+	}
+	key := "{resume}:lock:" + scope.String() // where ops/state keeps it; the DEL below must remove exactly it
+	if n, err := dial(t, r.srv.URL()).Del(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("delete %s: %d keys, %v", key, n, err)
+	}
+	thief, err := s.Acquire(ctx, scope, "another-request", 10*time.Second)
+	if err != nil || thief.Fence != rec.Fence+1 {
+		t.Fatalf("the second holder: %+v, %v; want fence %d", thief, err, rec.Fence+1)
+	}
+	close(gate)
+	got := <-done
+	if code(got.err) != ops.CodeLocked || !strings.Contains(got.err.Error(), scope.String()) {
+		t.Fatalf("Submit: %v, want E_LOCKED naming %s", got.err, scope)
+	}
+	if got.rec == nil || got.rec.Phase != ops.PhaseFailed || len(got.rec.Errors) == 0 ||
+		got.rec.Errors[len(got.rec.Errors)-1].Code != ops.CodeLocked || got.rec.Errors[len(got.rec.Errors)-1].Next == "" {
+		t.Fatalf("record %+v, want failed with E_LOCKED and a next step", got.rec)
+	}
+	if n := r.op.count("write", ""); n != 0 {
+		t.Fatalf("%d writes sent without the lock", n)
+	}
+	if holder, held, err := s.Holder(ctx, scope); err != nil || !held || holder != "another-request" {
+		t.Fatalf("after the refusal %s is held by %q (%v, %v); the refused execution must not free the new holder's lock", scope, holder, held, err)
+	}
 }
