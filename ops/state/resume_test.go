@@ -430,3 +430,37 @@ func TestStolenScopeLockRefusesWrite(t *testing.T) {
 		t.Fatalf("after the refusal %s is held by %q (%v, %v); the refused execution must not free the new holder's lock", scope, holder, held, err)
 	}
 }
+
+// A request approved just as a replica stops is not stranded with it: whatever the stopping replica's last read of
+// the queue takes goes back on the queue, and another replica executes it (ClaimIdle never comes within the test).
+func TestRequestQueuedWhileReplicaStopsIsNotStranded(t *testing.T) {
+	r := &replicas{srv: redistest.Start(t), op: newStepOp()}
+	a, b := r.engine(t, "a", true), r.engine(t, "b", true)
+	ctx := ctxT(t)
+
+	runCtx, stopA := context.WithCancel(context.Background())
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		// A long poll: a's last read is still waiting on Redis when the request is queued.
+		_ = a.RunExecutors(runCtx, ops.ExecutorOptions{Workers: 2, Poll: 2 * time.Second})
+	}()
+	rdb := dial(t, r.srv.URL())
+	eventually(t, 10*time.Second, "a's executors to read the queue", func() bool {
+		gs, err := rdb.XInfoGroups(ctx, "{resume}:exec").Result() // the group exists once a's reader began
+		return err == nil && len(gs) == 1
+	})
+	stopA()
+	rec, err := b.Submit(ctx, stepRequest("late-1"))
+	if err != nil || rec.Phase != ops.PhaseApproved {
+		t.Fatalf("Submit: %+v, %v; want approved and queued", rec, err)
+	}
+	<-doneA
+	stopB := runExecutors(b)
+	final := waitPhase(t, ctx, b, "late-1", ops.PhaseSucceeded)
+	stopB()
+	if n := r.op.count("write", ""); n != 1 {
+		t.Errorf("%d writes, want 1", n)
+	}
+	t.Logf("executed on %s after %d hand-overs", final.Replica, final.Execution.Handovers)
+}
