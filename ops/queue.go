@@ -97,11 +97,27 @@ func (e *Engine) takeWork(ctx, run context.Context, slots *clusterSlots, opts Ex
 			}
 			continue
 		}
+		if ctx.Err() != nil {
+			// The last read, still waiting on Redis when ctx ended, took an entry (a request approved just then): it
+			// goes back on the queue now, not pending here until it idles for ClaimIdle.
+			<-free
+			e.putBack(context.WithoutCancel(ctx), d)
+			return
+		}
 		wg.Go(func() {
 			defer func() { <-free }()
 			e.deliver(run, d, slots, opts)
 		})
 	}
+}
+
+// putBack returns a delivery this replica will not run to the queue, for another replica.
+func (e *Engine) putBack(ctx context.Context, d *Delivery) {
+	if err := e.opts.Queue.Enqueue(ctx, d.RequestID); err != nil {
+		e.report(d.RequestID, fmt.Errorf("hand the execution back to the queue: %w", err))
+		return // stays pending here: claimed by another replica once it idles
+	}
+	_ = e.opts.Queue.Done(ctx, d)
 }
 
 // deliver executes one delivery within the per-cluster limit and settles it with the queue.

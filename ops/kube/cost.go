@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,7 +25,7 @@ type gpuNode struct {
 func (r *registry) gpuNodeOf(ctx context.Context, t target) (gpuNode, error) {
 	g := gpuNode{instanceType: t.cfg.GPUNodes.NodeSelector[LabelInstanceType], gpus: int64(t.cfg.GPUNodes.GPUsPerNode)}
 	if g.instanceType == "" || g.gpus == 0 {
-		nodes, err := listNodes(ctx, t.base)
+		nodes, err := t.baseNodes(ctx)
 		if err != nil {
 			return g, err
 		}
@@ -94,6 +95,23 @@ func addGPUCost(c *ops.Cost, g gpuNode, item string, gpus int64) {
 	share := float64(gpus) / float64(g.gpus)
 	c.AddHourly(fmt.Sprintf("%s: %d GPU(s) of %s (%d GPUs a node)", item, gpus, g.instanceType, g.gpus), share, g.price.Hourly, "node-hour")
 	c.Source = g.price.Source
+}
+
+// nodeList memoizes one LIST of a cluster's nodes: the builders of one plan (resource caps, GPU pricing) share it,
+// so a submit lists nodes once.
+type nodeList struct {
+	once  sync.Once
+	items []corev1.Node
+	err   error
+}
+
+// baseNodes lists the cluster's nodes through the executor's own clients, once per resolved target.
+func (t target) baseNodes(ctx context.Context) ([]corev1.Node, error) {
+	if t.nodes == nil {
+		return listNodes(ctx, t.base)
+	}
+	t.nodes.once.Do(func() { t.nodes.items, t.nodes.err = listNodes(ctx, t.base) })
+	return t.nodes.items, t.nodes.err
 }
 
 func listNodes(ctx context.Context, c *Cluster) ([]corev1.Node, error) {

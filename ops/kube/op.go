@@ -25,6 +25,8 @@ type target struct {
 	base *Cluster
 	cfg  *config.Cluster
 	ns   string
+	// nodes is base's node list, read at most once per resolved target (see baseNodes).
+	nodes *nodeList
 }
 
 // resolve finds the cluster and namespace of a request (defaults from config) and checks the namespace guardrail.
@@ -45,7 +47,7 @@ func (cs *Clusters) resolve(req *ops.Request, needNamespace bool) (target, error
 			return target{}, err
 		}
 	}
-	return target{c: c, base: c, cfg: c.Config, ns: ns}, nil
+	return target{c: c, base: c, cfg: c.Config, ns: ns, nodes: &nodeList{}}, nil
 }
 
 // Impersonation is the identity the executor takes on for a request when the cluster asks for it: slack:<id> in

@@ -123,7 +123,7 @@ func resourceCaps(ctx context.Context, t target, cpu, memory string) error {
 	if cpu == "" && memory == "" {
 		return nil
 	}
-	nodes, err := listNodes(ctx, t.base)
+	nodes, err := t.baseNodes(ctx)
 	if err != nil {
 		return err
 	}

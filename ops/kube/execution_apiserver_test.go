@@ -1,0 +1,342 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
+	"github.com/hyperops/hyperops/ops/state/redistest"
+)
+
+// TestExecutionAgainstAPIServer runs whole submissions through an ops.Engine over real Redis against a real
+// kube-apiserver, with every API call counted on the wire: one auto-approved submit makes one server-side dry run
+// per object and at most one LIST of nodes, and a lock holder that lost its lock writes nothing.
+func TestExecutionAgainstAPIServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatalf("start the control plane (make e2e-tools builds it): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop the control plane: %v", err)
+		}
+	})
+	if _, err := cp.AddNode(ctx, controlplane.NodeSpec{Name: "hp-gpu-0", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4,
+		Labels: map[string]string{"sagemaker.amazonaws.com/compute-type": "hyperpod"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitNodeReady(ctx, "hp-gpu-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := &apiCalls{}
+	rc := cp.RESTConfig()
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, calls: calls} }
+	clients, err := clientsFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := NewClustersFromClients(testConfig(), map[string]Clients{testCluster: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond}
+	catalog := ops.NewCatalog()
+	reg.register(catalog)
+	c, _ := cs.Get(testCluster)
+
+	t.Run("one auto-approved submit: one dry run per object, at most one LIST of nodes", func(t *testing.T) {
+		store, _, _ := redisStore(t)
+		e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		cases := []struct {
+			name    string
+			op      string
+			params  map[string]any
+			objects []string // resource/name of every object the plan applies
+		}{
+			// cpu= and memory= are checked against the largest node, gpus= priced from the GPU nodes: both read nodes.
+			{"submit-training-job", "submit-training-job",
+				trainParams(map[string]any{"name": "counted-job", "gpus": "2", "cpu": "4", "memory": "8Gi"}), []string{"jobs/counted-job"}},
+			{"deploy-inference", "deploy-inference",
+				deployParams(map[string]any{"name": "counted-ranker", "cpu": "2"}), []string{"deployments/counted-ranker", "services/counted-ranker"}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req := *request(tc.op, tc.params)
+				req.ID = "counted-" + tc.name
+				calls.reset()
+				rec, err := e.Submit(ctx, req)
+				if err != nil || rec.Phase != ops.PhaseSucceeded {
+					t.Fatalf("Submit: %v, record %+v", err, rec)
+				}
+				got := calls.all()
+				for _, obj := range tc.objects {
+					if n := count(got, "PATCH "+obj+" dryRun=All"); n != 1 {
+						t.Errorf("%d server-side dry runs of %s, want 1; calls:\n%s", n, obj, strings.Join(got, "\n"))
+					}
+					if n := count(got, "PATCH "+obj); n != 1 {
+						t.Errorf("%d applies of %s, want 1; calls:\n%s", n, obj, strings.Join(got, "\n"))
+					}
+				}
+				if n := countPrefix(got, "PATCH ") - 2*len(tc.objects); n != 0 {
+					t.Errorf("%d PATCH calls beyond one dry run and one apply per object; calls:\n%s", n, strings.Join(got, "\n"))
+				}
+				if n := count(got, "LIST nodes"); n > 1 {
+					t.Errorf("%d LISTs of nodes, want at most 1; calls:\n%s", n, strings.Join(got, "\n"))
+				}
+				t.Logf("%d API calls: %s", len(got), strings.Join(got, "; "))
+			})
+		}
+	})
+
+	t.Run("lost lock: the stale holder's write is refused", func(t *testing.T) {
+		store, rdb, prefix := redisStore(t)
+		deploy, err := catalog.Lookup("deploy-inference")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &gatedOp{Operation: deploy, request: "infer-a", entered: make(chan ops.Execution, 1), gate: make(chan struct{})}
+		gated := ops.NewCatalog()
+		gated.Register(g)
+		e := ops.NewEngine(gated, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		scope := ops.LockScope{Cluster: testCluster, Namespace: testNS, Kind: lockKindInference, Name: "fenced-ranker"}
+		reqA := *request("deploy-inference", deployParams(map[string]any{"name": "fenced-ranker", "replicas": "1"}))
+		reqA.ID = "infer-a"
+		reqB := *request("deploy-inference", deployParams(map[string]any{"name": "fenced-ranker", "replicas": "2"}))
+		reqB.ID = "infer-b"
+
+		type outcome struct {
+			rec *ops.Record
+			err error
+		}
+		aDone := make(chan outcome, 1)
+		go func() {
+			rec, err := e.Submit(ctx, reqA)
+			aDone <- outcome{rec, err}
+		}()
+		var xa ops.Execution
+		select {
+		case xa = <-g.entered:
+		case <-ctx.Done():
+			t.Fatal("A's write never began")
+		}
+		if n, err := rdb.Del(ctx, lockKey(prefix, scope)).Result(); err != nil || n != 1 {
+			t.Fatalf("delete the lock key of %s: %d keys, %v", scope, n, err)
+		}
+		lb, err := store.Acquire(ctx, scope, "infer-b", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lb.Fence != xa.Fence+1 {
+			t.Fatalf("B's fence %d, want A's %d + 1", lb.Fence, xa.Fence)
+		}
+
+		// A's write goes on: nothing carries a fence yet, so its guard is what refuses it.
+		close(g.gate)
+		a := <-aDone
+		wantCode(t, a.err, ops.CodeLocked, "no longer held by this execution", scope.String())
+		if a.rec == nil || a.rec.Phase != ops.PhaseFailed {
+			t.Fatalf("A's record %+v, want failed", a.rec)
+		}
+		for _, res := range []Resource{ResDeployment, ResService} {
+			if got, err := c.getObject(ctx, res, testNS, "fenced-ranker"); err != nil || got != nil {
+				t.Fatalf("the refused write created %s: %v, %v", res.Kind, got, err)
+			}
+		}
+
+		// B, the holder of the larger fence, applies.
+		rec, err := e.Submit(ctx, reqB)
+		if err != nil || rec.Phase != ops.PhaseSucceeded || rec.Fence != lb.Fence {
+			t.Fatalf("B: %v, record %+v; want succeeded at fence %d", err, rec, lb.Fence)
+		}
+		before := snapshot(ctx, t, c)
+		if before[0].fence != fmt.Sprint(lb.Fence) || before[0].requestID != "infer-b" || before[0].replicas != 2 {
+			t.Fatalf("after B the Deployment is %+v, want B's (fence %d, 2 replicas)", before[0], lb.Fence)
+		}
+
+		// A's write again, with a guard that passes as if its check had raced the loss: the fence B left on the
+		// objects refuses it. With its real guard it is refused too.
+		write := deploy.(ops.Steps).Write
+		bypassed := xa
+		bypassed.Guard = func(context.Context) error { return nil }
+		_, err = write(ctx, &a.rec.Request, a.rec.Plan, bypassed)
+		wantCode(t, err, ops.CodeLocked, fmt.Sprintf("later lock holder (fence %d > %d)", lb.Fence, xa.Fence))
+		_, err = write(ctx, &a.rec.Request, a.rec.Plan, xa)
+		wantCode(t, err, ops.CodeLocked)
+		if after := snapshot(ctx, t, c); !slices.Equal(after, before) {
+			t.Fatalf("the stale holder changed the objects:\nbefore %+v\nafter  %+v", before, after)
+		}
+	})
+}
+
+// objectView is what a stale write could change on an object (its status, and so its resourceVersion, moves on
+// with the controllers).
+type objectView struct {
+	kind, fence, requestID string
+	generation, replicas   int64
+}
+
+func snapshot(ctx context.Context, t *testing.T, c *Cluster) []objectView {
+	t.Helper()
+	var out []objectView
+	for _, res := range []Resource{ResDeployment, ResService} {
+		u, err := c.getObject(ctx, res, testNS, "fenced-ranker")
+		if err != nil || u == nil {
+			t.Fatalf("read %s: %v, %v", res.Kind, u, err)
+		}
+		v := objectView{kind: res.Kind, fence: u.GetAnnotations()[FenceAnnotation],
+			requestID: u.GetLabels()[LabelRequestID], generation: u.GetGeneration()}
+		v.replicas, _, _ = unstructured.NestedInt64(u.Object, "spec", "replicas")
+		out = append(out, v)
+	}
+	return out
+}
+
+// gatedOp is a real operation whose Write, for one request, waits at a gate before it goes on: the moment between
+// the engine taking the lock and the write reaching the API server, where a lock can be lost.
+type gatedOp struct {
+	ops.Operation
+	request string
+	entered chan ops.Execution // gets the gated request's Execution when its Write begins
+	gate    chan struct{}
+}
+
+func (g *gatedOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
+	if req.ID == g.request {
+		g.entered <- x
+		<-g.gate
+	}
+	return g.Operation.(ops.Steps).Write(ctx, req, plan, x)
+}
+
+func (g *gatedOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
+	return g.Operation.(ops.Steps).Await(ctx, req, plan, written, x)
+}
+
+func (g *gatedOp) Recheck(ctx context.Context, req *ops.Request, plan *ops.Plan) (string, error) {
+	return g.Operation.(ops.Rechecker).Recheck(ctx, req, plan)
+}
+
+func (g *gatedOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
+	return g.Operation.(ops.Observer).Observe(ctx, req)
+}
+
+// redisStore is the real Redis store with its client (to delete a lock's key as an expiry would) and key prefix.
+func redisStore(t *testing.T) (*state.Store, redis.UniversalClient, string) {
+	t.Helper()
+	url, prefix := redistest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := state.Dial(ctx, url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return state.New(rdb, state.Options{KeyPrefix: prefix}), rdb, prefix
+}
+
+// lockKey is where ops/state keeps a scope's lock ({prefix}:lock:<scope>); the test checks it deleted one key.
+func lockKey(prefix string, scope ops.LockScope) string {
+	return "{" + prefix + "}:lock:" + scope.String()
+}
+
+// apiCalls records the API requests that went over the wire, as "VERB resource[/name][ dryRun=All]".
+type apiCalls struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *apiCalls) add(s string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, s)
+}
+
+func (a *apiCalls) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = nil
+}
+
+func (a *apiCalls) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.calls)
+}
+
+type countingTransport struct {
+	next  http.RoundTripper
+	calls *apiCalls
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.calls.add(describeCall(r))
+	return c.next.RoundTrip(r)
+}
+
+// describeCall names a request by verb (GET of a collection is LIST), resource, name and dry run.
+func describeCall(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return r.Method + " " + r.URL.Path // discovery and the like
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	verb := r.Method
+	if verb == http.MethodGet && len(parts) == 1 {
+		verb = "LIST"
+	}
+	s := verb + " " + strings.Join(parts, "/")
+	if d := r.URL.Query().Get("dryRun"); d != "" {
+		s += " dryRun=" + d
+	}
+	return s
+}
+
+// count is how many calls are exactly s ("PATCH jobs/x" is an apply, "PATCH jobs/x dryRun=All" a dry run).
+func count(calls []string, s string) int {
+	n := 0
+	for _, c := range calls {
+		if c == s {
+			n++
+		}
+	}
+	return n
+}
+
+func countPrefix(calls []string, p string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, p) {
+			n++
+		}
+	}
+	return n
+}
