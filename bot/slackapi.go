@@ -166,6 +166,27 @@ func (c *SlackClient) takeShared(ctx context.Context, channel string, background
 	}
 }
 
+// yieldTier waits, without reserving anything, until method's tier has room for two calls, so a background call
+// leaves the next one to a call people wait for.
+func (c *SlackClient) yieldTier(ctx context.Context, method string) error {
+	c.mu.Lock()
+	lim := c.tiers[methodTier[method]]
+	c.mu.Unlock()
+	if lim == nil {
+		return nil
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for lim.Tokens() < 2 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for room for %s: %w", method, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // urgent counts a post people wait for in channel until done is called.
 func (c *SlackClient) urgent(channel string) (done func()) {
 	c.mu.Lock()
@@ -242,6 +263,11 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 // Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
 // flight, later ones replace each other and only the latest (by version) is sent when it returns.
 func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
+	if m.Background {
+		if err := c.yieldTier(ctx, "chat.update"); err != nil {
+			return err
+		}
+	}
 	key := channel + "/" + ts
 	c.mu.Lock()
 	p := c.updates[key]

@@ -3,9 +3,13 @@ package handlers
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -42,9 +46,10 @@ func createdBy(rec *ops.Record, nonce string) bool {
 // per history entry across replicas, and Settle once after a run of entries.
 type Teller struct {
 	h *Handler
-	// settled remembers the last version each plan message was updated to, so a Settle with nothing new does not
-	// call Slack.
+	// settled remembers the last version each plan message was updated to, and shown a digest of what it shows, so
+	// a Settle with nothing new does not call Slack.
 	settled sync.Map
+	shown   sync.Map
 }
 
 // Teller returns the handler's outbox teller.
@@ -115,6 +120,7 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, channel, thread
 		return ref, fmt.Errorf("remember the message of %s: %w", rec.ID(), err)
 	}
 	tl.settled.Store(rec.ID(), rec.Version)
+	tl.shown.Store(rec.ID(), messageKey(r.Msg))
 	files := planFiles(r.Files)
 	if rec.Result != nil && rec.Phase.Terminal() {
 		files = r.Files
@@ -241,18 +247,36 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	if v, ok := tl.settled.Load(rec.ID()); ok && v.(int64) >= rec.Version {
 		return nil
 	}
+	m := PlanMessage(rec).Msg
+	m.Version = rec.Version
+	// An update of a request that is only running is nobody's answer: it yields Slack's limits to those that are.
+	m.Background = rec.Phase == ops.PhaseExecuting
+	content := messageKey(m)
+	if v, ok := tl.shown.Load(rec.ID()); ok && v.(string) == content {
+		tl.settled.Store(rec.ID(), rec.Version) // steps and progress change nothing the message shows
+		return nil
+	}
 	for _, ref := range refs {
 		if ref.Kind != RefPlan {
 			continue
 		}
-		m := PlanMessage(rec).Msg
-		m.Version = rec.Version
 		if err := h.poster.Update(ctx, ref.Channel, ref.TS, m); err != nil {
 			return fmt.Errorf("update the message of %s: %w", rec.ID(), err)
 		}
 	}
 	tl.settled.Store(rec.ID(), rec.Version)
+	tl.shown.Store(rec.ID(), content)
 	return nil
+}
+
+// messageKey identifies what a message shows, to skip updates that would change nothing.
+func messageKey(m Msg) string {
+	b, _ := json.Marshal(struct {
+		Text   string
+		Blocks []slack.Block
+	}{m.Text, m.Blocks})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func planFiles(fs []File) []File {
