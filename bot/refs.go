@@ -83,9 +83,10 @@ func (h redisErrorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
-// channelRates is the Slack client's per-channel post limit, shared by every replica through the state store.
+// channelRates are the Slack client's limits (per channel, per method tier), shared by every replica through the
+// state store.
 type channelRates struct{ store *state.Store }
 
-func (r channelRates) Take(ctx context.Context, channel string, perMinute, burst, n int) (bool, time.Duration, error) {
-	return r.store.TakeRate(ctx, "slackpost:"+channel, perMinute, burst, n)
+func (r channelRates) Take(ctx context.Context, key string, perMinute, burst, n int) (bool, time.Duration, error) {
+	return r.store.TakeRate(ctx, "slackrate:"+key, perMinute, burst, n)
 }

@@ -80,7 +80,7 @@ func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackCl
 // API returns the underlying slack-go client.
 func (c *SlackClient) API() *slack.Client { return c.api }
 
-func (c *SlackClient) wait(ctx context.Context, method, channel string) error {
+func (c *SlackClient) wait(ctx context.Context, method, channel string, background bool) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
 	var chLim *rate.Limiter
@@ -92,7 +92,12 @@ func (c *SlackClient) wait(ctx context.Context, method, channel string) error {
 		}
 	}
 	c.mu.Unlock()
-	if lim != nil {
+	if tier, ok := c.tier(method); ok && c.shared != nil {
+		// Slack counts a method's tier for the whole app: every replica takes from one budget.
+		if err := c.takeShared(ctx, "tier:"+method, tier, background); err != nil {
+			return err
+		}
+	} else if lim != nil {
 		if err := lim.Wait(ctx); err != nil {
 			return fmt.Errorf("wait for the %s rate limit: %w", method, err)
 		}
@@ -105,10 +110,27 @@ func (c *SlackClient) wait(ctx context.Context, method, channel string) error {
 	return nil
 }
 
+func (c *SlackClient) tier(method string) (Tier, bool) {
+	switch methodTier[method] {
+	case 2:
+		return c.limits.Tier2, true
+	case 3:
+		return c.limits.Tier3, true
+	case 4:
+		return c.limits.Tier4, true
+	}
+	return Tier{}, false
+}
+
 // call runs fn under the method's limits, retrying after Retry-After when Slack answers 429.
 func (c *SlackClient) call(ctx context.Context, method, channel string, fn func() error) error {
+	return c.callAs(ctx, method, channel, false, fn)
+}
+
+// callAs is call for a background call (nobody waits on it) when background is set.
+func (c *SlackClient) callAs(ctx context.Context, method, channel string, background bool, fn func() error) error {
 	for attempt := 0; ; attempt++ {
-		if err := c.wait(ctx, method, channel); err != nil {
+		if err := c.wait(ctx, method, channel, background); err != nil {
 			return err
 		}
 		err := fn()
@@ -133,25 +155,25 @@ func (c *SlackClient) call(ctx context.Context, method, channel string, fn func(
 // ChannelLimiter is a per-channel rate limit shared by every replica (Slack counts chat.postMessage per channel for
 // the whole app, not per process). The state store's Redis implements it.
 type ChannelLimiter interface {
-	// Take takes n tokens of the channel's budget (perMinute, burst), or says how long to wait before trying again.
-	Take(ctx context.Context, channel string, perMinute, burst, n int) (ok bool, retryAfter time.Duration, err error)
+	// Take takes n tokens of the budget named key (perMinute, burst), or says how long to wait before trying again.
+	Take(ctx context.Context, key string, perMinute, burst, n int) (ok bool, retryAfter time.Duration, err error)
 }
 
 // SetChannelLimiter makes chat.postMessage's per-channel limit shared across replicas.
 func (c *SlackClient) SetChannelLimiter(l ChannelLimiter) { c.shared = l }
 
-// takeShared waits for the channel's shared budget. A background post needs two tokens free and takes them, so it
-// only goes when an answer people wait for would still find one: across every replica, answers go first.
-func (c *SlackClient) takeShared(ctx context.Context, channel string, background bool) error {
+// takeShared waits for a budget shared by every replica (a channel's posts, or a method's tier). A background call
+// needs two tokens free and takes them, so it only goes when a call people wait for would still find one: across
+// every replica, answers go first.
+func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool) error {
 	n := 1
 	if background {
 		n = 2
 	}
-	t := c.limits.PostPerChannel
 	for {
-		ok, wait, err := c.shared.Take(ctx, channel, t.PerMinute, max(t.Burst, n), n)
+		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, n), n)
 		if err != nil {
-			return fmt.Errorf("take the shared %s budget: %w", channel, err)
+			return fmt.Errorf("take the shared %s budget: %w", key, err)
 		}
 		if ok {
 			return nil
@@ -160,7 +182,7 @@ func (c *SlackClient) takeShared(ctx context.Context, channel string, background
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("wait for room in %s: %w", channel, ctx.Err())
+			return fmt.Errorf("wait for room in %s: %w", key, ctx.Err())
 		case <-timer.C:
 		}
 	}
@@ -240,7 +262,7 @@ func msgOptions(m handlers.Msg) []slack.MsgOption {
 // room and nobody else is waiting for it, so answers people wait for go first.
 func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
 	if c.shared != nil {
-		if err := c.takeShared(ctx, channel, m.Background); err != nil {
+		if err := c.takeShared(ctx, "channel:"+channel, c.limits.PostPerChannel, m.Background); err != nil {
 			return "", err
 		}
 	} else if m.Background {
@@ -252,7 +274,7 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 		defer done()
 	}
 	var ts string
-	err := c.call(ctx, "chat.postMessage", channel, func() error {
+	err := c.callAs(ctx, "chat.postMessage", channel, m.Background, func() error {
 		var err error
 		_, ts, err = c.api.PostMessageContext(ctx, channel, msgOptions(m)...)
 		return err
@@ -263,7 +285,7 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 // Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
 // flight, later ones replace each other and only the latest (by version) is sent when it returns.
 func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
-	if m.Background {
+	if m.Background && c.shared == nil {
 		if err := c.yieldTier(ctx, "chat.update"); err != nil {
 			return err
 		}
@@ -291,7 +313,7 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 	c.mu.Unlock()
 	var firstErr error
 	for cur := &m; cur != nil; {
-		err := c.call(ctx, "chat.update", "", func() error {
+		err := c.callAs(ctx, "chat.update", "", cur.Background, func() error {
 			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, msgOptions(*cur)...)
 			return err
 		})

@@ -249,8 +249,9 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	}
 	m := PlanMessage(rec).Msg
 	m.Version = rec.Version
-	// An update of a request that is only running is nobody's answer: it yields Slack's limits to those that are.
-	m.Background = rec.Phase == ops.PhaseExecuting
+	// An update of a request that is approved or running is nobody's answer (the approver saw the ack, the thread
+	// tells the rest): it yields Slack's limits to those that are.
+	m.Background = rec.Phase == ops.PhaseExecuting || rec.Phase == ops.PhaseApproved
 	content := messageKey(m)
 	if v, ok := tl.shown.Load(rec.ID()); ok && v.(string) == content {
 		tl.settled.Store(rec.ID(), rec.Version) // steps and progress change nothing the message shows
