@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
@@ -134,7 +135,7 @@ func TestSlackThrottledDuringExecution(t *testing.T) {
 
 // outboxPending counts the outbox entries not yet settled.
 func (h *harness) outboxPending() int64 {
-	n, err := h.bot.opts.Redis.XLen(h.ctx(), h.bot.store.Options().KeyPrefix+":outbox").Result()
+	n, err := h.bot.opts.Redis.XLen(h.ctx(), "{"+h.bot.store.Options().KeyPrefix+"}:outbox").Result()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -219,4 +220,19 @@ func TestPanicInExecutionFailsOnlyThatRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Idle executors wait on the queue without holding the state store: with more execution workers than the Redis
+// client has connections (go-redis: 10 per CPU), on two replicas, a dry run is still answered and a change executes.
+func TestManyExecutorsLeaveTheStoreToSlack(t *testing.T) {
+	edit := func(c *config.Config) { c.Execution.Workers, c.Execution.PerCluster = 200, 200 }
+	h := startWith(t, harnessOptions{replica: "a", edit: edit,
+		prepare: func(h *harness) { h.extra = append(h.extra, newStepOp("roll-gadget")) }})
+	b := h.launch(harnessOptions{replica: "b", edit: edit})
+	t.Cleanup(func() { b.stop(t) })
+	h.waitConnected(2)
+	h.slash(userBob, chOps, "gadget roll name=probe dry-run")
+	h.waitFor("the dry run's plan", func(s fakeslack.Snapshot) bool { return len(mentioning(topLevel(s, chOps), "roll-gadget probe")) == 1 })
+	h.slash(userBob, chOps, "gadget roll name=probe request-id=many-executors")
+	h.waitPhase("many-executors", ops.PhaseSucceeded)
 }
