@@ -15,10 +15,11 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// slackOutage is how long fake Slack answers 429 in TestSlackThrottledDuringExecution. It is not scaled down: the
-// bot's own clocks that meet it (lock TTL and outbox claim idle, 30 s each; the teller's backoff cap, 10 s; the
-// Slack client's Retry-After waits) run on real time, so a shorter outage would not meet them.
-const slackOutage = 30 * time.Second
+// slackOutages are how long fake Slack answers 429 in TestSlackThrottledDuringExecution: the 30 s, and one
+// longer than the teller's lock and the outbox's claim idle (30 s each), after which another teller claims the same
+// entries. Neither is scaled down: the bot's clocks that meet them (lock TTL and claim idle, the teller's 10 s backoff
+// cap, the Slack client's Retry-After waits) run on real time.
+var slackOutages = []time.Duration{30 * time.Second, 65 * time.Second}
 
 // waitWithin is waitFor with its own deadline, for waits longer than the harness's.
 func (h *harness) waitWithin(what string, d time.Duration, cond func(fakeslack.Snapshot) bool) fakeslack.Snapshot {
@@ -60,9 +61,15 @@ func toldInThread(rec *ops.Record) []string {
 	return out
 }
 
-// Slack answers 429 to everything for 30 s while a request executes: the execution goes on and succeeds while Slack is
+// Slack answers 429 to everything for 30 s (and for 65 s) while a request executes: the execution goes on and succeeds while Slack is
 // still refusing, and once Slack answers again every transition is told in the request's thread, in order, once.
 func TestSlackThrottledDuringExecution(t *testing.T) {
+	for _, outage := range slackOutages {
+		t.Run(outage.String(), func(t *testing.T) { slackThrottledDuringExecution(t, outage) })
+	}
+}
+
+func slackThrottledDuringExecution(t *testing.T, slackOutage time.Duration) {
 	release := make(chan struct{})
 	var op *stepOp
 	h := startWith(t, harnessOptions{prepare: func(h *harness) {
@@ -80,6 +87,7 @@ func TestSlackThrottledDuringExecution(t *testing.T) {
 		}
 		h.extra = append(h.extra, op)
 	}})
+	followRealTime(t, h) // the engine renews its locks as in production while the outage outlives them
 	const id = "roll-throttled-1"
 	h.slash(userAlice, chOps, "gadget roll name=web request-id="+id)
 	s := h.waitFor("the plan message", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) == 1 })
