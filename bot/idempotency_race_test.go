@@ -18,8 +18,8 @@ const raceRounds = 8
 
 // Two DMs carrying one agent request id race on two replicas, and while the first is still planning a person reuses
 // the id with a slash command in another channel: exactly one approval message, in the approvals channel; the agent's
-// other DM gets the existing request in its thread, and the person gets E_IDEMPOTENCY_CONFLICT. Repeated raceRounds
-// times with fresh ids.
+// other DM gets the existing request in its thread (and then follows it), and the person gets E_IDEMPOTENCY_CONFLICT.
+// Repeated raceRounds times with fresh ids.
 func TestAgentRequestIDRace(t *testing.T) {
 	var op *stepOp
 	var gates sync.Map    // request id → chan struct{}: Plan waits for it
@@ -92,8 +92,8 @@ func TestAgentRequestIDRace(t *testing.T) {
 		if len(agentReplies(s, dms[1].TS)) == 1 {
 			loser = 1
 		}
-		if body := replyBody(t, agentReplies(s, dms[loser].TS)[0]); body.RequestID != id || len(body.Errors) > 0 {
-			t.Fatalf("round %d: the second DM got %+v, want the existing request %s without errors", round, body, id)
+		if body := replyBody(t, agentReplies(s, dms[loser].TS)[0]); body.RequestID != id || len(body.Errors) > 0 || body.Phase != ops.PhaseReceived {
+			t.Fatalf("round %d: the second DM got %+v, want the existing request %s (received, still planning) without errors", round, body, id)
 		}
 		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=4 request-id="+id)
 		conflict := "request id " + id + " was already used"
@@ -103,8 +103,12 @@ func TestAgentRequestIDRace(t *testing.T) {
 		close(gate)
 
 		creator := dms[1-loser]
-		h.waitFor("the approval message and the creator told", func(s fakeslack.Snapshot) bool {
-			return len(mentioning(topLevel(s, chApprove), id)) == 1 && len(agentReplies(s, creator.TS)) == 1
+		waiting := func(s fakeslack.Snapshot, dm fakeslack.Message) bool {
+			r := agentReplies(s, dm.TS)
+			return len(r) > 0 && replyBody(t, r[len(r)-1]).Phase == ops.PhaseAwaitingApproval
+		}
+		h.waitFor("the approval message, both DMs told it waits", func(s fakeslack.Snapshot) bool {
+			return len(mentioning(topLevel(s, chApprove), id)) == 1 && waiting(s, creator) && waiting(s, dms[loser])
 		})
 		h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
 		s = h.srv.Snapshot()
@@ -120,18 +124,19 @@ func TestAgentRequestIDRace(t *testing.T) {
 				t.Errorf("round %d: the bot posted outside the agent's threads: %q", round, m.Text)
 			}
 		}
-		for i, dm := range dms {
-			replies := agentReplies(s, dm.TS)
-			if len(replies) != 1 {
-				t.Errorf("round %d: DM %d has %d replies, want 1", round, i, len(replies))
-				continue
+		// The creating DM hears the plan once; the other one its answer, then the same.
+		for i, want := range map[int][]ops.Phase{1 - loser: {ops.PhaseAwaitingApproval}, loser: {ops.PhaseReceived, ops.PhaseAwaitingApproval}} {
+			var got []ops.Phase
+			for _, m := range agentReplies(s, dms[i].TS) {
+				body := replyBody(t, m)
+				if body.RequestID != id || len(body.Errors) > 0 {
+					t.Errorf("round %d: DM %d told %+v, want %s without errors", round, i, body, id)
+				}
+				got = append(got, body.Phase)
 			}
-			if body := replyBody(t, replies[0]); body.RequestID != id {
-				t.Errorf("round %d: DM %d told about %q, want %s", round, i, body.RequestID, id)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("round %d: DM %d was told %v, want %v", round, i, got, want)
 			}
-		}
-		if got := replyBody(t, agentReplies(s, creator.TS)[0]).Phase; got != ops.PhaseAwaitingApproval {
-			t.Errorf("round %d: the creating DM was told %s, want awaiting-approval", round, got)
 		}
 		rec := h.record(id)
 		if rec.Phase != ops.PhaseAwaitingApproval || rec.Annotations[handlers.AnnAgentThread] != creator.TS ||
