@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -153,11 +154,13 @@ func (w *widgetOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Plan, _
 }
 
 type harness struct {
-	t      testing.TB
-	srv    *fakeslack.Server
-	bot    *Bot
-	clock  *clockwork.FakeClock
-	ops    map[string]*widgetOp
+	t     testing.TB
+	srv   *fakeslack.Server
+	bot   *Bot
+	clock *clockwork.FakeClock
+	ops   map[string]*widgetOp
+	// extra are more operations for every replica's catalog (set them in prepare).
+	extra  []ops.Operation
 	addr   string
 	cancel context.CancelFunc
 	done   chan error
@@ -180,6 +183,8 @@ type harnessOptions struct {
 	replica string
 	// prepare runs before the first bot starts (to set operation hooks without racing the bot).
 	prepare func(h *harness)
+	// log receives the bot's log lines too (warnings and errors), for tests that read the log.
+	log io.Writer
 }
 
 func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
@@ -258,6 +263,7 @@ func (h *harness) launch(o harnessOptions) *replica {
 	for _, w := range h.ops {
 		cat.Register(w)
 	}
+	cat.Register(h.extra...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
@@ -267,7 +273,11 @@ func (h *harness) launch(o harnessOptions) *replica {
 	if limits == nil {
 		limits = &Limits{Tier2: Tier{6000, 100}, Tier3: Tier{6000, 100}, Tier4: Tier{6000, 100}, PostPerChannel: Tier{6000, 100}}
 	}
-	bo := Options{Config: cfg, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
+	var logw io.Writer = zerolog.NewTestWriter(t)
+	if o.log != nil {
+		logw = zerolog.MultiLevelWriter(logw, o.log)
+	}
+	bo := Options{Config: cfg, Log: zerolog.New(logw).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
 		Clock: h.clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond}
 	if o.clusters != nil {
 		bo.Clusters = o.clusters(cfg)

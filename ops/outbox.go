@@ -134,6 +134,10 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 		return err
 	}
 	defer e.release(l)
+	// Telling may wait out Slack's Retry-After longer than the lock lives; a lapsed lock lets the outbox's claim of
+	// the same entries tell them a second time, so it is renewed until this run ends.
+	ctx, stop := e.keepLocks(ctx, []*Lock{l})
+	defer stop()
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("panic while telling: %v", v)

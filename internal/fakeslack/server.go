@@ -50,6 +50,8 @@ type Server struct {
 	buckets    map[string]*bucket
 	apiCalls   []APICall
 	ratelimits int
+	// throttledUntil is when a Throttle ends; every Web API call is answered 429 before it.
+	throttledUntil time.Time
 
 	ephemerals []Ephemeral
 	files      map[string]*fileRecord

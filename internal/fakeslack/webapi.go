@@ -94,7 +94,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "closed", http.StatusServiceUnavailable)
 		return
 	}
-	if wait, limited := s.rateLimitLocked(name, m.tier, p); limited {
+	wait, limited := s.throttleLocked()
+	if !limited {
+		wait, limited = s.rateLimitLocked(name, m.tier, p)
+	}
+	if limited {
 		s.ratelimits++
 		s.recordCallLocked(name, id.kind, http.StatusTooManyRequests, "ratelimited")
 		s.mu.Unlock()
