@@ -273,7 +273,7 @@ type Endpoints struct {
 	Pricing   string `yaml:"pricing"`
 }
 
-// Agent is a registered AI agent: its Slack user or bot ID and the operations it may request.
+// Agent is a registered AI agent: the Slack user ID it posts as (never a bot ID) and the operations it may request.
 type Agent struct {
 	Name      string `yaml:"name"`
 	SlackUser string `yaml:"slackUser"`

@@ -36,7 +36,6 @@ func (c *Config) Validate() error {
 var (
 	slackChannelID   = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
 	slackUserID      = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
-	slackAgentID     = regexp.MustCompile(`^[UWB][A-Z0-9]{2,}$`)
 	slackUserGroupID = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	slashCommand     = regexp.MustCompile(`^/[a-z0-9_-]{1,31}$`)
 	keyPrefixChars   = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
