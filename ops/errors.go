@@ -147,3 +147,32 @@ func (es Errors) Unwrap() []error {
 	}
 	return out
 }
+
+// MaxErrors is how many problems a reply lists; the rest are counted in one last entry ("…and N more").
+const MaxErrors = 20
+
+// Capped returns at most MaxErrors problems followed by one entry counting the rest, so 10,000 unknown words
+// cannot make a reply Slack refuses. A list of MaxErrors+1 or fewer is returned as is, so capping twice changes
+// nothing.
+func (es Errors) Capped() Errors {
+	if len(es) <= MaxErrors+1 {
+		return es
+	}
+	rest := es[MaxErrors:]
+	more := &Error{Code: rest[0].Code, Message: fmt.Sprintf("…and %d more problems", len(rest)),
+		Next: "fix the problems above and send again to see the rest"}
+	return append(append(Errors{}, es[:MaxErrors]...), more)
+}
+
+// maxEcho is how much of a value a person or agent typed is repeated back in a message.
+const maxEcho = 80
+
+// Echo shortens text repeated back in an error message (a name, a value) to maxEcho characters, so a refusal
+// stays readable and inside Slack's limits whatever was sent.
+func Echo(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEcho {
+		return s
+	}
+	return string(r[:maxEcho-1]) + "…"
+}
