@@ -270,8 +270,8 @@ func resultBlocks(id string, r *ops.Result) ([]slack.Block, []File) {
 
 func errorsText(errs []*ops.Error) string {
 	var lines []string
-	for _, e := range errs {
-		lines = append(lines, errorLine(e))
+	for _, e := range cappedErrors(errs) {
+		lines = append(lines, clip(errorLine(e), maxErrorLine))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -383,7 +383,7 @@ func Tells(t ops.Transition) bool {
 
 // ProgressReply renders a step an execution reported.
 func ProgressReply(rec *ops.Record, msg string) Msg {
-	return Msg{Text: rec.ID() + ": " + msg, Blocks: []slack.Block{contextBlock(":hourglass: " + msg)}}
+	return Msg{Text: fitText(rec.ID() + ": " + msg), Blocks: []slack.Block{contextBlock(":hourglass: " + msg)}}
 }
 
 // ErrorMessage renders a refusal: every problem with its code, field and next step.
@@ -394,15 +394,16 @@ func ErrorMessage(err error) Msg {
 	} else {
 		errs = []*ops.Error{ops.AsError(err)}
 	}
+	errs = cappedErrors(errs)
 	text := make([]string, len(errs))
 	for i, e := range errs {
-		text[i] = e.Error()
+		text[i] = clip(e.Error(), maxErrorLine)
 	}
-	return Msg{Text: strings.Join(text, "\n"), Blocks: []slack.Block{section(errorsText(errs))}}
+	return Msg{Text: fitText(strings.Join(text, "\n")), Blocks: []slack.Block{section(errorsText(errs))}}
 }
 
 // InfoMessage renders a short note.
-func InfoMessage(s string) Msg { return Msg{Text: s, Blocks: []slack.Block{section(s)}} }
+func InfoMessage(s string) Msg { return Msg{Text: fitText(s), Blocks: []slack.Block{section(s)}} }
 
 // ResultMessage renders the answer of a read-only operation.
 func ResultMessage(rec *ops.Record) Rendered {
@@ -421,7 +422,7 @@ func ResultMessage(rec *ops.Record) Rendered {
 	if rec.Result != nil {
 		text += " — " + rec.Result.Summary
 	}
-	return Rendered{Msg: Msg{Text: text, Blocks: capBlocks(blocks)}, Files: files}
+	return Rendered{Msg: Msg{Text: fitText(text), Blocks: capBlocks(blocks)}, Files: files}
 }
 
 // RequestsMessage renders a list of requests.
@@ -492,7 +493,7 @@ func AuditLine(rec *ops.Record, t ops.Transition) Msg {
 	if t.Note != "" {
 		s += " — " + t.Note
 	}
-	return Msg{Text: s, Blocks: []slack.Block{contextBlock(s)}}
+	return Msg{Text: fitText(s), Blocks: []slack.Block{contextBlock(s)}}
 }
 
 func orDash(s string) string {

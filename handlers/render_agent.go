@@ -90,7 +90,7 @@ func AgentBody(rec *ops.Record, requestID string, err error) AgentReplyBody {
 			}
 		}
 	}
-	return body
+	return fitAgentBody(body)
 }
 
 func flatten(err error) []*ops.Error {
@@ -117,8 +117,8 @@ func agentError(e *ops.Error) AgentError {
 // object as message metadata (event_type hyperops_request).
 func AgentReply(body AgentReplyBody) Msg {
 	js, _ := json.MarshalIndent(body, "", "  ")
-	summary := agentSummary(body)
-	text := summary + "\n```json\n" + string(js) + "\n```"
+	summary := clip(agentSummary(body), maxSectionText)
+	text := fitText(summary + "\n```json\n" + string(js) + "\n```")
 	var payload map[string]any
 	_ = json.Unmarshal(js, &payload)
 	blocks := []slack.Block{section(summary)}
