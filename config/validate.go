@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	c.Server.validate(&l)
 	c.Log.validate(&l)
 	c.Execution.validate(&l)
+	c.Redact.validate(&l)
 	return l.ps.err()
 }
 
