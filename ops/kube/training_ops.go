@@ -160,7 +160,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 		conds, _, _ := unstructured.NestedSlice(have.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			st.Conditions = append(st.Conditions, strings.Trim(fmt.Sprintf("%v=%v %v %v", m["type"], m["status"], m["reason"], m["message"]), " "))
+			st.Conditions = append(st.Conditions, t.c.redact.Text(strings.Trim(fmt.Sprintf("%v=%v %v %v", m["type"], m["status"], m["reason"], m["message"]), " ")))
 		}
 		pods, err := workloadPods(ctx, t.c, t.ns, name)
 		if err != nil {
@@ -179,7 +179,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 		st.LogTail = logTail(ctx, t.c, t.ns, pods, lines)
 		res2 := &ops.Result{Summary: fmt.Sprintf("%s %s/%s is %s", res.Kind, t.ns, name, st.State), Output: st.LogTail,
 			Objects: []ops.ObjectRef{ref(t.cfg.Name, res, t.ns, name)}}
-		if st.Reason != "" {
+		if st.Reason = t.c.redact.Text(st.Reason); st.Reason != "" {
 			res2.Summary += " (" + st.Reason + ")"
 		}
 		res2.Details = append(res2.Details, ops.Detail{Label: "pods", Value: strings.Join(st.Pods, ", ")})
