@@ -42,19 +42,27 @@ func plain(s string) *slack.TextBlockObject {
 }
 
 func section(s string) *slack.SectionBlock {
-	return slack.NewSectionBlock(mrkdwn(clip(s, maxSectionText)), nil, nil)
+	return slack.NewSectionBlock(mrkdwn(clip(nonEmpty(s), maxSectionText)), nil, nil)
 }
 
 func fieldsSection(fields ...string) *slack.SectionBlock {
 	objs := make([]*slack.TextBlockObject, 0, len(fields))
 	for _, f := range fields {
-		objs = append(objs, mrkdwn(clip(f, 2000)))
+		objs = append(objs, mrkdwn(clip(nonEmpty(f), 2000)))
 	}
 	return slack.NewSectionBlock(nil, objs, nil)
 }
 
 func contextBlock(s string) *slack.ContextBlock {
-	return slack.NewContextBlock("", mrkdwn(clip(s, maxSectionText)))
+	return slack.NewContextBlock("", mrkdwn(clip(nonEmpty(s), maxSectionText)))
+}
+
+// nonEmpty stands in for an empty text, which Slack refuses in a block.
+func nonEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "–"
+	}
+	return s
 }
 
 // clip shortens s to n characters, saying so; callers send anything longer than inlineLimit as a file first.
