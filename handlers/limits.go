@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -23,6 +24,31 @@ const (
 // cappedErrors is the list a reply shows: the first ops.MaxErrors problems and a count of the rest.
 func cappedErrors(errs []*ops.Error) []*ops.Error { return ops.Errors(errs).Capped() }
 
+// errorLines renders problems one per entry within budget characters: the capped list, and when even that does
+// not fit, as many as fit and a line counting the rest, so the count is never cut off.
+func errorLines(errs []*ops.Error, budget int) string {
+	left := 0 // the problems not shown yet
+	for _, e := range errs {
+		left += e.Count()
+	}
+	var b strings.Builder
+	for i, e := range cappedErrors(errs) {
+		line := clip(errorLine(e), maxErrorLine)
+		if i > 0 && b.Len()+len(line)+len(moreLine(left))+2 > budget {
+			b.WriteString("\n" + moreLine(left))
+			break
+		}
+		left -= e.Count()
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func moreLine(n int) string { return "…and " + strconv.Itoa(n) + " more problems" }
+
 // fitText clips a message's top-level text to what Slack takes.
 func fitText(s string) string { return clip(s, maxMessageText) }
 
@@ -32,12 +58,16 @@ func fitText(s string) string { return clip(s, maxMessageText) }
 func fitAgentBody(b AgentReplyBody) AgentReplyBody {
 	b.RequestID = clip(b.RequestID, maxIDEcho)
 	if len(b.Errors) > ops.MaxErrors+1 {
-		rest := len(b.Errors) - ops.MaxErrors
+		rest := 0
+		for _, e := range b.Errors[ops.MaxErrors:] {
+			rest += max(e.Omitted, 1)
+		}
 		b.Errors = append(b.Errors[:ops.MaxErrors:ops.MaxErrors], AgentError{Code: b.Errors[ops.MaxErrors].Code,
-			Message: "…and " + strconv.Itoa(rest) + " more problems", Next: "fix the problems above and send again to see the rest"})
+			Message: moreLine(rest), Next: "fix the problems above and send again to see the rest", Omitted: rest})
 	}
 	for i, e := range b.Errors {
-		b.Errors[i] = AgentError{Code: e.Code, Field: clip(e.Field, maxIDEcho), Message: clip(e.Message, maxErrorLine), Next: clip(e.Next, maxErrorLine)}
+		b.Errors[i] = AgentError{Code: e.Code, Field: clip(e.Field, maxIDEcho), Message: clip(e.Message, maxErrorLine),
+			Next: clip(e.Next, maxErrorLine), Omitted: e.Omitted}
 	}
 	if js, err := json.Marshal(b); err == nil && len(js) > maxAgentBody && b.Result != nil {
 		r := *b.Result

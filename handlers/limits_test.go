@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,6 +52,11 @@ func TestRefusalOfTenThousandWordsFitsSlack(t *testing.T) {
 	if !strings.Contains(m.Text, "…and 9980 more problems") {
 		t.Fatalf("the refusal does not count the rest: %.500s", m.Text)
 	}
+	// What people see is the block: as many problems as fit in a section, then the count of all the others.
+	shown, _ := json.Marshal(m.Blocks)
+	if !regexp.MustCompile(`…and 99[0-9]{2} more problems`).Match(shown) || strings.Contains(string(shown), " …\"") {
+		t.Fatalf("the block does not end with the count of the rest: …%s", shown[max(0, len(shown)-300):])
+	}
 	if n := len(m.Text); n > 20000 {
 		t.Fatalf("the refusal is %d bytes", n)
 	}
@@ -67,7 +73,7 @@ func TestAgentReplyToTenThousandUnknownFieldsFitsSlack(t *testing.T) {
 	body := AgentBody(nil, strings.Repeat("r", 5000), err)
 	m := AgentReply(body)
 	slackAccepts(t, m)
-	if len(body.Errors) != ops.MaxErrors+1 || body.Errors[ops.MaxErrors].Message != "…and 9980 more problems" {
+	if len(body.Errors) != ops.MaxErrors+1 || body.Errors[ops.MaxErrors].Message != "…and 9980 more problems" || body.Errors[ops.MaxErrors].Omitted != 9980 {
 		t.Fatalf("errors = %d, last %+v", len(body.Errors), body.Errors[len(body.Errors)-1])
 	}
 	// The machine-readable body is still whole JSON the agent can parse, in the text and as metadata.

@@ -277,11 +277,7 @@ func resultBlocks(id string, r *ops.Result) ([]slack.Block, []File) {
 }
 
 func errorsText(errs []*ops.Error) string {
-	var lines []string
-	for _, e := range cappedErrors(errs) {
-		lines = append(lines, clip(errorLine(e), maxErrorLine))
-	}
-	return strings.Join(lines, "\n")
+	return errorLines(errs, maxSectionText)
 }
 
 func errorLine(e *ops.Error) string {

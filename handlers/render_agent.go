@@ -50,6 +50,8 @@ type AgentError struct {
 	Field   string   `json:"field,omitempty"`
 	Message string   `json:"message"`
 	Next    string   `json:"next,omitempty"`
+	// Omitted, on the last entry of a capped list, is how many more problems there are.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // AgentChange is one step of the history.
@@ -110,7 +112,7 @@ func hasError(list []AgentError, e *ops.Error) bool {
 }
 
 func agentError(e *ops.Error) AgentError {
-	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next}
+	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted}
 }
 
 // AgentReply renders the thread reply to an agent: a short human summary, the fenced JSON block, and the same

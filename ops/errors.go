@@ -47,6 +47,8 @@ type Error struct {
 	Next    string `json:"next,omitempty"`
 	// Holder is the request id holding a lock, for E_LOCKED.
 	Holder string `json:"holder,omitempty"`
+	// Omitted is set on the last entry of a capped list (see Errors.Capped): how many problems it stands for.
+	Omitted int `json:"omitted,omitempty"`
 	Err    error  `json:"-"`
 }
 
@@ -159,9 +161,21 @@ func (es Errors) Capped() Errors {
 		return es
 	}
 	rest := es[MaxErrors:]
-	more := &Error{Code: rest[0].Code, Message: fmt.Sprintf("…and %d more problems", len(rest)),
-		Next: "fix the problems above and send again to see the rest"}
+	omitted := 0
+	for _, e := range rest {
+		omitted += e.Count()
+	}
+	more := &Error{Code: rest[0].Code, Message: fmt.Sprintf("…and %d more problems", omitted),
+		Next: "fix the problems above and send again to see the rest", Omitted: omitted}
 	return append(append(Errors{}, es[:MaxErrors]...), more)
+}
+
+// Count is how many problems e stands for: one, or those a capped list's last entry counts.
+func (e *Error) Count() int {
+	if e.Omitted > 0 {
+		return e.Omitted
+	}
+	return 1
 }
 
 // maxEcho is how much of a value a person or agent typed is repeated back in a message.

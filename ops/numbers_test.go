@@ -100,7 +100,7 @@ func TestErrorListsAreCapped(t *testing.T) {
 	if len(es) != MaxErrors+1 {
 		t.Fatalf("want %d entries, got %d", MaxErrors+1, len(es))
 	}
-	if last := es[MaxErrors]; last.Message != "…and 9981 more problems" || last.Next == "" {
+	if last := es[MaxErrors]; last.Message != "…and 9981 more problems" || last.Next == "" || last.Omitted != 9981 || last.Count() != 9981 {
 		t.Fatalf("last entry = %+v", last)
 	}
 	if again := es.Capped(); len(again) != len(es) || again[MaxErrors].Message != es[MaxErrors].Message {
