@@ -79,6 +79,11 @@ func RedactorFor(cfg *config.Config) (*Redactor, error) {
 
 var shapesOnly = &Redactor{patterns: credentialShapes, maxChars: config.DefaultRedactMaxChars}
 
+// RedactCredentials removes credential shapes from text and caps it at the default size, where no configured
+// redactor is at hand (the error messages of an API server or of AWS, as they are wrapped); the configured one
+// runs again before anything reaches Slack.
+func RedactCredentials(s string) string { return shapesOnly.Text(s) }
+
 // Redact returns s with every secret, credential shape and configured pattern replaced by [REDACTED].
 func (r *Redactor) Redact(s string) string {
 	if r == nil {

@@ -74,3 +74,10 @@ func TestRedactorRedactsErrors(t *testing.T) {
 		t.Fatal("the original error was changed")
 	}
 }
+
+func TestRedactCredentialsWithoutConfig(t *testing.T) {
+	got := RedactCredentials("dial tcp: Get https://admin:hunter2@api:6443/x with token xoxb-9-9-zz " + strings.Repeat("x", 30000))
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "xoxb-9-9-zz") || len([]rune(got)) > 20100 {
+		t.Fatalf("got %.120q (%d characters)", got, len([]rune(got)))
+	}
+}
