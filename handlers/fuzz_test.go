@@ -207,8 +207,9 @@ func FuzzAgentRequest(f *testing.F) {
 func FuzzRender(f *testing.F) {
 	f.Add("submit-training-job", "ml-platform", "req-1", "plan summary", "E_INVALID_ARGUMENT", "replicas", "too many", "apiVersion: v1", "epoch 1", "note", uint8(3))
 	f.Add("", "", "", "", "", "", "", "", "", "", uint8(0))
-	f.Add(strings.Repeat("x", 300), "ns", strings.Repeat("r", 200), strings.Repeat("é", 5000), "E_X", strings.Repeat("f", 3000),
-		strings.Repeat("m", 50000), strings.Repeat("y", 3000), strings.Repeat("line\n", 20000), "*_`<>&", uint8(255))
+	// Just past each limit: a section (3000), the inline cut (2500) and a message's text (40,000).
+	f.Add(strings.Repeat("x", 300), "ns", strings.Repeat("r", 200), strings.Repeat("é", 40001), "E_X", strings.Repeat("f", 3001),
+		strings.Repeat("m", 3001), strings.Repeat("y", 2501), strings.Repeat("line\n", 600), "*_`<>&", uint8(255))
 	f.Fuzz(func(t *testing.T, op, ns, id, summary, code, field, msg, manifest, output, note string, n uint8) {
 		rec := fuzzRecord(op, ns, id, summary, code, field, msg, manifest, output, note, int(n))
 		for _, phase := range []ops.Phase{ops.PhaseAwaitingApproval, ops.PhaseSucceeded, ops.PhaseRejected, ops.PhaseInterrupted} {

@@ -443,7 +443,7 @@ func RequestsMessage(title string, recs []*ops.Record) Msg {
 		blocks = append(blocks, section(fmt.Sprintf("%s `%s` *%s* on %s — %s, %s", phaseEmoji[r.Phase], r.ID(), r.Request.Operation,
 			target(r.Request.Target), r.Phase, who(r.Request.Initiator))))
 	}
-	return Msg{Text: fmt.Sprintf("%s: %d request(s)", title, len(recs)), Blocks: blocks}
+	return Msg{Text: fitText(fmt.Sprintf("%s: %d request(s)", title, len(recs))), Blocks: blocks}
 }
 
 // HelpMessage renders help for all topics (topic "") or one topic, generated from the grammar.
