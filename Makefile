@@ -5,7 +5,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests need nothing but Go (no redis-server, no control plane).
 UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
 
-.PHONY: run playground test unit lint bench e2e-tools deps build image clean
+.PHONY: run playground test unit lint bench fuzz e2e-tools deps build image clean
 
 ## run: start the bot with $(CONFIG) (embedded Redis unless redis.url is set); needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN
 run:
@@ -32,6 +32,16 @@ unit:
 lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## fuzz: each fuzz target for FUZZTIME (default 60s); their seed corpora (testdata/fuzz) run in every `go test`
+FUZZTIME ?= 60s
+FUZZ_TARGETS ?= ./handlers:FuzzSlashGrammar ./handlers:FuzzAgentRequest ./handlers:FuzzRender ./config:FuzzParse
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 ## bench: the performance targets of docs/architecture.md, printed as tables
 bench: deps

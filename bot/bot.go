@@ -134,6 +134,11 @@ func New(opts Options) (*Bot, error) {
 	}
 	api := slack.New(cfg.Slack.BotToken, apiOpts...)
 	sc := NewSlackClient(api, limits, m)
+	redactor, err := ops.RedactorFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sc.SetRedactor(redactor)
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
 		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
 	sc.SetChannelLimiter(channelRates{store})

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Tier is a Slack rate-limit tier: calls per minute sustained, with bursts.
@@ -59,6 +60,8 @@ type SlackClient struct {
 	waiting map[string]int
 	// shared, when set, replaces the per-channel limiter by one every replica shares.
 	shared ChannelLimiter
+	// redact is applied to everything posted (SetRedactor).
+	redact *ops.Redactor
 }
 
 type pendingUpdate struct {
@@ -244,7 +247,8 @@ func (c *SlackClient) yield(ctx context.Context, channel string) error {
 	}
 }
 
-func msgOptions(m handlers.Msg) []slack.MsgOption {
+func (c *SlackClient) msgOptions(m handlers.Msg) []slack.MsgOption {
+	m = c.redactMsg(m)
 	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
 	if len(m.Blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(m.Blocks...))
@@ -276,7 +280,7 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 	var ts string
 	err := c.callAs(ctx, "chat.postMessage", channel, m.Background, func() error {
 		var err error
-		_, ts, err = c.api.PostMessageContext(ctx, channel, msgOptions(m)...)
+		_, ts, err = c.api.PostMessageContext(ctx, channel, c.msgOptions(m)...)
 		return err
 	})
 	return ts, err
@@ -314,7 +318,7 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 	var firstErr error
 	for cur := &m; cur != nil; {
 		err := c.callAs(ctx, "chat.update", "", cur.Background, func() error {
-			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, msgOptions(*cur)...)
+			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, c.msgOptions(*cur)...)
 			return err
 		})
 		if err != nil && firstErr == nil {
@@ -340,7 +344,7 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 func (c *SlackClient) Ephemeral(ctx context.Context, channel, user string, m handlers.Msg) error {
 	m.Metadata = nil
 	return c.call(ctx, "chat.postEphemeral", "", func() error {
-		_, err := c.api.PostEphemeralContext(ctx, channel, user, msgOptions(m)...)
+		_, err := c.api.PostEphemeralContext(ctx, channel, user, c.msgOptions(m)...)
 		return err
 	})
 }
@@ -348,8 +352,10 @@ func (c *SlackClient) Ephemeral(ctx context.Context, channel, user string, m han
 // Upload implements handlers.Poster with files upload v2.
 func (c *SlackClient) Upload(ctx context.Context, f handlers.File) error {
 	return c.call(ctx, "files.upload", "", func() error {
-		_, err := c.api.UploadFileContext(ctx, slack.UploadFileParameters{Content: f.Content, FileSize: len(f.Content), Filename: f.Name,
-			Title: f.Title, Channel: f.Channel, ThreadTimestamp: f.ThreadTS})
+		r := c.redactor()
+		content := r.Redact(f.Content)
+		_, err := c.api.UploadFileContext(ctx, slack.UploadFileParameters{Content: content, FileSize: len(content), Filename: f.Name,
+			Title: r.Redact(f.Title), Channel: f.Channel, ThreadTimestamp: f.ThreadTS})
 		return err
 	})
 }

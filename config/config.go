@@ -14,6 +14,7 @@ type Config struct {
 	Server    Server    `yaml:"server"`
 	Log       Log       `yaml:"log"`
 	Execution Execution `yaml:"execution"`
+	Redact    Redact    `yaml:"redact"`
 }
 
 // Execution configures the executors: approved requests wait in a durable queue in Redis and every replica runs
@@ -273,7 +274,7 @@ type Endpoints struct {
 	Pricing   string `yaml:"pricing"`
 }
 
-// Agent is a registered AI agent: its Slack user or bot ID and the operations it may request.
+// Agent is a registered AI agent: the Slack user ID it posts as (never a bot ID) and the operations it may request.
 type Agent struct {
 	Name      string `yaml:"name"`
 	SlackUser string `yaml:"slackUser"`
@@ -391,6 +392,17 @@ const (
 	LogConsole = "console"
 	LogAuto    = "auto"
 )
+
+// Redact configures what is removed from text that leaves HyperOps: log lines, and cluster or AWS text posted to
+// Slack (log tails, events, error messages). Slack and AWS credential shapes and the configured secrets are always
+// removed; Patterns add the operator's own.
+type Redact struct {
+	// Patterns are RE2 regular expressions whose matches are replaced by [REDACTED]; a pattern with a group named
+	// secret, (?P<secret>…), replaces only that group, so the text around it stays readable.
+	Patterns []string `yaml:"patterns"`
+	// MaxChars caps each cluster or AWS text (a log tail, an event) before it goes to Slack (default 20000).
+	MaxChars int `yaml:"maxChars"`
+}
 
 // Log configures logging.
 type Log struct {

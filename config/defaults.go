@@ -27,6 +27,7 @@ const (
 	DefaultListen            = ":8080"
 	DefaultLogLevel          = "info"
 	DefaultLogFormat         = LogAuto
+	DefaultRedactMaxChars    = 20000
 	defaultProfileServiceAcc = "default"
 	DefaultHandleTimeout     = Duration(2 * time.Minute)
 	DefaultExecWorkers       = 16
@@ -71,6 +72,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Execution.Budgets.Kubernetes, DefaultKubernetesBudget)
 	setDefault(&c.Execution.Budgets.Capacity, DefaultCapacityBudget)
 	setDefault(&c.Execution.Budgets.Bootstrap, DefaultBootstrapBudget)
+	setDefault(&c.Redact.MaxChars, DefaultRedactMaxChars)
 }
 
 func (s *Slack) applyDefaults() {

@@ -23,7 +23,7 @@ func (c *Config) DefaultCluster() *Cluster {
 	return &c.Clusters[0]
 }
 
-// Agent returns the agent registered for the Slack user or bot ID slackUserID.
+// Agent returns the agent registered for the Slack user ID slackUserID.
 func (c *Config) Agent(slackUserID string) (*Agent, bool) {
 	for i := range c.Agents {
 		if c.Agents[i].SlackUser == slackUserID {

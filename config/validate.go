@@ -30,13 +30,13 @@ func (c *Config) Validate() error {
 	c.Server.validate(&l)
 	c.Log.validate(&l)
 	c.Execution.validate(&l)
+	c.Redact.validate(&l)
 	return l.ps.err()
 }
 
 var (
 	slackChannelID   = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
 	slackUserID      = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
-	slackAgentID     = regexp.MustCompile(`^[UWB][A-Z0-9]{2,}$`)
 	slackUserGroupID = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	slashCommand     = regexp.MustCompile(`^/[a-z0-9_-]{1,31}$`)
 	keyPrefixChars   = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)

@@ -34,8 +34,13 @@ func (c *Config) validateAgents(l *problemList) {
 		if a.Name == "" {
 			l.add(at+".name", "an agent must have a name")
 		}
-		if !slackAgentID.MatchString(a.SlackUser) {
-			l.add(at+".slackUser", "must be the agent's Slack user or bot ID (U…, W… or B…), got %q", a.SlackUser)
+		switch {
+		case strings.HasPrefix(a.SlackUser, "B"):
+			l.add(at+".slackUser", "must be the agent's Slack user ID (U… or W…), got the bot ID %q: an agent posts its requests "+
+				"as a Slack user (its app's bot user, U…) or over MCP, never as a bot ID, so a B… ID would never match; "+
+				"give the agent's user ID (users.info or the member ID in its Slack profile)", a.SlackUser)
+		case !slackUserID.MatchString(a.SlackUser):
+			l.add(at+".slackUser", "must be the agent's Slack user ID (U… or W…), got %q", a.SlackUser)
 		}
 		for j, op := range a.Operations {
 			checkGlob(l, indexPath(at+".operations", j), op)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -102,6 +103,9 @@ func (cl *Cluster) validateNamespaces(l *problemList, at string) {
 	}
 }
 
+// maxLimit caps every limit: counts end in int32 fields of Kubernetes and AWS.
+const maxLimit = math.MaxInt32
+
 func (lim Limits) validate(l *problemList, at string) {
 	for _, f := range []struct {
 		key   string
@@ -113,8 +117,11 @@ func (lim Limits) validate(l *problemList, at string) {
 		{"maxTrainingHours", lim.MaxTrainingHours},
 		{"maxInferenceReplicas", lim.MaxInferenceReplicas},
 	} {
-		if f.value < 0 {
+		switch {
+		case f.value < 0:
 			l.add(at+"."+f.key, "a limit must be ≥ 0 (0 forbids what it caps), got %d", f.value)
+		case f.value > maxLimit:
+			l.add(at+"."+f.key, "a limit must be ≤ %d, the largest count Kubernetes and AWS take, got %d", maxLimit, f.value)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -73,17 +72,12 @@ var agentControlKeys = []string{"requestId", "dryRun", "requiresApproval"}
 // DecodeAgentRequest decodes strictly: unknown fields are rejected with their JSON path, forbidden fields anywhere
 // are E_FORBIDDEN_FIELD, and workload fields must be parameters of the operation (camelCase or kebab-case).
 func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var top map[string]any
-	if err := dec.Decode(&top); err != nil {
-		return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send one JSON object, raw or in a ```json block", "not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send exactly one JSON object", "text after the JSON object")
+	top, err := decodeObject(raw)
+	if err != nil {
+		return nil, err
 	}
 	if errs := forbidden(top, ""); len(errs) > 0 {
-		return nil, errs
+		return nil, errs.Capped()
 	}
 	var errs ops.Errors
 	errs = append(errs, unknownKeys(top, "", agentTopKeys)...)
@@ -105,7 +99,7 @@ func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error)
 		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "operation", "add \"operation\": one of "+strings.Join(agentOperations(catalog), ", "), "operation is required"))
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs.Capped()
 	}
 	if ar.Operation == "get-request" {
 		if len(w) > 0 {
@@ -138,6 +132,7 @@ func forbidden(v any, path string) ops.Errors {
 		for _, k := range sortedKeys(x) {
 			p := joinPath(path, k)
 			if forbiddenSet[foldName(k)] {
+				p = ops.Echo(p)
 				errs = append(errs, ops.Errorf(ops.CodeForbiddenField, p,
 					"identities and privileges come only from profiles registered in config: remove the field, choose \"profile\": \"<name>\"",
 					"field %s is not allowed: requests cannot pick an identity or privilege", p))
@@ -179,7 +174,7 @@ func unknownKeys(m map[string]any, prefix string, valid []string) ops.Errors {
 		if c := ops.Closest(k, valid); c != "" {
 			next = "did you mean " + prefix + c + "? " + next
 		}
-		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, prefix+k, next, "unknown field %s%s", prefix, k))
+		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(prefix+k), next, "unknown field %s", ops.Echo(prefix+k)))
 	}
 	return errs
 }
@@ -250,6 +245,7 @@ func workloadParams(w map[string]any, specs []ops.ParamSpec) (map[string]any, er
 		names = append(names, camel(p.Name))
 	}
 	out := map[string]any{}
+	given := map[string]string{} // parameter → the workload key that gave it
 	var errs ops.Errors
 	for _, k := range sortedKeys(w) {
 		name, ok := byName[k]
@@ -258,13 +254,20 @@ func workloadParams(w map[string]any, specs []ops.ParamSpec) (map[string]any, er
 			if c := ops.Closest(k, names); c != "" {
 				next = "did you mean workload." + c + "? " + next
 			}
-			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "workload."+k, next, "unknown field workload.%s", k))
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, ops.Echo("workload."+k), next, "unknown field %s", ops.Echo("workload."+k)))
 			continue
 		}
+		if first, dup := given[name]; dup {
+			// maxHours and max-hours name one parameter: taking either silently would be a guess.
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "workload."+k, "give it once, as workload."+camel(name),
+				"workload.%s and workload.%s name the same parameter %s", first, k, name))
+			continue
+		}
+		given[name] = k
 		out[name] = plainNumber(w[k])
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs.Capped()
 	}
 	return out, nil
 }

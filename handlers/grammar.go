@@ -189,7 +189,7 @@ func (g *Grammar) Parse(text string) (*Invocation, error) {
 		if c := ops.Closest(topic, g.Topics()); c != "" {
 			next = "did you mean " + c + "? " + next
 		}
-		return nil, ops.Errorf(ops.CodeUnknownOperation, "topic", next, "unknown topic %q", topic)
+		return nil, ops.Errorf(ops.CodeUnknownOperation, "topic", next, "unknown topic %q", ops.Echo(topic))
 	}
 	rest := words[1:]
 	if len(rest) > 0 && rest[0] == topicHelp {
@@ -226,7 +226,7 @@ func (g *Grammar) pickVerb(topic string, cmds []Command, rest []string) (*Comman
 	if got == "" {
 		return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "verb", next, "%s %s needs a verb", g.command, topic)
 	}
-	return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "verb", next, "unknown verb %q for %s", got, topic)
+	return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "verb", next, "unknown verb %q for %s", ops.Echo(got), topic)
 }
 
 func (g *Grammar) parseArgs(cmd *Command, rest []string) (*Invocation, error) {
@@ -248,7 +248,7 @@ func (g *Grammar) parseArgs(cmd *Command, rest []string) (*Invocation, error) {
 			if c := ops.Closest(w, valid); c != "" {
 				next = "did you mean " + c + "=…? " + next
 			}
-			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, w, next, "unexpected word %q", w))
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(w), next, "unexpected word %q", ops.Echo(w)))
 			continue
 		}
 		if !slices.Contains(valid, key) {
@@ -256,7 +256,7 @@ func (g *Grammar) parseArgs(cmd *Command, rest []string) (*Invocation, error) {
 			if c := ops.Closest(key, valid); c != "" {
 				next = "did you mean " + c + "=? (" + next + ")"
 			}
-			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, key, next, "unknown argument %q", key))
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(key), next, "unknown argument %q", ops.Echo(key)))
 			continue
 		}
 		if _, dup := inv.Args[key]; dup {
@@ -269,7 +269,7 @@ func (g *Grammar) parseArgs(cmd *Command, rest []string) (*Invocation, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs.Capped()
 	}
 	return inv, nil
 }
@@ -310,7 +310,7 @@ func (inv *Invocation) takeCommon() *ops.Error {
 			inv.DryRun = true
 		case "false", "no", "0":
 		default:
-			return ops.Errorf(ops.CodeInvalidArgument, ArgDryRun, "write dry-run or dry-run=true", "dry-run=%q is not true or false", v)
+			return ops.Errorf(ops.CodeInvalidArgument, ArgDryRun, "write dry-run or dry-run=true", "dry-run=%q is not true or false", ops.Echo(v))
 		}
 	}
 	return nil

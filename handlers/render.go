@@ -42,19 +42,27 @@ func plain(s string) *slack.TextBlockObject {
 }
 
 func section(s string) *slack.SectionBlock {
-	return slack.NewSectionBlock(mrkdwn(clip(s, maxSectionText)), nil, nil)
+	return slack.NewSectionBlock(mrkdwn(clip(nonEmpty(s), maxSectionText)), nil, nil)
 }
 
 func fieldsSection(fields ...string) *slack.SectionBlock {
 	objs := make([]*slack.TextBlockObject, 0, len(fields))
 	for _, f := range fields {
-		objs = append(objs, mrkdwn(clip(f, 2000)))
+		objs = append(objs, mrkdwn(clip(nonEmpty(f), 2000)))
 	}
 	return slack.NewSectionBlock(nil, objs, nil)
 }
 
 func contextBlock(s string) *slack.ContextBlock {
-	return slack.NewContextBlock("", mrkdwn(clip(s, maxSectionText)))
+	return slack.NewContextBlock("", mrkdwn(clip(nonEmpty(s), maxSectionText)))
+}
+
+// nonEmpty stands in for an empty text, which Slack refuses in a block.
+func nonEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "–"
+	}
+	return s
 }
 
 // clip shortens s to n characters, saying so; callers send anything longer than inlineLimit as a file first.
@@ -269,11 +277,7 @@ func resultBlocks(id string, r *ops.Result) ([]slack.Block, []File) {
 }
 
 func errorsText(errs []*ops.Error) string {
-	var lines []string
-	for _, e := range errs {
-		lines = append(lines, errorLine(e))
-	}
-	return strings.Join(lines, "\n")
+	return errorLines(errs, maxSectionText)
 }
 
 func errorLine(e *ops.Error) string {
@@ -383,7 +387,7 @@ func Tells(t ops.Transition) bool {
 
 // ProgressReply renders a step an execution reported.
 func ProgressReply(rec *ops.Record, msg string) Msg {
-	return Msg{Text: rec.ID() + ": " + msg, Blocks: []slack.Block{contextBlock(":hourglass: " + msg)}}
+	return Msg{Text: fitText(rec.ID() + ": " + msg), Blocks: []slack.Block{contextBlock(":hourglass: " + msg)}}
 }
 
 // ErrorMessage renders a refusal: every problem with its code, field and next step.
@@ -394,15 +398,16 @@ func ErrorMessage(err error) Msg {
 	} else {
 		errs = []*ops.Error{ops.AsError(err)}
 	}
+	errs = cappedErrors(errs)
 	text := make([]string, len(errs))
 	for i, e := range errs {
-		text[i] = e.Error()
+		text[i] = clip(e.Error(), maxErrorLine)
 	}
-	return Msg{Text: strings.Join(text, "\n"), Blocks: []slack.Block{section(errorsText(errs))}}
+	return Msg{Text: fitText(strings.Join(text, "\n")), Blocks: []slack.Block{section(errorsText(errs))}}
 }
 
 // InfoMessage renders a short note.
-func InfoMessage(s string) Msg { return Msg{Text: s, Blocks: []slack.Block{section(s)}} }
+func InfoMessage(s string) Msg { return Msg{Text: fitText(s), Blocks: []slack.Block{section(s)}} }
 
 // ResultMessage renders the answer of a read-only operation.
 func ResultMessage(rec *ops.Record) Rendered {
@@ -421,7 +426,7 @@ func ResultMessage(rec *ops.Record) Rendered {
 	if rec.Result != nil {
 		text += " — " + rec.Result.Summary
 	}
-	return Rendered{Msg: Msg{Text: text, Blocks: capBlocks(blocks)}, Files: files}
+	return Rendered{Msg: Msg{Text: fitText(text), Blocks: capBlocks(blocks)}, Files: files}
 }
 
 // RequestsMessage renders a list of requests.
@@ -438,7 +443,7 @@ func RequestsMessage(title string, recs []*ops.Record) Msg {
 		blocks = append(blocks, section(fmt.Sprintf("%s `%s` *%s* on %s — %s, %s", phaseEmoji[r.Phase], r.ID(), r.Request.Operation,
 			target(r.Request.Target), r.Phase, who(r.Request.Initiator))))
 	}
-	return Msg{Text: fmt.Sprintf("%s: %d request(s)", title, len(recs)), Blocks: blocks}
+	return Msg{Text: fitText(fmt.Sprintf("%s: %d request(s)", title, len(recs))), Blocks: blocks}
 }
 
 // HelpMessage renders help for all topics (topic "") or one topic, generated from the grammar.
@@ -492,7 +497,7 @@ func AuditLine(rec *ops.Record, t ops.Transition) Msg {
 	if t.Note != "" {
 		s += " — " + t.Note
 	}
-	return Msg{Text: s, Blocks: []slack.Block{contextBlock(s)}}
+	return Msg{Text: fitText(s), Blocks: []slack.Block{contextBlock(s)}}
 }
 
 func orDash(s string) string {

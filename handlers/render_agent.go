@@ -50,6 +50,8 @@ type AgentError struct {
 	Field   string   `json:"field,omitempty"`
 	Message string   `json:"message"`
 	Next    string   `json:"next,omitempty"`
+	// Omitted, on the last entry of a capped list, is how many more problems there are.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // AgentChange is one step of the history.
@@ -90,7 +92,7 @@ func AgentBody(rec *ops.Record, requestID string, err error) AgentReplyBody {
 			}
 		}
 	}
-	return body
+	return fitAgentBody(body)
 }
 
 func flatten(err error) []*ops.Error {
@@ -110,15 +112,15 @@ func hasError(list []AgentError, e *ops.Error) bool {
 }
 
 func agentError(e *ops.Error) AgentError {
-	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next}
+	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted}
 }
 
 // AgentReply renders the thread reply to an agent: a short human summary, the fenced JSON block, and the same
 // object as message metadata (event_type hyperops_request).
 func AgentReply(body AgentReplyBody) Msg {
 	js, _ := json.MarshalIndent(body, "", "  ")
-	summary := agentSummary(body)
-	text := summary + "\n```json\n" + string(js) + "\n```"
+	summary := clip(agentSummary(body), maxSectionText)
+	text := fitText(summary + "\n```json\n" + string(js) + "\n```")
 	var payload map[string]any
 	_ = json.Unmarshal(js, &payload)
 	blocks := []slack.Block{section(summary)}

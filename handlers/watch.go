@@ -221,5 +221,5 @@ func WatchReply(c WatchChange) (Msg, bool) {
 	if c.Reason != "" {
 		text += " (" + c.Reason + ")"
 	}
-	return Msg{Text: text, Blocks: blocks}, true
+	return Msg{Text: fitText(text), Blocks: blocks}, true
 }

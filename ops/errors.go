@@ -47,7 +47,9 @@ type Error struct {
 	Next    string `json:"next,omitempty"`
 	// Holder is the request id holding a lock, for E_LOCKED.
 	Holder string `json:"holder,omitempty"`
-	Err    error  `json:"-"`
+	// Omitted is set on the last entry of a capped list (see Errors.Capped): how many problems it stands for.
+	Omitted int   `json:"omitted,omitempty"`
+	Err     error `json:"-"`
 }
 
 // Error renders "CODE field: message (next step)".
@@ -146,4 +148,45 @@ func (es Errors) Unwrap() []error {
 		out[i] = e
 	}
 	return out
+}
+
+// MaxErrors is how many problems a reply lists; the rest are counted in one last entry ("…and N more").
+const MaxErrors = 20
+
+// Capped returns at most MaxErrors problems followed by one entry counting the rest, so 10,000 unknown words
+// cannot make a reply Slack refuses. A list of MaxErrors+1 or fewer is returned as is, so capping twice changes
+// nothing.
+func (es Errors) Capped() Errors {
+	if len(es) <= MaxErrors+1 {
+		return es
+	}
+	rest := es[MaxErrors:]
+	omitted := 0
+	for _, e := range rest {
+		omitted += e.Count()
+	}
+	more := &Error{Code: rest[0].Code, Message: fmt.Sprintf("…and %d more problems", omitted),
+		Next: "fix the problems above and send again to see the rest", Omitted: omitted}
+	return append(append(Errors{}, es[:MaxErrors]...), more)
+}
+
+// Count is how many problems e stands for: one, or those a capped list's last entry counts.
+func (e *Error) Count() int {
+	if e.Omitted > 0 {
+		return e.Omitted
+	}
+	return 1
+}
+
+// maxEcho is how much of a value a person or agent typed is repeated back in a message.
+const maxEcho = 80
+
+// Echo shortens text repeated back in an error message (a name, a value) to maxEcho characters, so a refusal
+// stays readable and inside Slack's limits whatever was sent.
+func Echo(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEcho {
+		return s
+	}
+	return string(r[:maxEcho-1]) + "…"
 }

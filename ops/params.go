@@ -2,8 +2,10 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +35,31 @@ type ParamSpec struct {
 	Default  string    `json:"default,omitempty"`
 	Enum     []string  `json:"enum,omitempty"`
 	Help     string    `json:"help"`
+	// Min and Max bound a KindInt, both inclusive; Max 0 means MaxParamInt. Min defaults to 0: no count is negative.
+	Min int64 `json:"min,omitempty"`
+	Max int64 `json:"max,omitempty"`
+	// MaxDuration caps a KindDuration (as a Go duration such as "30m"); "" means MaxParamDuration.
+	MaxDuration string `json:"maxDuration,omitempty"`
+	// MaxQuantity caps a KindQuantity (as a Kubernetes quantity such as "16Ti"); "" means MaxParamQuantity.
+	MaxQuantity string `json:"maxQuantity,omitempty"`
+}
+
+// The caps every number has when its spec names none. Each count ends in an int32 field of Kubernetes or AWS
+// (replicas, ports, instance counts), and each duration in one of seconds (progressDeadlineSeconds), so nothing
+// larger can be meant: a larger value is refused rather than wrapped. Two capped counts multiplied (GPUs ×
+// replicas) stay far inside int64.
+const (
+	MaxParamInt      = math.MaxInt32
+	MaxParamDuration = time.Duration(math.MaxInt32) * time.Second
+	MaxParamQuantity = "1Ei"
+)
+
+// maxInt is the spec's inclusive upper bound of a KindInt.
+func (s ParamSpec) maxInt() int64 {
+	if s.Max == 0 {
+		return MaxParamInt
+	}
+	return s.Max
 }
 
 // Params are normalized parameter values: string, int64, bool, []string (quantities and durations as canonical strings).
@@ -142,7 +169,7 @@ func Normalize(specs []ParamSpec, raw map[string]any) (Params, error) {
 			if len(names) == 0 {
 				next = "this operation takes no arguments"
 			}
-			errs = append(errs, Errorf(CodeInvalidArgument, k, next, "unknown argument %q", k))
+			errs = append(errs, Errorf(CodeInvalidArgument, Echo(k), next, "unknown argument %q", Echo(k)))
 			continue
 		}
 		v, err := normalizeValue(spec, raw[k])
@@ -169,7 +196,7 @@ func Normalize(specs []ParamSpec, raw map[string]any) (Params, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs.Capped()
 	}
 	return out, nil
 }
@@ -182,7 +209,7 @@ func normalizeValue(spec ParamSpec, v any) (any, *Error) {
 	case KindString:
 		s, ok := v.(string)
 		if !ok {
-			return nil, bad("%s must be a string, got %v", spec.Name, v)
+			return nil, bad("%s must be a string, got %s", spec.Name, Echo(fmt.Sprint(v)))
 		}
 		s = strings.TrimSpace(s)
 		if len(spec.Enum) > 0 && !contains(spec.Enum, s) {
@@ -190,7 +217,7 @@ func normalizeValue(spec ParamSpec, v any) (any, *Error) {
 			if c := Closest(s, spec.Enum); c != "" {
 				next = "did you mean " + c + "? " + next
 			}
-			return nil, Errorf(CodeInvalidArgument, spec.Name, next, "%s=%q is not allowed", spec.Name, s)
+			return nil, Errorf(CodeInvalidArgument, spec.Name, next, "%s=%q is not allowed", spec.Name, Echo(s))
 		}
 		return s, nil
 	case KindInt:
@@ -207,7 +234,7 @@ func normalizeValue(spec ParamSpec, v any) (any, *Error) {
 				return false, nil
 			}
 		}
-		return nil, bad("%s must be true or false, got %v", spec.Name, v)
+		return nil, bad("%s must be true or false, got %s", spec.Name, Echo(fmt.Sprint(v)))
 	case KindQuantity:
 		s := fmt.Sprint(v)
 		if f, ok := v.(float64); ok {
@@ -215,10 +242,18 @@ func normalizeValue(spec ParamSpec, v any) (any, *Error) {
 		}
 		q, err := resource.ParseQuantity(s)
 		if err != nil {
-			return nil, bad("%s=%q is not a Kubernetes quantity (e.g. 100Gi, 500m)", spec.Name, s)
+			return nil, bad("%s=%q is not a Kubernetes quantity (e.g. 100Gi, 500m)", spec.Name, Echo(s))
 		}
 		if q.Sign() < 0 {
-			return nil, bad("%s must not be negative, got %s", spec.Name, s)
+			return nil, bad("%s must not be negative, got %s", spec.Name, Echo(s))
+		}
+		max := spec.MaxQuantity
+		if max == "" {
+			max = MaxParamQuantity
+		}
+		if limit, err := resource.ParseQuantity(max); err == nil && q.Cmp(limit) > 0 {
+			return nil, Errorf(CodeInvalidArgument, spec.Name, "use at most "+limit.String(), "%s=%s is above the largest %s (%s)",
+				spec.Name, Echo(s), spec.Name, limit.String())
 		}
 		return q.String(), nil
 	case KindDuration:
@@ -245,12 +280,31 @@ func normalizeValue(spec ParamSpec, v any) (any, *Error) {
 			}
 			return words, nil
 		}
-		return nil, bad("%s must be a list of strings (argv), got %v", spec.Name, v)
+		return nil, bad("%s must be a list of strings (argv), got %s", spec.Name, Echo(fmt.Sprint(v)))
 	}
 	return nil, bad("unknown parameter kind %q", spec.Kind)
 }
 
 func normalizeInt(spec ParamSpec, v any, bad func(string, ...any) *Error) (any, *Error) {
+	n, err := parseInt(spec, v, bad)
+	if err != nil {
+		return nil, err
+	}
+	switch max := spec.maxInt(); {
+	case n < spec.Min && spec.Min == 0:
+		return nil, Errorf(CodeInvalidArgument, spec.Name, spec.Name+" must be 0 or more", "%s=%d is negative", spec.Name, n)
+	case n < spec.Min:
+		return nil, Errorf(CodeInvalidArgument, spec.Name, fmt.Sprintf("use %d or more", spec.Min), "%s=%d is below %d", spec.Name, n, spec.Min)
+	case n > max:
+		return nil, Errorf(CodeInvalidArgument, spec.Name, fmt.Sprintf("use at most %d", max),
+			"%s=%d is above the largest value %s can take (%d)", spec.Name, n, spec.Name, max)
+	}
+	return n, nil
+}
+
+// parseInt reads a whole number from a slash string or a JSON value; a number int64 cannot hold is refused, never
+// wrapped or rounded.
+func parseInt(spec ParamSpec, v any, bad func(string, ...any) *Error) (int64, *Error) {
 	switch x := v.(type) {
 	case int:
 		return int64(x), nil
@@ -258,49 +312,91 @@ func normalizeInt(spec ParamSpec, v any, bad func(string, ...any) *Error) (any, 
 		return x, nil
 	case float64:
 		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-			return nil, bad("%s must be a whole number, got %v", spec.Name, x)
+			return 0, bad("%s must be a whole number of at most %d, got %v", spec.Name, spec.maxInt(), x)
 		}
 		return int64(x), nil
 	case json.Number:
 		n, err := x.Int64()
 		if err != nil {
-			return nil, bad("%s must be a whole number, got %v", spec.Name, x)
+			return 0, bad("%s must be a whole number of at most %d, got %s", spec.Name, spec.maxInt(), Echo(x.String()))
 		}
 		return n, nil
 	case string:
 		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
 		if err != nil {
-			return nil, bad("%s must be a whole number, got %q", spec.Name, x)
+			return 0, bad("%s must be a whole number of at most %d, got %q", spec.Name, spec.maxInt(), Echo(x))
 		}
 		return n, nil
 	}
-	return nil, bad("%s must be a whole number, got %v", spec.Name, v)
+	return 0, bad("%s must be a whole number, got %s", spec.Name, Echo(fmt.Sprint(v)))
 }
 
 func normalizeDuration(spec ParamSpec, v any, bad func(string, ...any) *Error) (any, *Error) {
-	var d time.Duration
-	switch x := v.(type) {
-	case float64:
-		d = time.Duration(x * float64(time.Hour))
-	case int64:
-		d = time.Duration(x) * time.Hour
-	case int:
-		d = time.Duration(x) * time.Hour
-	case string:
-		s := strings.TrimSpace(x)
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			d = time.Duration(f * float64(time.Hour))
-		} else if d, err = time.ParseDuration(s); err != nil {
-			return nil, bad("%s=%q is not a duration (e.g. 90m, 12h, or a number of hours)", spec.Name, s)
+	max := MaxParamDuration
+	if spec.MaxDuration != "" {
+		d, err := time.ParseDuration(spec.MaxDuration)
+		if err != nil {
+			return nil, bad("the cap of %s (%q) is not a duration", spec.Name, spec.MaxDuration)
 		}
+		max = d
+	}
+	tooLong := func(got string) *Error {
+		return Errorf(CodeInvalidArgument, spec.Name, "use at most "+max.String(), "%s=%s is longer than the longest %s (%s)",
+			spec.Name, Echo(got), spec.Name, max)
+	}
+	var d time.Duration
+	hours, isHours, err := durationHours(v)
+	switch {
+	case err != nil:
+		return nil, bad("%s must be a duration, got %s", spec.Name, Echo(fmt.Sprint(v)))
+	case isHours && math.IsNaN(hours):
+		return nil, bad("%s=%v is not a number of hours", spec.Name, v)
+	case isHours && hours*float64(time.Hour) > float64(max):
+		// Converting an out-of-range float to time.Duration is implementation-defined: compare before converting.
+		return nil, tooLong(strconv.FormatFloat(hours, 'g', -1, 64) + "h")
+	case isHours:
+		d = time.Duration(hours * float64(time.Hour))
 	default:
-		return nil, bad("%s must be a duration, got %v", spec.Name, v)
+		s := strings.TrimSpace(v.(string))
+		if d, err = time.ParseDuration(s); err != nil {
+			if durationShape.MatchString(s) {
+				return nil, tooLong(s) // of the shape time.ParseDuration reads, refused only for overflowing int64 nanoseconds
+			}
+			return nil, bad("%s=%q is not a duration (e.g. 90m, 12h, or a number of hours)", spec.Name, Echo(s))
+		}
 	}
 	if d <= 0 {
 		return nil, bad("%s must be positive, got %s", spec.Name, d)
 	}
+	if d > max {
+		return nil, tooLong(d.String())
+	}
 	return d.String(), nil
 }
+
+// durationHours reads a bare number of hours (a JSON number or a numeric string); isHours is false for a string
+// to be read as a Go duration, and err is set for a value that is neither.
+func durationHours(v any) (hours float64, isHours bool, err error) {
+	switch x := v.(type) {
+	case float64:
+		return x, true, nil
+	case int64:
+		return float64(x), true, nil
+	case int:
+		return float64(x), true, nil
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err == nil || errors.Is(err, strconv.ErrRange) {
+			return f, true, nil // out of range parses as ±Inf, refused as too long or not positive
+		}
+		return 0, false, nil
+	}
+	return 0, false, fmt.Errorf("not a duration: %T", v)
+}
+
+// durationShape is what time.ParseDuration reads: numbers with units. A string of that shape it still refuses
+// is one too long to represent.
+var durationShape = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -402,4 +498,17 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// MulCount multiplies two counts (GPUs × replicas), reporting false when the product does not fit in int64 instead
+// of wrapping around to a small or negative number that would pass a limit.
+func MulCount(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	p := a * b
+	if p/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return p, true
 }

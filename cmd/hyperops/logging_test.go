@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 func TestLoggerRedactsSecrets(t *testing.T) {
@@ -27,11 +29,16 @@ func TestLoggerRedactsSecrets(t *testing.T) {
 		{"unknown token shape in a message", func(l zerolog.Logger) { l.Warn().Msg("got xoxp-9999-8888-zzzz from a payload") }, "xoxp-9999-8888-zzzz"},
 		{"redis password with JSON escaping", func(l zerolog.Logger) { l.Info().Str("url", "redis://:"+redisPW+"@r:6379").Msg("redis") }, `s3cr\"et-pw`},
 		{"aws access key id", func(l zerolog.Logger) { l.Info().Msg("creds AKIAABCDEFGHIJKLMNOP used") }, "AKIAABCDEFGHIJKLMNOP"},
+		{"a configured pattern", func(l zerolog.Logger) { l.Info().Msg("license=ZX81SPECTRUM loaded") }, "ZX81SPECTRUM"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			l := zerolog.New(newRedactingWriter(&buf, []string{appToken, botToken, redisPW}))
+			r, err := ops.NewRedactor([]string{appToken, botToken, redisPW}, []string{`license=(?P<secret>\w+)`}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := zerolog.New(newRedactingWriter(&buf, r))
 			tt.log(l)
 			out := buf.String()
 			if strings.Contains(out, tt.leak) {
@@ -46,7 +53,11 @@ func TestLoggerRedactsSecrets(t *testing.T) {
 
 func TestRedactionKeepsOrdinaryText(t *testing.T) {
 	var buf bytes.Buffer
-	l := zerolog.New(newRedactingWriter(&buf, []string{"", "ab"}))
+	r, err := ops.NewRedactor([]string{"", "ab"}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := zerolog.New(newRedactingWriter(&buf, r))
 	l.Info().Str("cluster", "ml-prod-eks").Msg("about to scale")
 	if got := buf.String(); !strings.Contains(got, "ml-prod-eks") || !strings.Contains(got, "about to scale") || strings.Contains(got, redacted) {
 		t.Fatalf("ordinary text changed: %s", got)

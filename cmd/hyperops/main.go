@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyperops/hyperops/bot"
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -110,7 +111,12 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	log := newLogger(os.Stderr, cfg.Log, cfg.Secrets())
+	redactor, err := ops.RedactorFor(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "hyperops: %s:\n%v\n", *path, err)
+		return 1
+	}
+	log := newLogger(os.Stderr, cfg.Log, redactor)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info().Str("version", versionString()).Str("config", *path).Msg("starting hyperops")

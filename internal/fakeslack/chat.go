@@ -2,7 +2,6 @@ package fakeslack
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // content is the text, blocks and metadata of a message being posted or updated.
@@ -28,25 +27,18 @@ func readContent(p params, requireSome bool) (content, *apiError) {
 	if requireSome && c.text == "" && !c.hasBlocks && p.get("attachments") == "" {
 		return c, errCode("no_text")
 	}
-	if utf8.RuneCountInString(c.text) > maxMessageText {
-		return c, errCode("msg_too_long")
+	var blocks string
+	if c.hasBlocks {
+		blocks = p.get("blocks")
+	}
+	if aerr := checkContent(c.text, blocks, p.get("metadata")); aerr != nil {
+		return c, aerr
 	}
 	if c.hasBlocks {
-		raw := p.get("blocks")
-		if code, problems := validateBlocks(raw, surfaceMessage, "/blocks"); code != "" {
-			return c, errCode(code, problems...)
-		}
-		c.blocks = json.RawMessage(raw)
+		c.blocks = json.RawMessage(blocks)
 	}
 	if meta := p.get("metadata"); meta != "" {
-		var md Metadata
-		if err := json.Unmarshal([]byte(meta), &md); err != nil {
-			return c, errCode("invalid_metadata_format")
-		}
-		if md.EventType == "" || len(md.EventPayload) == 0 || md.EventPayload[0] != '{' {
-			return c, errCode("invalid_metadata_schema")
-		}
-		c.metadata = &md
+		c.metadata, _ = readMetadata(meta)
 	}
 	return c, nil
 }

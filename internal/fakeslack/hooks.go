@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Response URL limits: Slack accepts five posts within thirty minutes.
@@ -82,6 +83,9 @@ func (s *Server) serveResponseURL(w http.ResponseWriter, r *http.Request) {
 // channel, or show an ephemeral message to the user (the default).
 func (s *Server) applyHookLocked(h *responseHook, body hookBody) *apiError {
 	ct := content{text: body.Text, hasText: body.Text != ""}
+	if utf8.RuneCountInString(body.Text) > maxMessageText {
+		return errCode("msg_too_long") // a response_url takes the message limits chat.postMessage does
+	}
 	if len(body.Blocks) > 0 && string(body.Blocks) != "null" {
 		if code, problems := validateBlocks(string(body.Blocks), surfaceMessage, "/blocks"); code != "" {
 			return errCode(code, problems...)

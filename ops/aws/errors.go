@@ -50,9 +50,9 @@ func awsError(service, operation string, err error) error {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
 		return ops.Wrap(f, ops.CodeAWSError, "", "check the network path to AWS and the endpoint overrides in aws.endpoints",
-			"could not reach AWS %s for %s: %v", service, operation, err)
+			"could not reach AWS %s for %s: %s", service, operation, ops.RedactCredentials(err.Error()))
 	}
-	f.Code, f.Message = ae.ErrorCode(), ae.ErrorMessage()
+	f.Code, f.Message = ae.ErrorCode(), ops.RedactCredentials(ae.ErrorMessage())
 	msg := fmt.Sprintf("AWS %s %s failed: %s: %s", service, operation, f.Code, f.Message)
 	if f.RequestID != "" {
 		msg += " (request id " + f.RequestID + ")"

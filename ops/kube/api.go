@@ -229,14 +229,14 @@ func clusterError(err error, format string, args ...any) error {
 			"could not %s: %s", doing, apiMessage(err))
 	}
 	return ops.Wrap(err, ops.CodeClusterUnavailable, "", "retry; if it persists check the cluster's API server",
-		"could not %s: %v", doing, err)
+		"could not %s: %s", doing, ops.RedactCredentials(err.Error()))
 }
 
 func apiMessage(err error) string {
 	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		return s.Status().Message
+		return ops.RedactCredentials(s.Status().Message)
 	}
-	return err.Error()
+	return ops.RedactCredentials(err.Error())
 }
 
 // LogReader reads the last lines of a container's log.

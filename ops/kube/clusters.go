@@ -34,6 +34,8 @@ type Cluster struct {
 	Discovery discovery.DiscoveryInterface
 	REST      *rest.Config
 	logs      LogReader
+	// redact is applied to the cluster's own text before it is shown: log tails, events, condition messages.
+	redact *ops.Redactor
 }
 
 // Clusters holds the clients of every registered cluster.
@@ -98,6 +100,10 @@ func clientsFor(rc *rest.Config) (Clients, error) {
 // NewClustersFromClients wires given clients (fake clientsets in tests) to the clusters of cfg. Every cluster of
 // cfg needs clients.
 func NewClustersFromClients(cfg *config.Config, clients map[string]Clients) (*Clusters, error) {
+	redact, err := ops.RedactorFor(cfg)
+	if err != nil {
+		return nil, err
+	}
 	cs := &Clusters{cfg: cfg, clusters: make(map[string]*Cluster, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
@@ -106,7 +112,7 @@ func NewClustersFromClients(cfg *config.Config, clients map[string]Clients) (*Cl
 			return nil, fmt.Errorf("cluster %s: typed and dynamic clients are required", cl.Name)
 		}
 		cs.clusters[cl.Name] = &Cluster{Config: cl, Kube: c.Kube, Dynamic: c.Dynamic, Discovery: c.Kube.Discovery(),
-			REST: c.REST, logs: c.Logs}
+			REST: c.REST, logs: c.Logs, redact: redact}
 	}
 	return cs, nil
 }

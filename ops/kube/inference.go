@@ -33,7 +33,7 @@ func (r *registry) deployInference() ops.Operation {
 			{Name: "image", Kind: ops.KindString, Required: true, Help: "container image; must match the cluster's allowed registries"},
 			{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods, 1 to limits.maxInferenceReplicas"},
 			{Name: "gpus", Kind: ops.KindInt, Default: "0", Help: "GPUs per replica (nvidia.com/gpu)"},
-			{Name: "port", Kind: ops.KindInt, Default: "8080", Help: "container port the Service sends traffic to"},
+			{Name: "port", Kind: ops.KindInt, Default: "8080", Min: 1, Max: 65535, Help: "container port the Service sends traffic to"},
 			{Name: "health-path", Kind: ops.KindString, Default: "/healthz", Help: "HTTP path of the readiness probe"},
 			{Name: "command", Kind: ops.KindList, Help: "argv, e.g. python serve.py --port 8080 (no shell)"},
 			{Name: "cpu", Kind: ops.KindQuantity, Help: "CPU request per replica"},

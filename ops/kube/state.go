@@ -134,7 +134,7 @@ func recentEvents(ctx context.Context, c *Cluster, ns string, names map[string]b
 	}
 	out := make([]string, 0, len(evs))
 	for _, e := range evs {
-		out = append(out, fmt.Sprintf("%s %s %s: %s", e.Type, e.InvolvedObject.Kind, e.Reason, e.Message))
+		out = append(out, c.redact.Text(fmt.Sprintf("%s %s %s: %s", e.Type, e.InvolvedObject.Kind, e.Reason, e.Message)))
 	}
 	return out, nil
 }
@@ -160,7 +160,8 @@ func workloadPods(ctx context.Context, c *Cluster, ns, workload string) ([]corev
 	return pods, nil
 }
 
-// logTail reads the last lines of the newest pod of a workload that has started; "" when none has.
+// logTail reads the last lines of the newest pod of a workload that has started, redacted and capped; "" when none
+// has. Every log tail HyperOps shows (a watched workload's thread, train status) is read here.
 func logTail(ctx context.Context, c *Cluster, ns string, pods []corev1.Pod, lines int64) string {
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodPending || len(p.Spec.Containers) == 0 {
@@ -168,9 +169,9 @@ func logTail(ctx context.Context, c *Cluster, ns string, pods []corev1.Pod, line
 		}
 		s, err := c.tailLogs(ctx, ns, p.Name, p.Spec.Containers[0].Name, lines)
 		if err != nil {
-			return "(log unavailable: " + err.Error() + ")"
+			return c.redact.Text("(log unavailable: " + err.Error() + ")")
 		}
-		return s
+		return c.redact.Tail(s)
 	}
 	return ""
 }

@@ -70,7 +70,12 @@ func checkTraining(t target, req *ops.Request) error {
 		return err
 	}
 	if gpus := p.IntOr("gpus", 0); gpus != 0 {
-		if err := checkLimit(t.cfg, "gpus", gpus*replicas, "limits.maxGPUsPerJob", t.cfg.Limits.MaxGPUsPerJob); err != nil {
+		total, ok := ops.MulCount(gpus, replicas)
+		if !ok {
+			return ops.Errorf(ops.CodeInvalidArgument, "gpus", fmt.Sprintf("use at most %d GPUs in all", t.cfg.Limits.MaxGPUsPerJob),
+				"gpus=%d × replicas=%d is too large to count", gpus, replicas)
+		}
+		if err := checkLimit(t.cfg, "gpus", total, "limits.maxGPUsPerJob", t.cfg.Limits.MaxGPUsPerJob); err != nil {
 			return gpusError(err, gpus, replicas)
 		}
 	}

@@ -141,7 +141,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 		Name: "get-training-job", Domain: "training", Slash: "/hp train status", Baseline: ops.RiskLow,
 		Summary: "Show a training job: state, conditions, pods, recent events and a log tail",
 		Params: []ops.ParamSpec{nameParam, trainingKindParam,
-			{Name: "lines", Kind: ops.KindInt, Default: "50", Help: "log lines to show (at most 500)"}},
+			{Name: "lines", Kind: ops.KindInt, Default: "50", Min: 1, Max: 500, Help: "log lines to show (at most 500)"}},
 	}
 	return r.readOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {
 		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]
@@ -160,7 +160,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 		conds, _, _ := unstructured.NestedSlice(have.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			st.Conditions = append(st.Conditions, strings.Trim(fmt.Sprintf("%v=%v %v %v", m["type"], m["status"], m["reason"], m["message"]), " "))
+			st.Conditions = append(st.Conditions, t.c.redact.Text(strings.Trim(fmt.Sprintf("%v=%v %v %v", m["type"], m["status"], m["reason"], m["message"]), " ")))
 		}
 		pods, err := workloadPods(ctx, t.c, t.ns, name)
 		if err != nil {
@@ -175,11 +175,11 @@ func (r *registry) getTrainingJob() ops.Operation {
 		if st.Events, err = recentEvents(ctx, t.c, t.ns, names, 10); err != nil {
 			return nil, err
 		}
-		lines := min(max(req.Params.IntOr("lines", 50), 1), 500)
+		lines := req.Params.IntOr("lines", 50) // 1 to 500, checked by its spec
 		st.LogTail = logTail(ctx, t.c, t.ns, pods, lines)
 		res2 := &ops.Result{Summary: fmt.Sprintf("%s %s/%s is %s", res.Kind, t.ns, name, st.State), Output: st.LogTail,
 			Objects: []ops.ObjectRef{ref(t.cfg.Name, res, t.ns, name)}}
-		if st.Reason != "" {
+		if st.Reason = t.c.redact.Text(st.Reason); st.Reason != "" {
 			res2.Summary += " (" + st.Reason + ")"
 		}
 		res2.Details = append(res2.Details, ops.Detail{Label: "pods", Value: strings.Join(st.Pods, ", ")})

@@ -187,14 +187,15 @@ func (r *registry) checkLogs(ctx context.Context, t target, job string) VerifyCh
 		return c
 	}
 	if pod.Status.Phase != corev1.PodSucceeded {
-		c.Detail = "pod " + pod.Name + " failed: " + pod.Status.Reason + " " + pod.Status.Message
+		c.Detail = t.c.redact.Text("pod " + pod.Name + " failed: " + pod.Status.Reason + " " + pod.Status.Message)
 		return c
 	}
 	log, err := t.c.tailLogs(ctx, t.ns, pod.Name, "verify", 20)
 	if err != nil {
-		c.Detail = err.Error()
+		c.Detail = t.c.redact.Text(err.Error())
 		return c
 	}
+	log = t.c.redact.Tail(log)
 	for _, line := range strings.Split(log, "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(strings.TrimSpace(line)), &m) == nil && m["hyperops"] == "verify" && m["ok"] == true {

@@ -394,6 +394,7 @@ func (s *informerSet) details(ctx context.Context, k watchKey, t *Transition) {
 	if t.To != StatePending {
 		t.LogTail = logTail(ctx, s.c, k.namespace, pods, s.w.opts.LogLines)
 	}
+	t.Reason = s.c.redact.Text(t.Reason)
 }
 
 // stateOf reads the state of any watched object.
