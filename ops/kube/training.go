@@ -35,7 +35,7 @@ var trainingKindParam = ops.ParamSpec{Name: "kind", Kind: ops.KindString, Defaul
 
 func (r *registry) submitTrainingJob() ops.Operation {
 	spec := ops.Spec{
-		Name: "submit-training-job", Domain: "training", Slash: "/hp train submit", Mutates: true, Baseline: ops.RiskLow,
+		Name: "submit-training-job", Domain: "training", Topic: "train", Verb: "submit", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Submit a training job (Job, PyTorchJob or HyperPodPyTorchJob) with GPUs, a deadline and guardrails",
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "job name (DNS-1123 label)"},
