@@ -115,7 +115,7 @@ func costText(rec *ops.Record) string {
 		}
 		return s + "\n" + money(c.HourlyDelta) + "/h while it runs"
 	case c.HourlyDelta == 0:
-		return "no change"
+		return "no change in cost"
 	case c.HourlyDelta < 0:
 		return "*saves " + money(c.MonthlyDelta) + "/month*\n" + signedMoney(c.HourlyDelta) + "/h"
 	}

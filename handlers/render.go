@@ -127,7 +127,7 @@ func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
 	}
 	var files []File
 	if p := rec.Plan; p != nil {
-		if d := diffSummary(p.Changes); d != "" {
+		if d := diffSummary(p.Changes); d != "" && !executed(rec.Phase) {
 			blocks = append(blocks, section(d))
 		}
 		if len(p.Warnings) > 0 {
@@ -146,6 +146,15 @@ func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
 	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
 	text := fmt.Sprintf("%s %s — %s", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]))
 	return Rendered{Msg: Msg{Text: text, Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
+}
+
+// executed reports whether a request has run (its diff is history by then).
+func executed(p ops.Phase) bool {
+	switch p {
+	case ops.PhaseExecuting, ops.PhaseSucceeded, ops.PhaseFailed, ops.PhaseInterrupted:
+		return true
+	}
+	return false
 }
 
 // plainHeadline is the headline without mrkdwn, for notifications.
@@ -615,4 +624,3 @@ func HelpMessage(g *Grammar, topic string) Msg {
 	}
 	return Msg{Text: "help: " + topic, Blocks: capBlocks(blocks)}
 }
-

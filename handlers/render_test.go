@@ -134,7 +134,9 @@ func TestGoldenMessages(t *testing.T) {
 		t.Errorf("a long manifest must go to a file, got %d files", len(cases["plan_long_manifest"].Files))
 	}
 	t.Run("details_modal", func(t *testing.T) { golden(t, "details_modal", DetailsModal(trainingRecord())) })
-	t.Run("deny_modal", func(t *testing.T) { golden(t, "deny_modal", DenyModal(trainingRecord(), `{"id":"train-20250308-001"}`)) })
+	t.Run("deny_modal", func(t *testing.T) {
+		golden(t, "deny_modal", DenyModal(trainingRecord(), `{"id":"train-20250308-001"}`))
+	})
 	t.Run("confirm_delete_modal", func(t *testing.T) {
 		rec := sampleRecord(ops.PhaseAwaitingApproval)
 		rec.Request.Operation, rec.Request.Params = DeleteStorageOperation, ops.Params{"name": "checkpoints"}

@@ -17,7 +17,7 @@ func withApproval(rec *ops.Record, required int) *ops.Record {
 
 func trainingRecord() *ops.Record {
 	req := ops.Request{ID: "train-20250308-001", Operation: "submit-training-job", Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
-		Params: ops.Params{"name": "llm-ft", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v17", "replicas": int64(2), "gpus": int64(8)},
+		Params:    ops.Params{"name": "llm-ft", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v17", "replicas": int64(2), "gpus": int64(8)},
 		Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
 	p := &ops.Plan{Summary: "Job ml-platform/llm-ft: 2 replica(s) × 8 GPU(s)", ServerValidated: true, Hash: "8f65f0f2a1b2c3d4e5f6",
 		Changes:  []ops.Change{{Action: ops.ActionCreate, Kind: "Job", Name: "llm-ft"}},
