@@ -22,6 +22,9 @@ func esc(s string) string { return mrkdwnEscaper.Replace(stripControls(s, true))
 // escLine escapes outside text for one line of mrkdwn: newlines become spaces and it is cut at maxInline.
 func escLine(s string) string { return esc(clip(oneLine(s), maxInline)) }
 
+// escText escapes a message's plain text (what notifications show), cut to what a section holds.
+func escText(s string) string { return esc(clip(s, maxSectionText)) }
+
 // code renders an outside value as an inline code span: escaped, on one line, cut at maxInline, and with its
 // backticks replaced by a look-alike so it cannot close the span and let the rest render as mrkdwn.
 func code(s string) string {

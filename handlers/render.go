@@ -145,7 +145,7 @@ func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
 	}
 	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
 	text := fmt.Sprintf("%s %s — %s", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]))
-	return Rendered{Msg: Msg{Text: text, Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
+	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
 }
 
 // executed reports whether a request has run (its diff is history by then).
@@ -499,12 +499,12 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 			s += "\n→ " + esc(clip(e.Next, 600))
 		}
 	}
-	return Msg{Text: fmt.Sprintf("%s: %s", rec.ID(), phrase(string(t.To))), Blocks: []slack.Block{section(s)}}, true
+	return Msg{Text: escText(fmt.Sprintf("%s: %s", rec.ID(), phrase(string(t.To)))), Blocks: []slack.Block{section(s)}}, true
 }
 
 // ProgressReply renders a step an execution reported.
 func ProgressReply(rec *ops.Record, msg string) Msg {
-	return Msg{Text: rec.ID() + ": " + oneLine(msg), Blocks: []slack.Block{contextBlock(":hourglass: " + escLine(msg))}}
+	return Msg{Text: escText(rec.ID() + ": " + oneLine(msg)), Blocks: []slack.Block{contextBlock(":hourglass: " + escLine(msg))}}
 }
 
 // ErrorMessage renders a refusal: every problem with its field, message, next step and code.
@@ -519,7 +519,7 @@ func ErrorMessage(err error) Msg {
 	for i, e := range errs {
 		text[i] = oneLine(e.Error())
 	}
-	return Msg{Text: clip(strings.Join(text, "\n"), maxSectionText), Blocks: []slack.Block{section(errorsText(errs))}}
+	return Msg{Text: escText(strings.Join(text, "\n")), Blocks: []slack.Block{section(errorsText(errs))}}
 }
 
 // InfoMessage renders a short note written by HyperOps (callers escape what they put in it from outside).
@@ -545,7 +545,7 @@ func ResultMessage(rec *ops.Record) Rendered {
 	if rec.Result != nil {
 		text += " — " + oneLine(rec.Result.Summary)
 	}
-	return Rendered{Msg: Msg{Text: clip(text, maxSectionText), Blocks: capBlocks(blocks)}, Files: files}
+	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks)}, Files: files}
 }
 
 // RequestsMessage renders a list of requests.
@@ -572,7 +572,7 @@ func AuditLine(rec *ops.Record, t ops.Transition) Msg {
 	if t.Note != "" {
 		s += " — " + escLine(t.Note)
 	}
-	return Msg{Text: oneLine(fmt.Sprintf("%s %s: %s → %s", rec.ID(), rec.Request.Operation, t.From, t.To)), Blocks: []slack.Block{contextBlock(s)}}
+	return Msg{Text: escText(oneLine(fmt.Sprintf("%s %s: %s → %s", rec.ID(), rec.Request.Operation, t.From, t.To))), Blocks: []slack.Block{contextBlock(s)}}
 }
 
 func orDash(s string) string {
@@ -622,5 +622,5 @@ func HelpMessage(g *Grammar, topic string) Msg {
 		}
 		blocks = append(blocks, section(s))
 	}
-	return Msg{Text: "help: " + topic, Blocks: capBlocks(blocks)}
+	return Msg{Text: escText("help: " + topic), Blocks: capBlocks(blocks)}
 }

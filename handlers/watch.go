@@ -161,13 +161,13 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 	if state != "" {
 		text += ": " + state
 	}
-	return Msg{Text: text, Blocks: blocks}
+	return Msg{Text: escText(text), Blocks: blocks}
 }
 
 // WithWorkloadState renders a request's message headed by the state of the workload it made.
 func WithWorkloadState(rec *ops.Record, c WatchChange) Msg {
 	m := planMessage(rec, &c).Msg
-	m.Text = oneLine(fmt.Sprintf("%s %s: %s", stateEmoji[c.To], plainHeadline(rec), phrase(c.To)))
+	m.Text = escText(oneLine(fmt.Sprintf("%s %s: %s", stateEmoji[c.To], plainHeadline(rec), phrase(c.To))))
 	return m
 }
 
@@ -237,7 +237,7 @@ func WatchReply(c WatchChange) (Msg, bool) {
 	if c.Reason != "" {
 		text += " (" + oneLine(c.Reason) + ")"
 	}
-	return Msg{Text: clip(text, maxSectionText), Blocks: blocks}, true
+	return Msg{Text: escText(text), Blocks: blocks}, true
 }
 
 // maxLogTail bounds the log lines shown in a reply, in characters.
