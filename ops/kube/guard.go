@@ -36,6 +36,9 @@ func checkImage(cl *config.Cluster, image string) error {
 	if image == "" {
 		return ops.Errorf(ops.CodeInvalidArgument, "image", "add image=REGISTRY/REPO:TAG", "image is required")
 	}
+	if err := checkImageRef(image); err != nil {
+		return err
+	}
 	if cl.AllowsImage(image) {
 		return nil
 	}
