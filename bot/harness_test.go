@@ -363,7 +363,8 @@ func topLevel(s fakeslack.Snapshot, ch string) []fakeslack.Message {
 }
 
 func hasButton(m fakeslack.Message, action string) bool {
-	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`)
+	// A choice is a button, or an option of the overflow menu (its value is "<action>:<request id>").
+	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`) || strings.Contains(string(m.Blocks), `"value":"`+action+`:`)
 }
 
 func ephemeralWith(s fakeslack.Snapshot, user, substr string) bool {

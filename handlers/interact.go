@@ -125,8 +125,8 @@ func ConfirmDeleteModal(rec *ops.Record, privateMetadata string) slack.ModalView
 		Type: slack.VTModal, CallbackID: ConfirmDeleteCallback, PrivateMetadata: privateMetadata,
 		Title: plain("Delete storage"), Submit: plain("Delete data"), Close: plain("Cancel"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			section(fmt.Sprintf(":rotating_light: Approving request `%s` deletes the claim `%s` in %s and *its data, for good*.",
-				rec.ID(), claim, target(rec.Request.Target))),
+			section(fmt.Sprintf(":rotating_light: Approving request %s deletes the claim %s in %s and *its data, for good*.",
+				code(rec.ID()), code(claim), target(rec.Request.Target))),
 			slack.NewInputBlock(confirmBlock, plain("Type the claim name to confirm"), nil, input),
 		}},
 	}

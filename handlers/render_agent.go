@@ -10,6 +10,9 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
+// maxMessageText is Slack's limit on a message's text.
+const maxMessageText = 40000
+
 // MetadataEventType is the Slack message metadata event type of agent replies.
 const MetadataEventType = "hyperops_request"
 
@@ -119,6 +122,9 @@ func AgentReply(body AgentReplyBody) Msg {
 	js, _ := json.MarshalIndent(body, "", "  ")
 	summary := agentSummary(body)
 	text := summary + "\n" + codeBlock("json\n"+string(js)+"\n")
+	if len([]rune(text)) > maxMessageText {
+		text = summary + "\n(the reply is too long for the message text: read it from the message metadata)"
+	}
 	var payload map[string]any
 	_ = json.Unmarshal(js, &payload)
 	blocks := []slack.Block{section(summary)}
