@@ -81,10 +81,10 @@ var phaseEmoji = map[ops.Phase]string{
 
 // phaseWords says a phase as people do.
 var phaseWords = map[ops.Phase]string{
-	ops.PhaseReceived: "Received", ops.PhaseRejected: "Refused", ops.PhasePlanned: "Planned", ops.PhaseDone: "Dry run done: nothing was changed",
+	ops.PhaseReceived: "Received", ops.PhaseRejected: "Rejected", ops.PhasePlanned: "Planned", ops.PhaseDone: "Dry run done: nothing was changed",
 	ops.PhaseAwaitingApproval: "Waiting for approval", ops.PhaseDenied: "Denied", ops.PhaseExpired: "Expired: nobody approved in time",
-	ops.PhaseCancelled: "Cancelled", ops.PhaseApproved: "Approved, starting", ops.PhaseExecuting: "Making the change",
-	ops.PhaseSucceeded: "Done", ops.PhaseFailed: "Failed", ops.PhaseInterrupted: "Interrupted: a person must decide",
+	ops.PhaseCancelled: "Cancelled", ops.PhaseApproved: "Approved, starting", ops.PhaseExecuting: "Executing",
+	ops.PhaseSucceeded: "Succeeded", ops.PhaseFailed: "Failed", ops.PhaseInterrupted: "Interrupted: a person must decide",
 }
 
 func target(t ops.Target) string {
@@ -318,7 +318,7 @@ func errorLine(e *ops.Error) string {
 
 // footer is the closing context line: the ids and internals a lead does not decide on.
 func footer(rec *ops.Record, executed bool) string {
-	parts := []string{"request " + code(rec.ID())}
+	parts := []string{"request " + code(rec.ID()), escLine(rec.Request.Operation)}
 	if executed {
 		parts = append([]string{"request executed"}, parts...)
 	}

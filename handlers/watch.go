@@ -167,7 +167,7 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 // WithWorkloadState renders a request's message headed by the state of the workload it made.
 func WithWorkloadState(rec *ops.Record, c WatchChange) Msg {
 	m := planMessage(rec, &c).Msg
-	m.Text = escText(oneLine(fmt.Sprintf("%s %s: %s", stateEmoji[c.To], plainHeadline(rec), phrase(c.To))))
+	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
 	return m
 }
 
