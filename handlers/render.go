@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -581,6 +582,22 @@ func orDash(s string) string {
 	}
 	return s
 }
+// topicGuide is each topic's one-line description and an example, for the help.
+var topicGuide = map[string]struct{ about, example string }{
+	"status":    {"how a cluster is doing: nodes, GPUs in use, pods waiting", "status cluster=ml-prod-eks"},
+	"capacity":  {"show or change the nodes of an instance group", "capacity scale group=gpu-workers count=4"},
+	"train":     {"run, follow and stop training jobs", "train submit name=llm-ft image=REGISTRY/trainer:v1 replicas=2 gpus=8 max-hours=12"},
+	"infer":     {"deploy, scale, roll out and delete inference servers", "infer scale name=fraud-scorer replicas=3"},
+	"storage":   {"create, list and delete volume claims", "storage create name=checkpoints size=500Gi"},
+	"bootstrap": {"check a cluster works, or create its HyperPod cluster", "bootstrap verify"},
+	"requests":  {"recent requests: yours, or those waiting for approval", "requests pending"},
+	"request":   {"one request: its state, or cancel or stop it", "request show id=train-20250308-001"},
+	"report":    {"a capacity report with a chart, here and now", "report capacity"},
+	"watch":     {"tell a workload's changes in this channel", "watch job=llm-ft"},
+	"unwatch":   {"stop telling a workload's changes here", "unwatch job=llm-ft"},
+	"help":      {"this help, or one topic's", "train help"},
+}
+
 func HelpMessage(g *Grammar, topic string) Msg {
 	if topic == "" {
 		lines := []string{"*HyperOps* — say what you want; the server plans, asks for approval and does it. Topics:"}
@@ -595,7 +612,11 @@ func HelpMessage(g *Grammar, topic string) Msg {
 			if len(verbs) > 0 {
 				l += " " + strings.Join(verbs, "|")
 			}
-			lines = append(lines, l+"`")
+			l += "`"
+			if d, ok := topicGuide[t]; ok {
+				l += " — " + d.about + "\n      e.g. `" + g.command + " " + d.example + "`"
+			}
+			lines = append(lines, l)
 		}
 		lines = append(lines, fmt.Sprintf("Every operation takes `cluster=` `namespace=` `dry-run` `request-id=` `profile=`. Quote values with spaces: `command=\"python train.py --lr 0.1\"`. More: `%s <topic> help`.", g.command))
 		return Msg{Text: "HyperOps help", Blocks: []slack.Block{section(strings.Join(lines, "\n"))}}
@@ -608,7 +629,11 @@ func HelpMessage(g *Grammar, topic string) Msg {
 		}
 		return ErrorMessage(ops.Errorf(ops.CodeUnknownOperation, "topic", next, "unknown topic %q", topic))
 	}
-	blocks := []slack.Block{section("*" + g.command + " " + topic + "*")}
+	title := "*" + g.command + " " + topic + "*"
+	if d, ok := topicGuide[topic]; ok {
+		title += " — " + d.about + "\ne.g. `" + g.command + " " + d.example + "`"
+	}
+	blocks := []slack.Block{section(title)}
 	for _, c := range cmds {
 		s := "`" + c.Usage + "`\n" + c.Summary
 		if c.Spec != nil {
@@ -623,4 +648,16 @@ func HelpMessage(g *Grammar, topic string) Msg {
 		blocks = append(blocks, section(s))
 	}
 	return Msg{Text: escText("help: " + topic), Blocks: capBlocks(blocks)}
+}
+
+// DMAnswer answers a person's direct message that is not a command: words that are no topic ("hello", "what can
+// you do") get the help; a command with a mistake gets the refusal, which names the fix.
+func DMAnswer(g *Grammar, err error) Msg {
+	var e *ops.Error
+	if errors.As(err, &e) && e.Code == ops.CodeUnknownOperation && e.Field == "topic" {
+		help := HelpMessage(g, "")
+		help.Blocks = append([]slack.Block{section(":wave: Hi! Here is what you can ask me.")}, help.Blocks...)
+		return help
+	}
+	return ErrorMessage(err)
 }
