@@ -582,6 +582,7 @@ func orDash(s string) string {
 	}
 	return s
 }
+
 // topicGuide is each topic's one-line description and an example, for the help.
 var topicGuide = map[string]struct{ about, example string }{
 	"status":    {"how a cluster is doing: nodes, GPUs in use, pods waiting", "status cluster=ml-prod-eks"},
