@@ -111,7 +111,7 @@ func costLines(c ops.Cost) string {
 	if c.Total > 0 {
 		lines = append(lines, "• at most "+money(c.Total)+" "+escLine(c.TotalBasis))
 	}
-	if c.HourlyDelta != 0 {
+	if c.HourlyDelta != 0 && c.Total == 0 {
 		lines = append(lines, "• "+signedMoney(c.HourlyDelta)+"/h, "+signedMoney(c.MonthlyDelta)+" per 30 days")
 	}
 	if len(c.Unknown) > 0 {

@@ -314,7 +314,7 @@ func errorLine(e *ops.Error) string {
 	if e.Next != "" {
 		s += "\n    → " + esc(clip(e.Next, 600))
 	}
-	return s + " _(" + string(e.Code) + ")_"
+	return s + " (" + string(e.Code) + ")"
 }
 
 // footer is the closing context line: the ids and internals a lead does not decide on.
