@@ -231,7 +231,7 @@ body:has(.case:target) .case:not(:target){display:none}
 .context{font-size:12px;color:#616061;margin:6px 0}
 .actions{margin:8px 0;display:flex;gap:8px;flex-wrap:wrap;align-items:flex-start}
 .btn{border:1px solid #bbb;border-radius:4px;padding:3px 12px;font-weight:bold;font-size:14px;background:#fff}
-.btn.primary{background:#007a5a;color:#fff;border-color:#007a5a}.btn.danger{color:#e01e5a;border-color:#e01e5a}.btn.confirm::after{content:" ⓘ";font-weight:normal}
+.btn.primary{background:#007a5a;color:#fff;border-color:#007a5a}.btn.danger{color:#e01e5a;border-color:#e01e5a}.btn.confirm::after{content:" (asks to confirm)";font-weight:normal;font-size:11px}
 .btn.more{padding:3px 8px}.menu{display:flex;flex-direction:column;border:1px solid #ddd;border-radius:6px;box-shadow:0 2px 6px #0002;font-size:13px;background:#fff}
 .opt{padding:4px 12px}
 code{font:12px Monaco,Menlo,monospace;color:#e01e5a;background:#f6f6f6;border:1px solid #e8e8e8;border-radius:3px;padding:0 3px;word-break:break-all}
