@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -108,8 +109,11 @@ func (c *Clients) cluster(name string) (*target, error) {
 		for _, x := range c.cfg.Clusters {
 			names = append(names, x.Name)
 		}
-		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", fmt.Sprintf("registered clusters: %v", names),
-			"cluster %q is not registered", name)
+		next := "registered clusters: " + strings.Join(names, ", ")
+		if s := ops.Closest(name, names); s != "" {
+			next = "did you mean " + s + "? " + next
+		}
+		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", next, "cluster %q is not registered", name)
 	}
 	region := cl.Region
 	if region == "" {
