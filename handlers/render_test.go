@@ -25,7 +25,7 @@ func sampleRecord(phase ops.Phase) *ops.Record {
 		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "InstanceGroup", Name: "gpu-workers", Fields: []ops.FieldChange{{Path: "instanceCount", From: "2", To: "4"}}}}}
 	p.Cost.AddHourly("ml.g5.12xlarge", 2, 7.09, "instance")
 	p.Risk.Add(ops.RiskMedium, "adds $14.18/h")
-	p.Risk.Add(ops.RiskHigh, "production cluster ml-prod-eks: one level up")
+	p.Risk.Add(ops.RiskHigh, "adds $14.18/h, on production cluster ml-prod-eks: one level up from medium")
 	rec := &ops.Record{Request: req, Phase: phase, Version: 4, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0,
 		Approval: ops.Approval{Required: 2, Approvers: "leads", ExpiresAt: t0.Add(time.Hour), PlanHash: p.Hash, Rule: "rule 1",
 			Votes: []ops.Vote{{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, Approve: true, At: t0, PlanHash: p.Hash}}}}
