@@ -135,6 +135,15 @@ func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
 	return nil
 }
 
+func (l *memLocker) Check(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
+		return ops.ErrLockLost
+	}
+	return nil
+}
+
 // scaleOp is a mutating operation whose plan is as risky as level; it counts its executions.
 type scaleOp struct {
 	name     string
