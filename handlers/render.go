@@ -485,6 +485,11 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 	switch {
 	case t.From == t.To && rec.Owner.ID == t.By.ID && t.By.Kind == ops.Human:
 		s = ":raising_hand: " + person(t.By) + " took the request over"
+	case t.To == ops.PhaseAwaitingApproval && (t.From == ops.PhaseApproved || t.From == ops.PhaseExecuting || t.From == ops.PhaseInterrupted):
+		s = ":arrows_counterclockwise: *Needs approval again*"
+		if t.Note != "" {
+			s += ": " + escLine(t.Note)
+		}
 	case t.To == ops.PhaseAwaitingApproval:
 		s = ":thumbsup: Approved" + by + fmt.Sprintf(" (%d of %d)", rec.Approval.Received(), rec.Approval.Required)
 	case t.To == ops.PhaseApproved:

@@ -378,7 +378,7 @@ func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, w
 	}
 	var w scaleWritten
 	if err := json.Unmarshal(written, &w); err != nil {
-		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the group with /hp capacity show", "the recorded write does not decode")
+		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the group with "+ops.Ask("capacity show"), "the recorded write does not decode")
 	}
 	t, err := o.c.cluster(req.Target.Cluster)
 	if err != nil {
