@@ -145,7 +145,7 @@ func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
 		blocks = append(blocks, section(errorsText(rec.Errors)))
 	}
 	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
-	text := fmt.Sprintf("%s %s — %s", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]))
+	text := fmt.Sprintf("%s %s — %s (request %s)", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
 	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
 }
 
