@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -109,11 +108,7 @@ func (c *Clients) cluster(name string) (*target, error) {
 		for _, x := range c.cfg.Clusters {
 			names = append(names, x.Name)
 		}
-		next := "registered clusters: " + strings.Join(names, ", ")
-		if s := ops.Closest(name, names); s != "" {
-			next = "did you mean " + s + "? " + next
-		}
-		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", next, "cluster %q is not registered", name)
+		return nil, ops.Unknown(ops.CodeUnknownCluster, "cluster", "registered clusters", name, names, "cluster %q is not registered", name)
 	}
 	region := cl.Region
 	if region == "" {
