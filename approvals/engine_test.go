@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,15 @@ func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
 	defer l.mu.Unlock()
 	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
 		delete(l.held, lk.Scope.String())
+	}
+	return nil
+}
+
+func (l *memLocker) Check(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
+		return ops.ErrLockLost
 	}
 	return nil
 }
@@ -262,5 +272,29 @@ func TestEngineApprovalAfterExpiry(t *testing.T) {
 	wantCode(t, err, ops.CodeApprovalExpired)
 	if got.Phase != ops.PhaseExpired || f.high.executed.Load() != 0 {
 		t.Fatalf("phase %s with %d execution(s), want expired with none", got.Phase, f.high.executed.Load())
+	}
+}
+
+// A Deny with a reason ends the request and keeps the reason on the vote and in the transition's note; a voter
+// who may not approve cannot deny either.
+func TestEngineDenyWithReason(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	f.submit(t, "req-deny", "scale-inference")
+	_, err := f.engine.DenyWithReason(ctx, "req-deny", human("U0BOB"), "not mine to say")
+	wantCode(t, err, ops.CodeNotAuthorized)
+	rec, err := f.engine.DenyWithReason(ctx, "req-deny", human("U0LEAD2"), "too expensive this week")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Phase != ops.PhaseDenied || f.high.executed.Load() != 0 {
+		t.Fatalf("phase %s with %d executions, want denied with none", rec.Phase, f.high.executed.Load())
+	}
+	v := rec.Approval.Votes[len(rec.Approval.Votes)-1]
+	if v.Approve || v.Voter.ID != "U0LEAD2" || v.Reason != "too expensive this week" {
+		t.Errorf("last vote %+v, want U0LEAD2's denial with its reason", v)
+	}
+	if last := rec.History[len(rec.History)-1]; !strings.Contains(last.Note, "too expensive this week") {
+		t.Errorf("transition note %q lacks the reason", last.Note)
 	}
 }

@@ -57,11 +57,13 @@ func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops
 	if a.Required == 0 {
 		return a, nil
 	}
-	if _, ok := p.cfg.Approvals.Groups[a.Approvers]; !ok {
+	g, ok := p.cfg.Approvals.Groups[a.Approvers]
+	if !ok {
 		return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
 			fmt.Sprintf("ask a platform admin to name a group of approvals.groups in approvals.rules[%d].approvers", i),
 			"rule %d needs %d approval(s) but names no defined approver group (%q)", i+1, a.Required, a.Approvers)
 	}
+	a.ApproverUsers, a.ApproverUserGroups = g.Users, g.UserGroups
 	a.ExpiresAt = p.clock.Now().Add(expiry(r))
 	return a, nil
 }

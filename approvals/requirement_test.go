@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +88,11 @@ func TestRequirementFirstMatchingRule(t *testing.T) {
 			}
 			if len(a.Rule) < len(tc.rule) || a.Rule[:len(tc.rule)] != tc.rule {
 				t.Errorf("rule %q, want it to start with %q", a.Rule, tc.rule)
+			}
+			// The plan message mentions who may approve: the group's users and user groups, as configured.
+			if g := p.cfg.Approvals.Groups[tc.approvers]; tc.required > 0 &&
+				(!slices.Equal(a.ApproverUsers, g.Users) || !slices.Equal(a.ApproverUserGroups, g.UserGroups) || len(g.Users)+len(g.UserGroups) == 0) {
+				t.Errorf("approvers %v %v, want group %s's %v %v", a.ApproverUsers, a.ApproverUserGroups, tc.approvers, g.Users, g.UserGroups)
 			}
 		})
 	}

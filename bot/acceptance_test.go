@@ -25,7 +25,7 @@ func TestSlashApprovalFlow(t *testing.T) {
 	})
 	plan := topLevel(s, chOps)[0]
 	id := requestID(t, plan)
-	for _, want := range []string{"scale-widget", "(person)", "+$60.00/h", "medium", "Approvals* 0/1", id} {
+	for _, want := range []string{"Scale widget", "U0ALICE", "+$60.00/h", "medium", "1 approval from", id} {
 		if !strings.Contains(string(plan.Blocks), want) {
 			t.Errorf("plan message lacks %q: %s", want, plan.Blocks)
 		}

@@ -110,7 +110,7 @@ func BenchmarkWatch5000Jobs(b *testing.B) {
 	b.StopTimer()
 	// A last Job changed after every other is a barrier: once it is told, a late or repeated transition of the
 	// others would have been told too.
-	wb.barrier("end-barrier", jobComplete, "→ *completed*")
+	wb.barrier("end-barrier", jobComplete, "is *completed*")
 	wb.checkTold()
 
 	p50, p99, worst := percentile(wb.lat, 50), percentile(wb.lat, 99), percentile(wb.lat, 100)
@@ -239,7 +239,7 @@ func (wb *watchBench) flip(jobs []string, step watchStep) {
 		}
 		wb.flipped[name]++
 	}
-	want := "→ *" + step.state + "*"
+	want := "is *" + step.state + "*"
 	s := pollSlack(h.t, h.srv, fmt.Sprintf("%d threads told %s", len(jobs), step.state), 5*time.Minute, func(s fakeslack.Snapshot) bool {
 		for _, name := range jobs {
 			if repliesWith(s, chOps, wb.threads[name], want) == 0 {
@@ -270,11 +270,11 @@ func (wb *watchBench) checkTold() {
 			if wb.flipped[name] > i {
 				want = 1
 			}
-			if got := repliesWith(s, chOps, ts, "→ *"+step.state+"*"); got != want {
+			if got := repliesWith(s, chOps, ts, "is *"+step.state+"*"); got != want {
 				problems = append(problems, fmt.Sprintf("%s told %s %d times, want %d", name, step.state, got, want))
 			}
 		}
-		if got := repliesWith(s, chOps, ts, "→ *pending*"); got != 0 {
+		if got := repliesWith(s, chOps, ts, "is *pending*"); got != 0 {
 			problems = append(problems, fmt.Sprintf("%s told pending %d times, want 0 (no reason to tell)", name, got))
 		}
 	}

@@ -90,7 +90,8 @@ type widgetOp struct {
 }
 
 func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.ParamSpec) *widgetOp {
-	w := &widgetOp{spec: ops.Spec{Name: name, Domain: "test", Slash: slashFor(name), Summary: "test operation " + name, Mutates: mutates,
+	topic, verb := slashFor(name)
+	w := &widgetOp{spec: ops.Spec{Name: name, Domain: "test", Topic: topic, Verb: verb, Summary: "test operation " + name, Mutates: mutates,
 		Baseline: baseline, Params: params,
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: name, Name: r.Params.String("name")}
@@ -99,18 +100,18 @@ func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.Par
 	return w
 }
 
-func slashFor(name string) string {
+func slashFor(name string) (topic, verb string) {
 	switch name {
 	case "scale-widget":
-		return "/hp widget scale name= count="
+		return "widget", "scale"
 	case "get-widget":
-		return "/hp widget status name="
+		return "widget", "status"
 	case "submit-training-job":
-		return "/hp train submit name= image= [replicas=]"
+		return "train", "submit"
 	case "delete-storage":
-		return "/hp storage delete name="
+		return "storage", "delete"
 	}
-	return "/hp " + name
+	return name, ""
 }
 
 func (w *widgetOp) Spec() ops.Spec                               { return w.spec }
@@ -372,7 +373,8 @@ func topLevel(s fakeslack.Snapshot, ch string) []fakeslack.Message {
 }
 
 func hasButton(m fakeslack.Message, action string) bool {
-	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`)
+	// A choice is a button, or an option of the overflow menu (its value is "<action>:<request id>").
+	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`) || strings.Contains(string(m.Blocks), `"value":"`+action+`:`)
 }
 
 func ephemeralWith(s fakeslack.Snapshot, user, substr string) bool {

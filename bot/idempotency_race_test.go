@@ -28,7 +28,7 @@ func TestAgentRequestIDRace(t *testing.T) {
 		delete(h.ops, "submit-training-job")
 		op = newStepOp("submit-training-job", ops.ParamSpec{Name: "image", Kind: ops.KindString, Required: true, Help: "image"},
 			ops.ParamSpec{Name: "replicas", Kind: ops.KindInt, Help: "replicas"})
-		op.spec.Slash = "/hp train submit name= image= [replicas=]"
+		op.spec.Topic, op.spec.Verb = "train", "submit"
 		op.plan = func(ctx context.Context, req *ops.Request) error {
 			n, _ := planning.LoadOrStore(req.ID, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)

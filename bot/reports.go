@@ -16,26 +16,27 @@ import (
 	"github.com/hyperops/hyperops/ops/state"
 )
 
-// reportPublisher posts capacity reports to Slack: the Block Kit message, then the PNG chart uploaded into its
-// thread (files upload v2). It implements schedule.Publisher.
+// reportPublisher posts capacity reports to Slack: the PNG chart is uploaded first (files upload v2, shared with
+// no conversation), then the Block Kit message shows it as an image, so the chart is part of the report. It
+// implements schedule.Publisher.
 type reportPublisher struct {
 	slack *SlackClient
 }
 
-// PublishReport implements schedule.Publisher.
+// PublishReport implements schedule.Publisher. A chart that cannot be uploaded leaves the report without it, saying so.
 func (p reportPublisher) PublishReport(ctx context.Context, channel string, r report.Report, chart []byte) error {
 	text := fmt.Sprintf("Capacity report: %s (%s)", r.Cluster, r.At.Format("2006-01-02 15:04 MST"))
-	ts, err := p.slack.Post(ctx, channel, handlers.Msg{Text: text, Blocks: handlers.ReportBlocks(r)})
-	if err != nil {
+	var fileID string
+	if len(chart) > 0 {
+		name := fmt.Sprintf("capacity-%s-%s.png", r.Cluster, r.At.UTC().Format("20060102-1504"))
+		id, err := p.slack.UploadUnshared(ctx, handlers.File{Name: name, Title: "Capacity of " + r.Cluster, Content: string(chart)})
+		if err != nil {
+			r.Warnings = append(r.Warnings, "the chart could not be uploaded: "+err.Error())
+		}
+		fileID = id
+	}
+	if _, err := p.slack.Post(ctx, channel, handlers.Msg{Text: text, Blocks: handlers.ReportWithChart(r, fileID)}); err != nil {
 		return fmt.Errorf("post the report of %s: %w", r.Cluster, err)
-	}
-	if len(chart) == 0 {
-		return nil
-	}
-	name := fmt.Sprintf("capacity-%s-%s.png", r.Cluster, r.At.UTC().Format("20060102-1504"))
-	err = p.slack.Upload(ctx, handlers.File{Channel: channel, ThreadTS: ts, Name: name, Title: "Capacity of " + r.Cluster, Content: string(chart)})
-	if err != nil {
-		return fmt.Errorf("upload the chart of %s: %w", r.Cluster, err)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func gpuNode(name string) *corev1.Node {
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
-// reportsWithChart returns the capacity report messages of a channel that have a PNG chart in their thread.
+// reportsWithChart returns the capacity report messages of a channel that show an uploaded PNG chart as an image.
 func reportsWithChart(s fakeslack.Snapshot, ch string) (reports, charts int) {
 	for _, m := range topLevel(s, ch) {
 		if !strings.Contains(m.Text, "Capacity report: "+clusterTst) {
@@ -33,7 +33,7 @@ func reportsWithChart(s fakeslack.Snapshot, ch string) (reports, charts int) {
 		}
 		reports++
 		for _, f := range s.Files {
-			if f.ThreadTS == m.TS && f.Completed && bytes.HasPrefix(f.Content, pngMagic) {
+			if f.Completed && bytes.HasPrefix(f.Content, pngMagic) && strings.Contains(string(m.Blocks), `"slack_file":{"id":"`+f.ID+`"}`) {
 				charts++
 			}
 		}
@@ -41,8 +41,8 @@ func reportsWithChart(s fakeslack.Snapshot, ch string) (reports, charts int) {
 	return reports, charts
 }
 
-// A scheduled report is posted once by two replicas sharing Redis, with its chart uploaded into its thread; /hp
-// report capacity posts the same report on demand.
+// A scheduled report is posted once by two replicas sharing Redis, with its chart in the message; report capacity
+// posts the same report on demand.
 func TestReportsScheduledOnceAndOnDemand(t *testing.T) {
 	fc := newFakeCluster(gpuNode("gpu-1"), gpuNode("gpu-2"))
 	opts := harnessOptions{replica: "a", clusters: fc.clusters(t), edit: func(c *config.Config) {

@@ -360,6 +360,21 @@ func (c *SlackClient) Upload(ctx context.Context, f handlers.File) error {
 	})
 }
 
+// UploadUnshared uploads a file shared with no conversation (files upload v2) and returns its id, for an image
+// block of a message to show it.
+func (c *SlackClient) UploadUnshared(ctx context.Context, f handlers.File) (string, error) {
+	var id string
+	err := c.call(ctx, "files.upload", "", func() error {
+		s, err := c.api.UploadFileContext(ctx, slack.UploadFileParameters{Content: f.Content, FileSize: len(f.Content), Filename: f.Name,
+			Title: f.Title})
+		if err == nil {
+			id = s.ID
+		}
+		return err
+	})
+	return id, err
+}
+
 // OpenView implements handlers.Poster with views.open.
 func (c *SlackClient) OpenView(ctx context.Context, triggerID string, v slack.ModalViewRequest) error {
 	return c.call(ctx, "views.open", "", func() error {

@@ -28,16 +28,12 @@ var (
 	_ ops.Steps     = (*stepOp)(nil)
 )
 
-// newStepOp returns an operation "<verb>-<noun>" with the slash form "/hp <noun> <verb> name=" (plus extra
+// newStepOp returns an operation "<verb>-<noun>" with the slash form "<noun> <verb> name=" (plus extra
 // parameters), locked per name, low risk, so a person's request runs without approval.
 func newStepOp(name string, extra ...ops.ParamSpec) *stepOp {
 	verb, noun, _ := strings.Cut(name, "-")
 	params := append([]ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "name"}}, extra...)
-	slash := "/hp " + noun + " " + verb + " name="
-	for _, p := range extra {
-		slash += " [" + p.Name + "=]"
-	}
-	return &stepOp{spec: ops.Spec{Name: name, Domain: "test", Slash: slash, Summary: "test operation " + name, Mutates: true,
+	return &stepOp{spec: ops.Spec{Name: name, Domain: "test", Topic: noun, Verb: verb, Summary: "test operation " + name, Mutates: true,
 		Baseline: ops.RiskLow, Params: params,
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: name, Name: r.Params.String("name")}

@@ -158,7 +158,7 @@ func TestWatchRequestWorkloadOnceAcrossReplicas(t *testing.T) {
 		return func(s fakeslack.Snapshot) bool { return repliesWith(s, chOps, plan.TS, substr) == n }
 	}
 	fc.setJobStatus(t, "train-a", jobActive)
-	h.waitFor("running told", told("→ *running*", 1))
+	h.waitFor("running told", told("is *running*", 1))
 
 	// Hand-over: the replica holding the lease stops; the other takes it, re-lists and tells only what is new.
 	holder, other := h.replicaByName(b)
@@ -166,7 +166,7 @@ func TestWatchRequestWorkloadOnceAcrossReplicas(t *testing.T) {
 	holder.stop(t)
 	h.waitUntil("the other replica watches Jobs", func() bool { return fc.jobWatches() > watches })
 	fc.setJobStatus(t, "train-a", jobComplete)
-	s = h.waitFor("completed told with the log tail", told("→ *completed*", 1))
+	s = h.waitFor("completed told with the log tail", told("is *completed*", 1))
 	if n := repliesWith(s, chOps, plan.TS, "training done"); n != 1 {
 		t.Errorf("%d replies carry the log tail, want 1", n)
 	}
@@ -187,13 +187,13 @@ func TestWatchRequestWorkloadOnceAcrossReplicas(t *testing.T) {
 	if err := fc.kube.BatchV1().Jobs(watchNS).Delete(context.Background(), "train-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s = h.waitFor("deleted told", told("→ *deleted*", 1))
+	s = h.waitFor("deleted told", told("is *deleted*", 1))
 	for _, state := range []string{"running", "completed", "deleted"} {
-		if n := repliesWith(s, chOps, plan.TS, "→ *"+state+"*"); n != 1 {
+		if n := repliesWith(s, chOps, plan.TS, "is *"+state+"*"); n != 1 {
 			t.Errorf("%s told %d times, want once", state, n)
 		}
 	}
-	if n := repliesWith(s, chOps, plan.TS, "→ *pending*"); n != 0 {
+	if n := repliesWith(s, chOps, plan.TS, "is *pending*"); n != 0 {
 		t.Errorf("pending without a reason told %d times, want only the message updated", n)
 	}
 	if m, _ := s.Message(chOps, plan.TS); !strings.Contains(m.Text, "train-a: deleted") || !strings.Contains(m.Text, "succeeded") {
@@ -268,7 +268,7 @@ func TestWatchCommand(t *testing.T) {
 		t.Errorf("watched_objects = %v, want 1", got)
 	}
 	fc.setJobStatus(t, "train-w", jobComplete)
-	h.waitFor("completed told", func(s fakeslack.Snapshot) bool { return repliesWith(s, chOps, msg.TS, "running → *completed*") == 1 })
+	h.waitFor("completed told", func(s fakeslack.Snapshot) bool { return repliesWith(s, chOps, msg.TS, "is *completed*") == 1 })
 
 	h.slash(userAlice, chOps, "unwatch job=train-w")
 	h.waitFor("unwatch announced", func(s fakeslack.Snapshot) bool {

@@ -62,7 +62,7 @@ func (h *Handler) postAgent(ctx context.Context, dm DM, body AgentReplyBody) (st
 func (h *Handler) personDM(ctx context.Context, dm DM) error {
 	inv, err := h.grammar.Parse(dm.Text)
 	if err != nil {
-		return h.replyText(ctx, dm, ErrorMessage(err))
+		return h.replyText(ctx, dm, DMAnswer(h.grammar, err))
 	}
 	if inv.Help {
 		return h.replyText(ctx, dm, HelpMessage(h.grammar, inv.HelpTopic))

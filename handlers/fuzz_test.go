@@ -15,7 +15,7 @@ import (
 // fuzzSpecs are the test catalog plus an operation with a parameter of every kind and explicit caps, so the
 // fuzzers reach every normalization path.
 func fuzzSpecs() []ops.Spec {
-	return append(testSpecs(), ops.Spec{Name: "deploy-inference", Slash: "/hp infer deploy name=", Summary: "deploy", Mutates: true,
+	return append(testSpecs(), ops.Spec{Name: "deploy-inference", Topic: "infer", Verb: "deploy", Summary: "deploy", Mutates: true,
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "name"},
 			{Name: "kind", Kind: ops.KindString, Default: "job", Enum: []string{"job", "pytorchjob"}, Help: "kind"},

@@ -56,7 +56,7 @@ type Grammar struct {
 	topics  map[string][]Command
 }
 
-// NewGrammar builds the grammar: each spec's Slash form names its topic and verb; parameters come from its Params.
+// NewGrammar builds the grammar: each spec names its topic and verb; parameters come from its Params.
 func NewGrammar(command string, specs []ops.Spec) *Grammar {
 	g := &Grammar{command: command, topics: map[string][]Command{}}
 	for _, c := range builtins(command) {
@@ -64,7 +64,7 @@ func NewGrammar(command string, specs []ops.Spec) *Grammar {
 	}
 	for i := range specs {
 		s := specs[i]
-		topic, verb := slashPath(command, s.Slash)
+		topic, verb := s.Topic, s.Verb
 		if topic == "" || builtinTopic(topic) {
 			continue
 		}
@@ -91,25 +91,6 @@ func builtins(command string) []Command {
 			Summary: "tell a workload's status changes (running, completed, failed with logs) in this channel"},
 		{Topic: topicUnwatch, Usage: command + " unwatch job= [kind=] [cluster=] [namespace=]", Summary: "stop telling a workload's changes in this channel"},
 	}
-}
-
-// slashPath reads the topic and verb of a spec's slash form: the leading words that are not arguments.
-func slashPath(command, form string) (topic, verb string) {
-	words := strings.Fields(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(form), command)))
-	var path []string
-	for _, w := range words {
-		if strings.ContainsAny(w, "=[|") || strings.HasPrefix(w, "/") {
-			break
-		}
-		path = append(path, w)
-	}
-	switch len(path) {
-	case 0:
-		return "", ""
-	case 1:
-		return path[0], ""
-	}
-	return path[0], path[1]
 }
 
 func usage(command, topic, verb string, params []ops.ParamSpec) string {

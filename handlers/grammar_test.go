@@ -10,13 +10,13 @@ import (
 
 func testSpecs() []ops.Spec {
 	return []ops.Spec{
-		{Name: "get-cluster-status", Slash: "/hp status [cluster=]", Summary: "cluster status"},
-		{Name: "submit-training-job", Slash: "/hp train submit name= image= [replicas=] [command=]", Summary: "submit a training job", Mutates: true,
+		{Name: "get-cluster-status", Topic: "status", Summary: "cluster status"},
+		{Name: "submit-training-job", Topic: "train", Verb: "submit", Summary: "submit a training job", Mutates: true,
 			Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "job name"}, {Name: "image", Kind: ops.KindString, Required: true, Help: "image"},
 				{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "replicas"}, {Name: "command", Kind: ops.KindList, Help: "argv"},
 				{Name: "max-hours", Kind: ops.KindDuration, Help: "hours"}}},
-		{Name: "stop-training-job", Slash: "/hp train stop name=", Summary: "stop a job", Mutates: true, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "job"}}},
-		{Name: "delete-storage", Slash: "/hp storage delete name=", Summary: "delete a claim", Mutates: true, Baseline: ops.RiskCritical,
+		{Name: "stop-training-job", Topic: "train", Verb: "stop", Summary: "stop a job", Mutates: true, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "job"}}},
+		{Name: "delete-storage", Topic: "storage", Verb: "delete", Summary: "delete a claim", Mutates: true, Baseline: ops.RiskCritical,
 			Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "claim"}}},
 	}
 }

@@ -15,6 +15,7 @@ type Engine interface {
 	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
 	Approve(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
 	Deny(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
+	DenyWithReason(ctx context.Context, id string, voter ops.Initiator, reason string) (*ops.Record, error)
 	Cancel(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
 	Stop(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
 	TakeOver(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
@@ -146,7 +147,7 @@ func New(cfg Config, engine Engine, catalog *ops.Catalog, poster Poster, refs Re
 	if cfg.Command == "" {
 		cfg.Command = "/hp"
 	}
-	h := &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: poster, refs: refs, reporter: reporter,
+	h := &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
 		grammar: NewGrammar(cfg.Command, catalog.Specs())}
 	h.teller = &Teller{h: h}
 	return h

@@ -39,8 +39,11 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 		}
 		return nil
 	case slack.InteractionTypeViewSubmission:
-		if cb.View.CallbackID == ConfirmDeleteCallback {
+		switch cb.View.CallbackID {
+		case ConfirmDeleteCallback:
 			return h.confirmDelete(ctx, cb)
+		case DenyCallback:
+			return h.denySubmitted(ctx, cb)
 		}
 	}
 	return nil
@@ -48,6 +51,10 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 
 func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
 	id := a.Value
+	action := a.ActionID
+	if action == ActionMore {
+		action, id, _ = strings.Cut(a.SelectedOption.Value, ":")
+	}
 	voter := h.initiator(cb.User.ID, cb.User.Name)
 	channel, ts := cb.Channel.ID, cb.Container.MessageTs
 	if ts == "" {
@@ -55,7 +62,9 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	}
 	var rec *ops.Record
 	var err error
-	switch a.ActionID {
+	switch action {
+	case ActionDetails:
+		return h.openDetails(ctx, cb.TriggerID, id, channel, voter.ID)
 	case ActionApprove:
 		rec, err = h.engine.Get(ctx, id)
 		if err == nil && rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
@@ -65,7 +74,13 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 			rec, err = h.engine.Approve(ctx, id, voter)
 		}
 	case ActionDeny:
-		rec, err = h.engine.Deny(ctx, id, voter)
+		rec, err = h.engine.Get(ctx, id)
+		if err == nil && rec.Phase == ops.PhaseAwaitingApproval {
+			return h.openDeny(ctx, cb.TriggerID, rec, channel, ts)
+		}
+		if err == nil {
+			rec, err = h.engine.Deny(ctx, id, voter) // tells the clicker why it cannot be denied any more
+		}
 	case ActionCancel:
 		rec, err = h.engine.Cancel(ctx, id, voter)
 	case ActionStop:
@@ -110,8 +125,8 @@ func ConfirmDeleteModal(rec *ops.Record, privateMetadata string) slack.ModalView
 		Type: slack.VTModal, CallbackID: ConfirmDeleteCallback, PrivateMetadata: privateMetadata,
 		Title: plain("Delete storage"), Submit: plain("Delete data"), Close: plain("Cancel"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			section(fmt.Sprintf(":rotating_light: Approving request `%s` deletes the claim `%s` in %s and *its data, for good*.",
-				rec.ID(), claim, target(rec.Request.Target))),
+			section(fmt.Sprintf(":rotating_light: Approving request %s deletes the claim %s in %s and *its data, for good*.",
+				code(rec.ID()), code(claim), target(rec.Request.Target))),
 			slack.NewInputBlock(confirmBlock, plain("Type the claim name to confirm"), nil, input),
 		}},
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +11,8 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// The action IDs of the request buttons. A button's value carries only the request id.
+// The action IDs of the request buttons. A button's value carries only the request id; an overflow option's
+// value is "<action id>:<request id>".
 const (
 	ActionApprove  = "hp_approve"
 	ActionDeny     = "hp_deny"
@@ -18,14 +20,19 @@ const (
 	ActionStop     = "hp_stop"
 	ActionTakeOver = "hp_takeover"
 	ActionResume   = "hp_resume"
+	// ActionDetails opens the plan's details (manifest, full diff, every risk reason) in a modal.
+	ActionDetails = "hp_details"
+	// ActionMore is the overflow menu holding the less frequent choices.
+	ActionMore = "hp_more"
 )
 
-// Slack's limits the rendering stays inside (a section's text, a message's blocks).
+// Slack's limits the rendering stays inside (a section's text, a message's blocks, an option's value).
 const (
 	maxSectionText = 3000
-	// inlineLimit is how much long text is shown inline before it goes to a file instead.
-	inlineLimit = 2500
-	maxBlocks   = 50
+	// inlineLimit is how much long text is shown in a message or modal before it goes to a file instead.
+	inlineLimit    = 2500
+	maxBlocks      = 50
+	maxOptionValue = 150
 )
 
 // Rendered is a message plus the long texts that go with it as file uploads.
@@ -81,65 +88,19 @@ var phaseEmoji = map[ops.Phase]string{
 	ops.PhaseSucceeded: ":white_check_mark:", ops.PhaseFailed: ":x:", ops.PhaseInterrupted: ":warning:",
 }
 
-func phaseLabel(p ops.Phase) string { return phaseEmoji[p] + " " + string(p) }
-
-func who(i ops.Initiator) string {
-	switch i.Kind {
-	case ops.Agent:
-		name := i.Name
-		if name == "" {
-			name = i.ID
-		}
-		return fmt.Sprintf("agent *%s* (<@%s>)", name, i.ID)
-	case ops.System:
-		return "HyperOps"
-	}
-	return fmt.Sprintf("<@%s> (person)", i.ID)
+// phaseWords says a phase as people do.
+var phaseWords = map[ops.Phase]string{
+	ops.PhaseReceived: "Received", ops.PhaseRejected: "Rejected", ops.PhasePlanned: "Planned", ops.PhaseDone: "Dry run done: nothing was changed",
+	ops.PhaseAwaitingApproval: "Waiting for approval", ops.PhaseDenied: "Denied", ops.PhaseExpired: "Expired: nobody approved in time",
+	ops.PhaseCancelled: "Cancelled", ops.PhaseApproved: "Approved, starting", ops.PhaseExecuting: "Executing",
+	ops.PhaseSucceeded: "Succeeded", ops.PhaseFailed: "Failed", ops.PhaseInterrupted: "Interrupted: a person must decide",
 }
 
 func target(t ops.Target) string {
 	if t.Namespace == "" {
-		return "`" + t.Cluster + "`"
+		return code(t.Cluster)
 	}
-	return "`" + t.Cluster + "/" + t.Namespace + "`"
-}
-
-func slackTime(t time.Time) string {
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
-}
-
-// PlanMessage renders a request's message: what, where, who, the diff, Δ cost, risk with reasons, approvals needed
-// and given, expiry, the request id and the short plan hash, and the buttons that are actionable in its phase.
-func PlanMessage(rec *ops.Record) Rendered {
-	req := rec.Request
-	title := fmt.Sprintf("%s *%s* on %s", phaseLabel(rec.Phase), req.Operation, target(req.Target))
-	if req.DryRun {
-		title += " _(dry run)_"
-	}
-	blocks := []slack.Block{section(title), contextBlock(askedBy(rec))}
-	var files []File
-	if p := rec.Plan; p != nil {
-		pb, pf := planBlocks(rec, p)
-		blocks = append(blocks, pb...)
-		files = append(files, pf...)
-	}
-	if rec.Approval.Required > 0 {
-		blocks = append(blocks, section(approvalText(rec)))
-	}
-	if r := rec.Result; r != nil {
-		rb, rf := resultBlocks(rec.ID(), r)
-		blocks = append(blocks, rb...)
-		files = append(files, rf...)
-	}
-	if len(rec.Errors) > 0 {
-		blocks = append(blocks, section(errorsText(rec.Errors)))
-	}
-	if acts := actions(rec); acts != nil {
-		blocks = append(blocks, acts)
-	}
-	blocks = append(blocks, contextBlock(footer(rec)))
-	text := fmt.Sprintf("%s %s on %s — %s (request %s)", phaseEmoji[rec.Phase], req.Operation, plainTarget(req.Target), rec.Phase, rec.ID())
-	return Rendered{Msg: Msg{Text: text, Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
+	return code(t.Cluster + "/" + t.Namespace)
 }
 
 func plainTarget(t ops.Target) string {
@@ -149,115 +110,183 @@ func plainTarget(t ops.Target) string {
 	return t.Cluster + "/" + t.Namespace
 }
 
-func askedBy(rec *ops.Record) string {
-	s := "asked by " + who(rec.Request.Initiator)
-	if rec.Owner.ID != "" && rec.Owner.ID != rec.Request.Initiator.ID {
-		s += " · owner now " + who(rec.Owner)
-	}
-	if rec.Request.Origin != "" {
-		s += " · via " + rec.Request.Origin
-	}
-	return s
+func slackTime(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
-func planBlocks(rec *ops.Record, p *ops.Plan) ([]slack.Block, []File) {
-	var blocks []slack.Block
+// PlanMessage renders a request's message, decision first: what happens where; cost, risk, who asked, who must
+// approve and until when; the buttons; then the diff summary, the outcome, and the request id and plan hash in
+// the closing context line. The manifest and full diff are behind Details.
+func PlanMessage(rec *ops.Record) Rendered { return planMessage(rec, nil) }
+
+// planMessage renders the message; workload, when set, is the state of the workload the request made, which
+// heads the message once the request has executed.
+func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
+	blocks := []slack.Block{section(titleText(rec, workload))}
+	if rec.Plan != nil {
+		blocks = append(blocks, planFields(rec))
+	} else {
+		blocks = append(blocks, contextBlock("asked by "+person(rec.Request.Initiator)))
+	}
+	if rec.Phase == ops.PhaseInterrupted {
+		blocks = append(blocks, section(interruptedText(rec)))
+	}
+	if acts := actions(rec); acts != nil {
+		blocks = append(blocks, acts)
+	}
 	var files []File
-	if p.Summary != "" {
-		blocks = append(blocks, section(p.Summary))
+	if p := rec.Plan; p != nil {
+		if d := diffSummary(p.Changes); d != "" && !executed(rec.Phase) {
+			blocks = append(blocks, section(d))
+		}
+		if len(p.Warnings) > 0 {
+			blocks = append(blocks, contextBlock(":warning: "+esc(clip(strings.Join(p.Warnings, "\n:warning: "), 1500))))
+		}
+		files = append(files, planFilesOf(rec)...)
 	}
-	diff := diffText(p.Changes)
-	if len([]rune(diff)) > inlineLimit {
+	if r := rec.Result; r != nil {
+		rb, rf := resultBlocks(rec.ID(), r)
+		blocks = append(blocks, rb...)
+		files = append(files, rf...)
+	}
+	if len(rec.Errors) > 0 {
+		blocks = append(blocks, section(errorsText(rec.Errors)))
+	}
+	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
+	text := fmt.Sprintf("%s %s — %s (request %s)", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
+	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
+}
+
+// executed reports whether a request has run (its diff is history by then).
+func executed(p ops.Phase) bool {
+	switch p {
+	case ops.PhaseExecuting, ops.PhaseSucceeded, ops.PhaseFailed, ops.PhaseInterrupted:
+		return true
+	}
+	return false
+}
+
+// plainHeadline is the headline without mrkdwn, for notifications.
+func plainHeadline(rec *ops.Record) string {
+	return strings.NewReplacer("`", "", "*", "", "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(headline(rec))
+}
+
+// titleText is the headline and, below it, where the request stands: for an executed request whose workload is
+// watched, the workload's state leads.
+func titleText(rec *ops.Record, workload *WatchChange) string {
+	s := phaseEmoji[rec.Phase] + " " + headline(rec)
+	if rec.Request.DryRun {
+		s += " _(dry run)_"
+	}
+	if workload != nil && (rec.Phase == ops.PhaseSucceeded || rec.Phase == ops.PhaseExecuting) {
+		s = stateEmoji[workload.To] + " " + headline(rec)
+		return s + "\n" + workloadStatus(rec, *workload)
+	}
+	return s + "\n" + status(rec)
+}
+
+// status is the second line of the title: the phase in words, who decided and why, and the requester for
+// outcomes they should hear about.
+func status(rec *ops.Record) string {
+	s := "*" + phaseWords[rec.Phase] + "*"
+	switch rec.Phase {
+	case ops.PhaseAwaitingApproval:
+		return s
+	case ops.PhaseDenied:
+		if v, ok := lastVote(rec, false); ok {
+			s += " by " + mention(v.Voter.ID)
+			if v.Reason != "" {
+				s += ": _" + escLine(v.Reason) + "_"
+			}
+		}
+	case ops.PhaseCancelled:
+		if t, ok := lastTransition(rec, ops.PhaseCancelled); ok && t.By.Kind != ops.System {
+			s += " by " + person(t.By)
+		}
+	case ops.PhaseFailed, ops.PhaseRejected:
+		if n := len(rec.Errors); n > 0 {
+			s += ": " + escLine(rec.Errors[n-1].Message)
+		}
+	case ops.PhaseSucceeded:
+		if rec.Result != nil && rec.Result.Summary != "" {
+			s += ": " + escLine(rec.Result.Summary)
+		}
+	}
+	if rec.Phase.Terminal() && rec.Phase != ops.PhaseDone {
+		s += requesterNote(rec)
+	}
+	return s
+}
+
+// requesterNote mentions the person who asked (agents are told in their own thread).
+func requesterNote(rec *ops.Record) string {
+	if i := rec.Request.Initiator; i.Kind == ops.Human {
+		return " · " + mention(i.ID)
+	}
+	return ""
+}
+
+// workloadStatus is the title's second line once the workload is watched: its state and reason.
+func workloadStatus(rec *ops.Record, c WatchChange) string {
+	s := "*" + sentence(phrase(c.To)) + "*"
+	if c.Reason != "" {
+		s += ": " + escLine(c.Reason)
+	}
+	switch c.To {
+	case "completed", "failed", "deleted", "scaled-to-zero":
+		s += requesterNote(rec)
+	}
+	return s
+}
+
+func lastVote(rec *ops.Record, approve bool) (ops.Vote, bool) {
+	for i := len(rec.Approval.Votes) - 1; i >= 0; i-- {
+		if v := rec.Approval.Votes[i]; v.Approve == approve {
+			return v, true
+		}
+	}
+	return ops.Vote{}, false
+}
+
+func lastTransition(rec *ops.Record, to ops.Phase) (ops.Transition, bool) {
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		if t := rec.History[i]; t.To == to {
+			return t, true
+		}
+	}
+	return ops.Transition{}, false
+}
+
+// interruptedText says what HyperOps found and what each choice does.
+func interruptedText(rec *ops.Record) string {
+	found := "HyperOps could not tell whether the change was made."
+	if rec.Result != nil && rec.Result.Summary != "" {
+		found = "HyperOps checked and found: " + escLine(rec.Result.Summary) + "."
+	}
+	return ":mag: " + found + "\n*Take over* makes the request yours. Then *Resume* plans it again against what is there now " +
+		"(and asks for approval again if anything changed), or *Stop* closes it without running anything more."
+}
+
+// planFilesOf are the plan's long texts, uploaded in the thread: a manifest or diff too long for the Details modal.
+func planFilesOf(rec *ops.Record) []File {
+	p := rec.Plan
+	var files []File
+	if diff := fullDiff(p.Changes); len([]rune(diff)) > inlineLimit {
 		files = append(files, File{Name: rec.ID() + "-diff.txt", Title: "Diff of " + rec.ID(), Content: diff})
-		diff = fmt.Sprintf("%d changes: too long to show here, attached as a file", len(p.Changes))
 	}
-	if diff != "" {
-		blocks = append(blocks, section("*Diff*\n"+diff))
+	if len([]rune(p.Manifest)) > inlineLimit {
+		files = append(files, File{Name: rec.ID() + "-manifest.yaml", Title: "Manifest of " + rec.ID(), Content: p.Manifest})
 	}
-	if p.Manifest != "" {
-		if len([]rune(p.Manifest)) > inlineLimit {
-			files = append(files, File{Name: rec.ID() + "-manifest.yaml", Title: "Manifest of " + rec.ID(), Content: p.Manifest})
-			blocks = append(blocks, contextBlock("manifest attached as a file"))
-		} else {
-			blocks = append(blocks, section("*Manifest*\n```"+p.Manifest+"```"))
-		}
-	}
-	validated := "not validated by the API server"
-	if p.ServerValidated {
-		validated = "validated by a server-side dry run"
-	}
-	blocks = append(blocks, fieldsSection("*Δ cost*\n"+p.Cost.String(), "*Risk*\n"+riskText(p.Risk)), contextBlock(validated))
-	if len(p.Warnings) > 0 {
-		blocks = append(blocks, section(":warning: "+strings.Join(p.Warnings, "\n:warning: ")))
-	}
-	return blocks, files
-}
-
-func diffText(changes []ops.Change) string {
-	var b strings.Builder
-	for _, c := range changes {
-		fmt.Fprintf(&b, "• %s %s `%s`\n", c.Action, c.Kind, c.Name)
-		for _, f := range c.Fields {
-			fmt.Fprintf(&b, "    `%s`: %s → %s\n", f.Path, orNone(f.From), orNone(f.To))
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "∅"
-	}
-	return "`" + s + "`"
-}
-
-func riskText(r ops.Risk) string {
-	s := "*" + r.Level.String() + "*"
-	for _, x := range r.Reasons {
-		s += "\n• " + x.Level.String() + ": " + x.Text
-	}
-	return s
-}
-
-func approvalText(rec *ops.Record) string {
-	a := rec.Approval
-	s := fmt.Sprintf("*Approvals* %d/%d", a.Received(), a.Required)
-	if a.Approvers != "" {
-		s += " from `" + a.Approvers + "`"
-	}
-	var voters []string
-	for _, v := range a.Votes {
-		if v.PlanHash != a.PlanHash {
-			continue
-		}
-		mark := ":white_check_mark:"
-		if !v.Approve {
-			mark = ":no_entry_sign:"
-		}
-		voters = append(voters, mark+" <@"+v.Voter.ID+">")
-	}
-	if len(voters) > 0 {
-		s += " — " + strings.Join(voters, ", ")
-	}
-	if !a.ExpiresAt.IsZero() {
-		s += "\nexpires " + slackTime(a.ExpiresAt)
-	}
-	if a.Rule != "" {
-		s += "\n_rule: " + a.Rule + "_"
-	}
-	return s
+	return files
 }
 
 func resultBlocks(id string, r *ops.Result) ([]slack.Block, []File) {
 	var blocks []slack.Block
 	var files []File
-	if r.Summary != "" {
-		blocks = append(blocks, section("*Result* "+r.Summary))
-	}
 	if len(r.Details) > 0 {
 		var fields []string
 		for _, d := range r.Details {
-			fields = append(fields, "*"+d.Label+"*\n"+d.Value)
+			fields = append(fields, "*"+escLine(d.Label)+"*\n"+escLine(d.Value))
 		}
 		for len(fields) > 0 {
 			n := min(10, len(fields))
@@ -268,9 +297,9 @@ func resultBlocks(id string, r *ops.Result) ([]slack.Block, []File) {
 	if r.Output != "" {
 		if len([]rune(r.Output)) > inlineLimit {
 			files = append(files, File{Name: id + "-output.txt", Title: "Output of " + id, Content: r.Output})
-			blocks = append(blocks, contextBlock("full output attached as a file"))
+			blocks = append(blocks, contextBlock("the full output is attached in the thread as a file"))
 		} else {
-			blocks = append(blocks, section("```"+r.Output+"```"))
+			blocks = append(blocks, section(codeBlock(r.Output)))
 		}
 	}
 	return blocks, files
@@ -281,27 +310,41 @@ func errorsText(errs []*ops.Error) string {
 }
 
 func errorLine(e *ops.Error) string {
-	s := ":x: `" + string(e.Code) + "`"
+	s := ":x: "
 	if e.Field != "" {
-		s += " *" + e.Field + "*"
+		s += code(e.Field) + ": "
 	}
-	s += ": " + e.Message
+	s += esc(clip(e.Message, 600))
 	if e.Next != "" {
-		s += "\n    → " + e.Next
+		s += "\n    → " + esc(clip(e.Next, 600))
 	}
-	return s
+	return s + " (" + string(e.Code) + ")"
 }
 
-func footer(rec *ops.Record) string {
-	s := "request `" + rec.ID() + "`"
-	if rec.Plan != nil && rec.Plan.Hash != "" {
-		s += " · plan `" + ops.ShortHash(rec.Plan.Hash) + "`"
+// footer is the closing context line: the ids and internals a lead does not decide on.
+func footer(rec *ops.Record, executed bool) string {
+	parts := []string{"request " + code(rec.ID()), escLine(rec.Request.Operation)}
+	if executed {
+		parts = append([]string{"request executed"}, parts...)
 	}
-	s += fmt.Sprintf(" · v%d · costs are estimates", rec.Version)
-	return s
+	if p := rec.Plan; p != nil {
+		if p.Hash != "" {
+			parts = append(parts, "plan "+code(ops.ShortHash(p.Hash)))
+		}
+		if p.ServerValidated {
+			parts = append(parts, "validated by a server-side dry run")
+		}
+	}
+	if r := rec.Approval.Rule; r != "" {
+		parts = append(parts, escLine(r))
+	}
+	if o := rec.Request.Origin; o != "" {
+		parts = append(parts, "via "+escLine(o))
+	}
+	return strings.Join(append(parts, "costs are estimates"), " · ")
 }
 
-// Actionable lists the buttons a request offers in its phase (none once terminal or while executing).
+// Actionable lists the choices a request offers in its phase (none once terminal or while executing).
 func Actionable(rec *ops.Record) []string {
 	agentOwned := rec.Owner.Kind == ops.Agent
 	switch rec.Phase {
@@ -319,26 +362,78 @@ func Actionable(rec *ops.Record) []string {
 	return nil
 }
 
-var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny", ActionCancel: "Cancel", ActionStop: "Stop",
-	ActionTakeOver: "Take over", ActionResume: "Resume"}
+// menuLabels say what each overflow choice does (Slack shows at most 75 characters).
+var menuLabels = map[string]string{
+	ActionCancel:   "Cancel: withdraw the request (requester)",
+	ActionStop:     "Stop: end the request, nothing more runs",
+	ActionTakeOver: "Take over: make the request yours",
+	ActionResume:   "Resume: plan again and continue",
+}
+
+// buttons are the choices shown as buttons; the rest go to the overflow menu.
+var buttons = map[ops.Phase][]string{
+	ops.PhaseAwaitingApproval: {ActionApprove, ActionDeny},
+	ops.PhaseInterrupted:      {ActionTakeOver},
+}
 
 func actions(rec *ops.Record) *slack.ActionBlock {
 	ids := Actionable(rec)
-	if len(ids) == 0 {
+	var els []slack.BlockElement
+	var menu []*slack.OptionBlockObject
+	for _, id := range ids {
+		if !isButton(rec.Phase, id) && len(id)+1+len(rec.ID()) <= maxOptionValue {
+			menu = append(menu, slack.NewOptionBlockObject(id+":"+rec.ID(), plain(menuLabels[id]), nil))
+			continue
+		}
+		els = append(els, button(rec, id))
+	}
+	if rec.Plan != nil && (len(ids) > 0 || rec.Plan.Manifest != "" || len(rec.Plan.Changes) > 0) {
+		els = append(els, slack.NewButtonBlockElement(ActionDetails, rec.ID(), plain("Details")))
+	}
+	if len(menu) > 0 {
+		els = append(els, slack.NewOverflowBlockElement(ActionMore, menu...))
+	}
+	if len(els) == 0 {
 		return nil
 	}
-	els := make([]slack.BlockElement, 0, len(ids))
-	for _, id := range ids {
-		b := slack.NewButtonBlockElement(id, rec.ID(), plain(buttonLabels[id]))
-		switch id {
-		case ActionApprove:
-			b.Style = slack.StylePrimary
-		case ActionDeny, ActionStop:
-			b.Style = slack.StyleDanger
-		}
-		els = append(els, b)
-	}
 	return slack.NewActionBlock("actions", els...)
+}
+
+func isButton(p ops.Phase, id string) bool {
+	for _, b := range buttons[p] {
+		if b == id {
+			return true
+		}
+	}
+	return false
+}
+
+var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
+	ActionTakeOver: "Take over", ActionResume: "Resume"}
+
+func button(rec *ops.Record, id string) *slack.ButtonBlockElement {
+	b := slack.NewButtonBlockElement(id, rec.ID(), plain(buttonLabels[id]))
+	switch id {
+	case ActionApprove, ActionTakeOver:
+		b.Style = slack.StylePrimary
+	case ActionDeny, ActionStop:
+		b.Style = slack.StyleDanger
+	}
+	if id == ActionApprove && rec.Plan != nil && rec.Plan.Risk.Level >= ops.RiskHigh && rec.Request.Operation != DeleteStorageOperation {
+		b.Confirm = approveConfirm(rec)
+	}
+	return b
+}
+
+// approveConfirm is the dialog Slack shows before a high or critical risk approval is sent.
+func approveConfirm(rec *ops.Record) *slack.ConfirmationBlockObject {
+	why := "This is " + rec.Plan.Risk.Level.String() + " risk."
+	if x, ok := deciding(rec.Plan.Risk); ok {
+		why = "This is " + rec.Plan.Risk.Level.String() + " risk: " + clip(oneLine(x.Text), 200) + "."
+	}
+	c := slack.NewConfirmationBlockObject(plain("Approve this change?"),
+		plain(clip(oneLine(plainHeadline(rec)), 250)+"\n"+why), plain("Approve"), plain("Not yet"))
+	return c.WithStyle(slack.StylePrimary)
 }
 
 func capBlocks(blocks []slack.Block) []slack.Block {
@@ -350,29 +445,8 @@ func capBlocks(blocks []slack.Block) []slack.Block {
 	return out
 }
 
-// TransitionReply renders the thread reply for a transition that a person should hear about; ok is false for the
-// ones told by updating the message alone.
-func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
-	if !Tells(t) {
-		return Msg{}, false
-	}
-	s := fmt.Sprintf("%s %s → *%s*", phaseEmoji[t.To], t.From, t.To)
-	if t.From == t.To {
-		s = fmt.Sprintf("%s *%s*", phaseEmoji[t.To], t.To)
-	}
-	if t.By.Kind != ops.System && t.By.ID != "" {
-		s += " by " + who(t.By)
-	}
-	if t.Note != "" {
-		s += "\n" + t.Note
-	}
-	if t.To.Terminal() && len(rec.Errors) > 0 && (t.To == ops.PhaseFailed || t.To == ops.PhaseRejected) {
-		s += "\n" + errorLine(rec.Errors[len(rec.Errors)-1])
-	}
-	return Msg{Text: fmt.Sprintf("%s: %s → %s", rec.ID(), t.From, t.To), Blocks: []slack.Block{section(s)}}, true
-}
-
-// Tells reports whether a transition gets a thread reply: everything but the planning steps a plan message shows.
+// Tells reports whether a transition gets a reply in an agent's thread: everything but the planning steps the
+// first reply shows.
 func Tells(t ops.Transition) bool {
 	switch {
 	case t.From == "" || t.To == ops.PhaseReceived || t.To == ops.PhasePlanned:
@@ -385,12 +459,65 @@ func Tells(t ops.Transition) bool {
 	return true
 }
 
-// ProgressReply renders a step an execution reported.
-func ProgressReply(rec *ops.Record, msg string) Msg {
-	return Msg{Text: fitText(rec.ID() + ": " + msg), Blocks: []slack.Block{contextBlock(":hourglass: " + msg)}}
+// tellsPeople reports whether a transition gets a reply in the plan message's thread: a vote, the outcome, a
+// take-over; not the internal steps (approved → executing). A request whose workload is watched leaves its
+// success to the watch, which tells running and completed.
+func tellsPeople(rec *ops.Record, t ops.Transition) bool {
+	if !Tells(t) {
+		return false
+	}
+	switch {
+	case t.To == ops.PhaseExecuting:
+		return false
+	case t.To == ops.PhaseSucceeded && rec.Result != nil && len(rec.Result.Watch) > 0:
+		return false
+	}
+	return true
 }
 
-// ErrorMessage renders a refusal: every problem with its code, field and next step.
+// TransitionReply renders the thread reply for a transition that a person should hear about; ok is false for the
+// ones told by updating the message alone.
+func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
+	if !tellsPeople(rec, t) {
+		return Msg{}, false
+	}
+	s := phaseEmoji[t.To] + " "
+	by := ""
+	if t.By.Kind != ops.System && t.By.ID != "" {
+		by = " by " + person(t.By)
+	}
+	switch {
+	case t.From == t.To && rec.Owner.ID == t.By.ID && t.By.Kind == ops.Human:
+		s = ":raising_hand: " + person(t.By) + " took the request over"
+	case t.To == ops.PhaseAwaitingApproval && (t.From == ops.PhaseApproved || t.From == ops.PhaseExecuting || t.From == ops.PhaseInterrupted):
+		s = ":arrows_counterclockwise: *Needs approval again*"
+		if t.Note != "" {
+			s += ": " + escLine(t.Note)
+		}
+	case t.To == ops.PhaseAwaitingApproval:
+		s = ":thumbsup: Approved" + by + fmt.Sprintf(" (%d of %d)", rec.Approval.Received(), rec.Approval.Required)
+	case t.To == ops.PhaseApproved:
+		s += "Approved" + by + ": starting"
+	default:
+		s += status(rec)
+		if t.To == ops.PhaseCancelled || t.To == ops.PhaseInterrupted {
+			s = phaseEmoji[t.To] + " *" + phaseWords[t.To] + "*" + by
+		}
+	}
+	if t.To == ops.PhaseFailed && len(rec.Errors) > 0 {
+		if e := rec.Errors[len(rec.Errors)-1]; e.Next != "" {
+			s += "\n→ " + esc(clip(e.Next, 600))
+		}
+	}
+	return Msg{Text: escText(fmt.Sprintf("%s: %s", rec.ID(), phrase(string(t.To)))), Blocks: []slack.Block{section(s)}}, true
+}
+
+// ProgressReply renders a step an execution reported.
+func ProgressReply(rec *ops.Record, msg string) Msg {
+	return Msg{Text: escText(rec.ID() + ": " + oneLine(msg)), Blocks: []slack.Block{contextBlock(":hourglass: " + escLine(msg))}}
+}
+
+// ErrorMessage renders a refusal: every problem with its field, message, next step and code.
 func ErrorMessage(err error) Msg {
 	var errs []*ops.Error
 	if es, ok := err.(ops.Errors); ok {
@@ -401,17 +528,20 @@ func ErrorMessage(err error) Msg {
 	errs = cappedErrors(errs)
 	text := make([]string, len(errs))
 	for i, e := range errs {
-		text[i] = clip(e.Error(), maxErrorLine)
+		text[i] = clip(oneLine(e.Error()), maxErrorLine)
 	}
-	return Msg{Text: fitText(strings.Join(text, "\n")), Blocks: []slack.Block{section(errorsText(errs))}}
+	return Msg{Text: fitText(esc(strings.Join(text, "\n"))), Blocks: []slack.Block{section(errorsText(errs))}}
 }
 
-// InfoMessage renders a short note.
+// InfoMessage renders a short note written by HyperOps (callers escape what they put in it from outside).
 func InfoMessage(s string) Msg { return Msg{Text: fitText(s), Blocks: []slack.Block{section(s)}} }
 
 // ResultMessage renders the answer of a read-only operation.
 func ResultMessage(rec *ops.Record) Rendered {
-	title := fmt.Sprintf("%s *%s* on %s", phaseLabel(rec.Phase), rec.Request.Operation, target(rec.Request.Target))
+	title := phaseEmoji[rec.Phase] + " " + headline(rec)
+	if rec.Result != nil && rec.Result.Summary != "" {
+		title += "\n" + escLine(rec.Result.Summary)
+	}
 	blocks := []slack.Block{section(title)}
 	var files []File
 	if rec.Result != nil {
@@ -422,11 +552,11 @@ func ResultMessage(rec *ops.Record) Rendered {
 	if len(rec.Errors) > 0 {
 		blocks = append(blocks, section(errorsText(rec.Errors)))
 	}
-	text := rec.Request.Operation + ": " + string(rec.Phase)
+	text := oneLine(plainHeadline(rec))
 	if rec.Result != nil {
-		text += " — " + rec.Result.Summary
+		text += " — " + oneLine(rec.Result.Summary)
 	}
-	return Rendered{Msg: Msg{Text: fitText(text), Blocks: capBlocks(blocks)}, Files: files}
+	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks)}, Files: files}
 }
 
 // RequestsMessage renders a list of requests.
@@ -440,13 +570,45 @@ func RequestsMessage(title string, recs []*ops.Record) Msg {
 			blocks = append(blocks, contextBlock(fmt.Sprintf("and %d more", len(recs)-len(blocks)+1)))
 			break
 		}
-		blocks = append(blocks, section(fmt.Sprintf("%s `%s` *%s* on %s — %s, %s", phaseEmoji[r.Phase], r.ID(), r.Request.Operation,
-			target(r.Request.Target), r.Phase, who(r.Request.Initiator))))
+		blocks = append(blocks, section(fmt.Sprintf("%s %s\n%s · asked by %s · %s", phaseEmoji[r.Phase], headline(r),
+			strings.ToLower(phaseWords[r.Phase]), person(r.Request.Initiator), code(r.ID()))))
 	}
-	return Msg{Text: fitText(fmt.Sprintf("%s: %d request(s)", title, len(recs))), Blocks: blocks}
+	return Msg{Text: fitText(fmt.Sprintf("%s: %s", title, plural(int64(len(recs)), "request", "requests"))), Blocks: blocks}
 }
 
-// HelpMessage renders help for all topics (topic "") or one topic, generated from the grammar.
+// AuditLine renders the one-line mirror of a transition for the audit channel.
+func AuditLine(rec *ops.Record, t ops.Transition) Msg {
+	s := fmt.Sprintf("%s %s on %s: %s → %s by %s", code(rec.ID()), escLine(rec.Request.Operation), target(rec.Request.Target),
+		orDash(phrase(string(t.From))), phrase(string(t.To)), person(t.By))
+	if t.Note != "" {
+		s += " — " + escLine(t.Note)
+	}
+	return Msg{Text: escText(oneLine(fmt.Sprintf("%s %s: %s → %s", rec.ID(), rec.Request.Operation, t.From, t.To))), Blocks: []slack.Block{contextBlock(s)}}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// topicGuide is each topic's one-line description and an example, for the help.
+var topicGuide = map[string]struct{ about, example string }{
+	"status":    {"how a cluster is doing: nodes, GPUs in use, pods waiting", "status cluster=ml-prod-eks"},
+	"capacity":  {"show or change the nodes of an instance group", "capacity scale group=gpu-workers count=4"},
+	"train":     {"run, follow and stop training jobs", "train submit name=llm-ft image=REGISTRY/trainer:v1 replicas=2 gpus=8 max-hours=12"},
+	"infer":     {"deploy, scale, roll out and delete inference servers", "infer scale name=fraud-scorer replicas=3"},
+	"storage":   {"create, list and delete volume claims", "storage create name=checkpoints size=500Gi"},
+	"bootstrap": {"check a cluster works, or create its HyperPod cluster", "bootstrap verify"},
+	"requests":  {"recent requests: yours, or those waiting for approval", "requests pending"},
+	"request":   {"one request: its state, or cancel or stop it", "request show id=train-20250308-001"},
+	"report":    {"a capacity report with a chart, here and now", "report capacity"},
+	"watch":     {"tell a workload's changes in this channel", "watch job=llm-ft"},
+	"unwatch":   {"stop telling a workload's changes here", "unwatch job=llm-ft"},
+	"help":      {"this help, or one topic's", "train help"},
+}
+
 func HelpMessage(g *Grammar, topic string) Msg {
 	if topic == "" {
 		lines := []string{"*HyperOps* — say what you want; the server plans, asks for approval and does it. Topics:"}
@@ -461,7 +623,11 @@ func HelpMessage(g *Grammar, topic string) Msg {
 			if len(verbs) > 0 {
 				l += " " + strings.Join(verbs, "|")
 			}
-			lines = append(lines, l+"`")
+			l += "`"
+			if d, ok := topicGuide[t]; ok {
+				l += " — " + d.about + "\n      e.g. `" + g.command + " " + d.example + "`"
+			}
+			lines = append(lines, l)
 		}
 		lines = append(lines, fmt.Sprintf("Every operation takes `cluster=` `namespace=` `dry-run` `request-id=` `profile=`. Quote values with spaces: `command=\"python train.py --lr 0.1\"`. More: `%s <topic> help`.", g.command))
 		return Msg{Text: "HyperOps help", Blocks: []slack.Block{section(strings.Join(lines, "\n"))}}
@@ -474,7 +640,11 @@ func HelpMessage(g *Grammar, topic string) Msg {
 		}
 		return ErrorMessage(ops.Errorf(ops.CodeUnknownOperation, "topic", next, "unknown topic %q", topic))
 	}
-	blocks := []slack.Block{section("*" + g.command + " " + topic + "*")}
+	title := "*" + g.command + " " + topic + "*"
+	if d, ok := topicGuide[topic]; ok {
+		title += " — " + d.about + "\ne.g. `" + g.command + " " + d.example + "`"
+	}
+	blocks := []slack.Block{section(title)}
 	for _, c := range cmds {
 		s := "`" + c.Usage + "`\n" + c.Summary
 		if c.Spec != nil {
@@ -488,21 +658,17 @@ func HelpMessage(g *Grammar, topic string) Msg {
 		}
 		blocks = append(blocks, section(s))
 	}
-	return Msg{Text: "help: " + topic, Blocks: capBlocks(blocks)}
+	return Msg{Text: escText("help: " + topic), Blocks: capBlocks(blocks)}
 }
 
-// AuditLine renders the one-line mirror of a transition for the audit channel.
-func AuditLine(rec *ops.Record, t ops.Transition) Msg {
-	s := fmt.Sprintf("`%s` %s on %s: %s → %s by %s", rec.ID(), rec.Request.Operation, plainTarget(rec.Request.Target), orDash(string(t.From)), t.To, who(t.By))
-	if t.Note != "" {
-		s += " — " + t.Note
+// DMAnswer answers a person's direct message that is not a command: words that are no topic ("hello", "what can
+// you do") get the help; a command with a mistake gets the refusal, which names the fix.
+func DMAnswer(g *Grammar, err error) Msg {
+	var e *ops.Error
+	if errors.As(err, &e) && e.Code == ops.CodeUnknownOperation && e.Field == "topic" {
+		help := HelpMessage(g, "")
+		help.Blocks = append([]slack.Block{section(":wave: Hi! Here is what you can ask me.")}, help.Blocks...)
+		return help
 	}
-	return Msg{Text: fitText(s), Blocks: []slack.Block{contextBlock(s)}}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
+	return ErrorMessage(err)
 }

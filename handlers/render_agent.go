@@ -120,30 +120,33 @@ func agentError(e *ops.Error) AgentError {
 func AgentReply(body AgentReplyBody) Msg {
 	js, _ := json.MarshalIndent(body, "", "  ")
 	summary := clip(agentSummary(body), maxSectionText)
-	text := fitText(summary + "\n```json\n" + string(js) + "\n```")
+	text := summary + "\n" + codeBlock("json\n"+string(js)+"\n")
+	if len([]rune(text)) > maxMessageText {
+		text = summary + "\n(the reply is too long for the message text: read it from the message metadata)"
+	}
 	var payload map[string]any
 	_ = json.Unmarshal(js, &payload)
 	blocks := []slack.Block{section(summary)}
 	if len(js) <= inlineLimit {
-		blocks = append(blocks, section("```json\n"+string(js)+"\n```"))
+		blocks = append(blocks, section(codeBlock("json\n"+string(js)+"\n")))
 	}
 	return Msg{Text: text, Blocks: blocks, Metadata: &slack.SlackMetadata{EventType: MetadataEventType, EventPayload: payload}}
 }
 
 func agentSummary(b AgentReplyBody) string {
-	s := fmt.Sprintf("%s request `%s`", phaseEmoji[b.Phase], b.RequestID)
+	s := fmt.Sprintf("%s request %s", phaseEmoji[b.Phase], code(b.RequestID))
 	if b.Operation != "" {
-		s += " (" + b.Operation + ")"
+		s += " (" + escLine(b.Operation) + ")"
 	}
-	s += " is *" + string(b.Phase) + "*"
+	s += " is *" + phrase(string(b.Phase)) + "*"
 	if b.Plan != nil {
-		s += fmt.Sprintf(" · risk %s · %s", b.Plan.Risk.Level, b.Plan.Cost.String())
+		s += fmt.Sprintf(" · risk %s · %s", b.Plan.Risk.Level, escLine(b.Plan.Cost.String()))
 		if b.Plan.Approvals.Required > 0 {
-			s += fmt.Sprintf(" · approvals %d/%d", b.Plan.Approvals.Received, b.Plan.Approvals.Required)
+			s += fmt.Sprintf(" · %d of %d approvals", b.Plan.Approvals.Received, b.Plan.Approvals.Required)
 		}
 	}
 	if len(b.Errors) > 0 {
-		s += fmt.Sprintf(" · %s: %s", b.Errors[0].Code, b.Errors[0].Message)
+		s += fmt.Sprintf(" · %s: %s", b.Errors[0].Code, escLine(b.Errors[0].Message))
 	}
 	return s
 }

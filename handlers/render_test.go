@@ -25,7 +25,7 @@ func sampleRecord(phase ops.Phase) *ops.Record {
 		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "InstanceGroup", Name: "gpu-workers", Fields: []ops.FieldChange{{Path: "instanceCount", From: "2", To: "4"}}}}}
 	p.Cost.AddHourly("ml.g5.12xlarge", 2, 7.09, "instance")
 	p.Risk.Add(ops.RiskMedium, "adds $14.18/h")
-	p.Risk.Add(ops.RiskHigh, "production cluster ml-prod-eks: one level up")
+	p.Risk.Add(ops.RiskHigh, "adds $14.18/h, on production cluster ml-prod-eks: one level up from medium")
 	rec := &ops.Record{Request: req, Phase: phase, Version: 4, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0,
 		Approval: ops.Approval{Required: 2, Approvers: "leads", ExpiresAt: t0.Add(time.Hour), PlanHash: p.Hash, Rule: "rule 1",
 			Votes: []ops.Vote{{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, Approve: true, At: t0, PlanHash: p.Hash}}}}
@@ -85,7 +85,24 @@ func TestGoldenMessages(t *testing.T) {
 		Events:  []string{"Warning BackoffLimitExceeded: Job has reached the specified backoff limit"},
 		LogTail: strings.Repeat("step 9 loss nan\n", 200) + "Traceback: CUDA out of memory"})
 	running, _ := WatchReply(WatchChange{Object: job, To: "running"})
+	denied := trainingRecord()
+	denied.Phase = ops.PhaseDenied
+	denied.Approval.Votes = []ops.Vote{{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, At: t0, PlanHash: denied.Plan.Hash, Reason: "too expensive this week; try 1 replica"}}
+	ran := trainingRecord()
+	ran.Phase = ops.PhaseSucceeded
+	ran.Result = &ops.Result{Summary: "Job llm-ft created", Watch: []ops.ObjectRef{{Cluster: "ml-prod-eks", Namespace: "ml-platform", Kind: "Job", Name: "llm-ft"}}}
+	jobFailed := WithWorkloadState(ran, WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
+	capFailed := capacityRecord()
+	capFailed.Phase = ops.PhaseFailed
+	capFailed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "group", "check with "+ops.Ask("capacity show"), "UpdateCluster failed: InsufficientCapacity for ml.g5.12xlarge")}
 	cases := map[string]Rendered{
+		"plan_training":       PlanMessage(trainingRecord()),
+		"plan_inference":      PlanMessage(inferenceRecord()),
+		"plan_capacity":       PlanMessage(capacityRecord()),
+		"plan_delete_storage": PlanMessage(deleteStorageRecord()),
+		"plan_denied":         PlanMessage(denied),
+		"plan_failed":         PlanMessage(capFailed),
+		"plan_job_failed":     {Msg: jobFailed},
 		"plan_awaiting":       PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
 		"plan_agent":          PlanMessage(agentRec),
 		"plan_succeeded":      PlanMessage(done),
@@ -105,7 +122,7 @@ func TestGoldenMessages(t *testing.T) {
 		"watch_reply_running": {Msg: running},
 		"watch_reply_failed":  {Msg: failed},
 		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload":  {Msg: WithWorkloadState(PlanMessage(done).Msg, WatchChange{Object: job, To: "completed"})},
+		"plan_with_workload":  {Msg: WithWorkloadState(done, WatchChange{Object: job, To: "completed"})},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -116,6 +133,10 @@ func TestGoldenMessages(t *testing.T) {
 	if len(cases["plan_long_manifest"].Files) != 1 {
 		t.Errorf("a long manifest must go to a file, got %d files", len(cases["plan_long_manifest"].Files))
 	}
+	t.Run("details_modal", func(t *testing.T) { golden(t, "details_modal", DetailsModal(trainingRecord())) })
+	t.Run("deny_modal", func(t *testing.T) {
+		golden(t, "deny_modal", DenyModal(trainingRecord(), `{"id":"train-20250308-001"}`))
+	})
 	t.Run("confirm_delete_modal", func(t *testing.T) {
 		rec := sampleRecord(ops.PhaseAwaitingApproval)
 		rec.Request.Operation, rec.Request.Params = DeleteStorageOperation, ops.Params{"name": "checkpoints"}
@@ -177,10 +198,10 @@ func TestWatchReplyTellsWhatMatters(t *testing.T) {
 	}{
 		{"pending without reason only updates", WatchChange{Object: job, To: "pending"}, false, nil},
 		{"unschedulable pending is told", WatchChange{Object: job, To: "pending", Reason: "Unschedulable"}, true, []string{"Unschedulable"}},
-		{"running", WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"pending → *running*"}},
-		{"completed with log", WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Log tail*", "done"}},
+		{"running", WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"is *running*"}},
+		{"completed with log", WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Last 1 line of the log*", "done"}},
 		{"failed with events", WatchChange{Object: job, To: "failed", Reason: "DeadlineExceeded", Events: []string{"Warning DeadlineExceeded"}}, true,
-			[]string{"reason: DeadlineExceeded", "*Recent events*", "Warning DeadlineExceeded"}},
+			[]string{"*failed*: DeadlineExceeded", "Warning DeadlineExceeded"}},
 		{"progressing only updates", WatchChange{Object: job, To: "progressing"}, false, nil},
 	}
 	for _, tc := range tests {

@@ -351,3 +351,36 @@ func reportAge(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dd", days)
 }
+
+// ReportWithChart is the report's blocks with its chart in them: the image (an uploaded file, by id) after the
+// headline figures, and a line saying what the chart shows, so the chart is part of the report message.
+func ReportWithChart(r report.Report, chartFileID string) []slack.Block {
+	blocks := ReportBlocks(r)
+	if chartFileID == "" {
+		return blocks
+	}
+	what := "The chart: GPUs of each instance group, allocated (orange) and free (green), and the cluster's GPU utilisation over time."
+	if len(r.History) <= 1 {
+		what = "The chart: GPUs of each instance group, allocated (orange) and free (green); the utilisation line starts with this report."
+	}
+	img := slack.NewImageBlockSlackFile(&slack.SlackFileObject{ID: chartFileID}, reportClip("GPUs allocated and free by instance group of "+r.Cluster+", and utilisation over time", 2000),
+		"chart", nil)
+	chart := []slack.Block{img, reportContext(what)}
+	// After the header, its context line and the GPU figures; before the per-group detail. The image counts
+	// against the block limit, so the detail gives up a block when the report is full.
+	at := min(len(blocks), 2)
+	for i, b := range blocks {
+		if s, ok := b.(*slack.SectionBlock); ok && len(s.Fields) > 0 {
+			at = i + 1 // the GPU figures
+			break
+		}
+	}
+	out := make([]slack.Block, 0, len(blocks)+2)
+	out = append(out, blocks[:at]...)
+	out = append(out, chart...)
+	out = append(out, blocks[at:]...)
+	if len(out) > reportMaxBlocks {
+		out = append(out[:reportMaxBlocks-1], out[len(out)-1])
+	}
+	return out
+}

@@ -200,3 +200,32 @@ func TestReportFormatting(t *testing.T) {
 		}
 	}
 }
+
+// The chart is part of the report message: an image of the uploaded file right after the GPU figures, and a line
+// saying what it shows; the whole stays within Slack's block limit.
+func TestReportWithChart(t *testing.T) {
+	for _, r := range []report.Report{fullReport(t), hugeReport(t)} {
+		blocks := ReportWithChart(r, "F0CHART")
+		if len(blocks) > reportMaxBlocks {
+			t.Errorf("%d blocks, Slack allows %d", len(blocks), reportMaxBlocks)
+		}
+		img := -1
+		for i, b := range blocks {
+			if im, ok := b.(*slack.ImageBlock); ok && im.SlackFile != nil && im.SlackFile.ID == "F0CHART" {
+				img = i
+			}
+		}
+		if img < 0 || img+1 >= len(blocks) {
+			t.Fatalf("no chart image in the report")
+		}
+		if raw, _ := json.Marshal(blocks[img+1]); !strings.Contains(string(raw), "The chart: GPUs of each instance group") {
+			t.Errorf("the report does not say what the chart shows: %s", raw)
+		}
+		if s, ok := blocks[img-1].(*slack.SectionBlock); !ok || len(s.Fields) == 0 {
+			t.Errorf("the chart is not right after the GPU figures (block %d)", img)
+		}
+	}
+	if got := ReportWithChart(fullReport(t), ""); len(got) != len(ReportBlocks(fullReport(t))) {
+		t.Errorf("without a chart the report changed")
+	}
+}

@@ -81,7 +81,7 @@ func (h *Handler) watch(ctx context.Context, inv *Invocation, who ops.Initiator,
 		case !had:
 			return h.poster.Ephemeral(ctx, channel, who.ID, InfoMessage(fmt.Sprintf("%s was not watched here.", objectLabel(obj))))
 		}
-		_, err = h.poster.Post(ctx, channel, InfoMessage(fmt.Sprintf(":no_bell: <@%s> stopped watching %s here.", who.ID, objectLabel(obj))))
+		_, err = h.poster.Post(ctx, channel, InfoMessage(fmt.Sprintf(":no_bell: %s stopped watching %s here.", person(who), objectLabel(obj))))
 		return err
 	}
 	// The watch message is posted first: it is the message kept up to date, and its thread gets the replies.
@@ -108,7 +108,7 @@ func (h *Handler) Watched(ctx context.Context, sub WatchSubscription, c WatchCha
 			if err != nil {
 				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
 			} else {
-				m = WithWorkloadState(PlanMessage(rec).Msg, c)
+				m = WithWorkloadState(rec, c)
 			}
 		}
 		if m.Text != "" {
@@ -142,42 +142,33 @@ func objectLabel(o ops.ObjectRef) string {
 		where += "/" + o.Namespace
 	}
 	if where == "" {
-		return fmt.Sprintf("%s `%s`", kind, o.Name)
+		return fmt.Sprintf("%s %s", escLine(kind), code(o.Name))
 	}
-	return fmt.Sprintf("%s `%s` on `%s`", kind, o.Name, where)
+	return fmt.Sprintf("%s %s on %s", escLine(kind), code(o.Name), code(where))
 }
 
 // WatchMessage renders the message /hp watch keeps up to date: the object and its last state told.
 func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 	s := ":eyes: Watching " + objectLabel(obj)
 	if state != "" {
-		s += " — " + stateEmoji[state] + " *" + state + "*"
+		s += " — " + stateEmoji[state] + " *" + phrase(state) + "*"
 	}
 	blocks := []slack.Block{section(s)}
 	if by.ID != "" {
-		blocks = append(blocks, contextBlock("asked by "+who(by)+" · changes are told in this thread"))
+		blocks = append(blocks, contextBlock("asked by "+person(by)+" · changes are told in this thread"))
 	}
-	text := "watching " + obj.Kind + " " + obj.Name
+	text := oneLine("watching " + obj.Kind + " " + obj.Name)
 	if state != "" {
 		text += ": " + state
 	}
-	return Msg{Text: text, Blocks: blocks}
+	return Msg{Text: escText(text), Blocks: blocks}
 }
 
-// WithWorkloadState adds the watched workload's state to a request's message, above its footer.
-func WithWorkloadState(m Msg, c WatchChange) Msg {
-	line := contextBlock(fmt.Sprintf("%s %s is *%s*", stateEmoji[c.To], objectLabel(c.Object), c.To))
-	out := m
-	out.Blocks = make([]slack.Block, 0, len(m.Blocks)+1)
-	if n := len(m.Blocks); n > 0 {
-		out.Blocks = append(out.Blocks, m.Blocks[:n-1]...)
-		out.Blocks = append(out.Blocks, line, m.Blocks[n-1])
-	} else {
-		out.Blocks = append(out.Blocks, line)
-	}
-	out.Blocks = capBlocks(out.Blocks)
-	out.Text = m.Text + " · " + c.Object.Name + ": " + c.To
-	return out
+// WithWorkloadState renders a request's message headed by the state of the workload it made.
+func WithWorkloadState(rec *ops.Record, c WatchChange) Msg {
+	m := planMessage(rec, &c).Msg
+	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
+	return m
 }
 
 // tellsWatch reports whether a workload state gets a thread reply; the others only update the message.
@@ -191,35 +182,63 @@ func tellsWatch(c WatchChange) bool {
 	return false
 }
 
-// maxLogTail is how much of a log tail is shown in a thread reply (its end is kept).
-const maxLogTail = 2000
+// logTailLines is how many lines of a log tail a thread reply shows; the whole tail goes to a file.
+const logTailLines = 20
+
+// errorMarkers find the line a person looks for first in a failed workload's log.
+var errorMarkers = []string{"error", "exception", "traceback", "out of memory", "fatal", "panic", "killed"}
+
+// tailLines keeps the last n lines of a log and finds its most telling error line (the last one that looks like
+// an error), so a reply can show it first.
+func tailLines(log string, n int) (errLine string, lines []string) {
+	all := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	for i := len(all) - 1; i >= 0 && errLine == ""; i-- {
+		low := strings.ToLower(all[i])
+		for _, m := range errorMarkers {
+			if strings.Contains(low, m) {
+				errLine = strings.TrimSpace(all[i])
+				break
+			}
+		}
+	}
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return errLine, all
+}
 
 // WatchReply renders the thread reply for a change of a watched object: the new state, why, recent events and,
-// for finished workloads, the end of the log.
+// for finished workloads, the error line and the end of the log.
 func WatchReply(c WatchChange) (Msg, bool) {
 	if !tellsWatch(c) {
 		return Msg{}, false
 	}
-	head := fmt.Sprintf("%s %s → *%s*", stateEmoji[c.To], objectLabel(c.Object), c.To)
-	if c.From != "" {
-		head = fmt.Sprintf("%s %s %s → *%s*", stateEmoji[c.To], objectLabel(c.Object), c.From, c.To)
-	}
+	head := fmt.Sprintf("%s %s is *%s*", stateEmoji[c.To], objectLabel(c.Object), phrase(c.To))
 	if c.Reason != "" {
-		head += "\nreason: " + c.Reason
+		head += ": " + escLine(c.Reason)
 	}
 	blocks := []slack.Block{section(head)}
 	if len(c.Events) > 0 {
-		blocks = append(blocks, section("*Recent events*\n"+strings.Join(c.Events, "\n")))
+		ev := make([]string, 0, len(c.Events))
+		for _, e := range c.Events {
+			ev = append(ev, "• "+escLine(e))
+		}
+		blocks = append(blocks, contextBlock(strings.Join(ev, "\n")))
 	}
 	if tail := strings.TrimSpace(c.LogTail); tail != "" {
-		if r := []rune(tail); len(r) > maxLogTail {
-			tail = "…" + string(r[len(r)-maxLogTail:])
+		errLine, lines := tailLines(tail, logTailLines)
+		s := fmt.Sprintf("*Last %s of the log*", plural(int64(len(lines)), "line", "lines"))
+		if errLine != "" && c.To == "failed" {
+			s = "*Error* " + code(errLine) + "\n" + s
 		}
-		blocks = append(blocks, section("*Log tail*\n```"+tail+"```"))
+		blocks = append(blocks, section(s+"\n"+codeBlock(clip(strings.Join(lines, "\n"), maxLogTail))))
 	}
-	text := fmt.Sprintf("%s %s: %s", c.Object.Kind, c.Object.Name, c.To)
+	text := oneLine(fmt.Sprintf("%s %s: %s", c.Object.Kind, c.Object.Name, c.To))
 	if c.Reason != "" {
-		text += " (" + c.Reason + ")"
+		text += " (" + oneLine(c.Reason) + ")"
 	}
-	return Msg{Text: fitText(text), Blocks: blocks}, true
+	return Msg{Text: escText(text), Blocks: blocks}, true
 }
+
+// maxLogTail bounds the log lines shown in a reply, in characters.
+const maxLogTail = 2500

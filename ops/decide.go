@@ -12,15 +12,20 @@ const maxCASAttempts = 8
 // Approve records voter's approval. When the quorum is reached the request is executed (by exactly one caller).
 // Voting twice is harmless; a request already approved or executed is returned as it is.
 func (e *Engine) Approve(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, true)
+	return e.decide(ctx, id, voter, true, "")
 }
 
 // Deny ends the request: one authorized Deny is enough.
 func (e *Engine) Deny(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, false)
+	return e.decide(ctx, id, voter, false, "")
 }
 
-func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool) (*Record, error) {
+// DenyWithReason is Deny with the reason the approver gave: it is kept on the vote and in the transition's note.
+func (e *Engine) DenyWithReason(ctx context.Context, id string, voter Initiator, reason string) (*Record, error) {
+	return e.decide(ctx, id, voter, false, reason)
+}
+
+func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason string) (*Record, error) {
 	for range maxCASAttempts {
 		rec, err := e.Get(ctx, id)
 		if err != nil {
@@ -47,7 +52,7 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 		if hasVoted(rec, voter.ID) && approve {
 			return rec, nil
 		}
-		next, err := e.vote(ctx, rec, voter, approve)
+		next, err := e.vote(ctx, rec, voter, approve, reason)
 		if errors.Is(err, ErrVersionConflict) {
 			continue
 		}
@@ -71,7 +76,7 @@ func (e *Engine) notAwaiting(rec *Record, approve bool) (*Record, error) {
 			return rec, nil // already decided: a second click changes nothing
 		}
 	}
-	return rec, Errorf(CodeInvalidPhase, "", "see /hp request show id="+rec.ID(),
+	return rec, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()),
 		"request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
 }
 
@@ -89,10 +94,14 @@ func hasVoted(rec *Record, voterID string) bool {
 	return false
 }
 
-func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve bool) (*Record, error) {
-	v := Vote{Voter: voter, Approve: approve, At: e.opts.Clock.Now(), PlanHash: rec.Approval.PlanHash}
+func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve bool, reason string) (*Record, error) {
+	v := Vote{Voter: voter, Approve: approve, At: e.opts.Clock.Now(), PlanHash: rec.Approval.PlanHash, Reason: reason}
 	if !approve {
-		return e.move(ctx, rec, PhaseDenied, voter, "denied by "+display(voter), func(r *Record) {
+		note := "denied by " + display(voter)
+		if reason != "" {
+			note += ": " + reason
+		}
+		return e.move(ctx, rec, PhaseDenied, voter, note, func(r *Record) {
 			r.Approval.Votes = append(r.Approval.Votes, v)
 		})
 	}
@@ -144,7 +153,7 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseInterrupted:
 			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
 		}
-		return rec, Errorf(CodeInvalidPhase, "", "stop the workload itself (e.g. /hp train stop name=…)",
+		return rec, Errorf(CodeInvalidPhase, "", "stop the workload itself (e.g. "+Ask("train stop name=…")+")",
 			"request %s is %s", id, rec.Phase)
 	})
 }

@@ -255,7 +255,7 @@ func lockScope(spec Spec, req Request) LockScope {
 func lockedError(scope LockScope, holder string) *Error {
 	return &Error{Code: CodeLocked, Field: "target", Holder: holder,
 		Message: fmt.Sprintf("%s is locked by request %s", scope, holder),
-		Next:    fmt.Sprintf("wait for request %s to finish (/hp request show id=%s), then retry", holder, holder)}
+		Next:    fmt.Sprintf("wait for request %s to finish (%s), then retry", holder, Ask("request show id="+holder))}
 }
 
 func (e *Engine) makePlan(ctx context.Context, op Operation, req Request) (*Plan, error) {
@@ -354,10 +354,10 @@ func stateError(doing string, err error) error {
 		return err
 	}
 	if errors.Is(err, ErrNotFound) {
-		return Errorf(CodeNotFound, "requestId", "check the id with /hp requests", "no such request")
+		return Errorf(CodeNotFound, "requestId", "check the id with "+Ask("requests"), "no such request")
 	}
 	if errors.Is(err, ErrVersionConflict) {
-		return Wrap(err, CodeInvalidPhase, "", "see its current state with /hp request show",
+		return Wrap(err, CodeInvalidPhase, "", "see its current state with "+Ask("request show"),
 			"could not %s: the request was changed by another replica or person first", doing)
 	}
 	return &Error{Code: CodeStateUnavailable, Message: "could not " + doing + ": the state store is unreachable",

@@ -391,7 +391,7 @@ func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
 	for _, l := range locks {
 		if err := e.locks.Check(ctx, l); err != nil {
 			if errors.Is(err, ErrLockLost) {
-				return Wrap(err, CodeLocked, "", "see who holds it with /hp request show, then retry",
+				return Wrap(err, CodeLocked, "", "see who holds it with "+Ask("request show")+", then retry",
 					"refused to write: the lock %s (fence %d) is no longer held by this execution", l.Scope, l.Fence)
 			}
 			return stateError("check the lock before writing", err)

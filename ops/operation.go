@@ -34,9 +34,12 @@ func (s LockScope) IsZero() bool { return s == LockScope{} }
 
 // Spec describes an operation of the catalog.
 type Spec struct {
-	Name    string `json:"name"`
-	Domain  string `json:"domain"`
-	Slash   string `json:"slash"`
+	Name   string `json:"name"`
+	Domain string `json:"domain"`
+	// Topic and Verb place the operation in a surface's grammar ("train" "submit"); each surface renders them in
+	// its own way (the Slack handlers as "<configured command> train submit name= …").
+	Topic   string `json:"topic"`
+	Verb    string `json:"verb,omitempty"`
 	Summary string `json:"summary"`
 	Mutates bool   `json:"mutates"`
 	// Baseline is the risk every plan of this operation starts at.

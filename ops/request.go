@@ -103,16 +103,22 @@ type Vote struct {
 	Approve  bool      `json:"approve"`
 	At       time.Time `json:"at"`
 	PlanHash string    `json:"planHash"`
+	// Reason is what the voter wrote (a Deny's optional reason), shown with the vote.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Approval is what a request needs and what it has received, bound to one plan hash.
 type Approval struct {
-	Required          int       `json:"required"`
-	Approvers         string    `json:"approvers,omitempty"`
-	ExpiresAt         time.Time `json:"expiresAt,omitzero"`
-	AllowSelfApproval bool      `json:"allowSelfApproval,omitempty"`
-	PlanHash          string    `json:"planHash,omitempty"`
-	Votes             []Vote    `json:"votes,omitempty"`
+	Required  int    `json:"required"`
+	Approvers string `json:"approvers,omitempty"`
+	// ApproverUsers and ApproverUserGroups are who the approver group names (Slack user and user group IDs, as
+	// configured when the request was planned), so the plan message can mention them.
+	ApproverUsers      []string  `json:"approverUsers,omitempty"`
+	ApproverUserGroups []string  `json:"approverUserGroups,omitempty"`
+	ExpiresAt          time.Time `json:"expiresAt,omitzero"`
+	AllowSelfApproval  bool      `json:"allowSelfApproval,omitempty"`
+	PlanHash           string    `json:"planHash,omitempty"`
+	Votes              []Vote    `json:"votes,omitempty"`
 	// Rule describes which policy rule set this requirement, for the plan message.
 	Rule string `json:"rule,omitempty"`
 }

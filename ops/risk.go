@@ -99,7 +99,15 @@ func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
 	}
 	if p.Production != nil && p.Production(req.Target.Cluster, req.Target.Namespace) && spec.Mutates {
 		raised := r.Level.Up()
-		r.Reasons = append(r.Reasons, Reason{Level: raised, Text: fmt.Sprintf("production cluster %s: one level up", req.Target.Cluster)})
+		// The raised reason names what it raised, so the one reason a plan message shows says why in full.
+		text := fmt.Sprintf("production cluster %s: one level up from %s", req.Target.Cluster, r.Level)
+		for _, x := range r.Reasons {
+			if x.Level == r.Level {
+				text = fmt.Sprintf("%s, on production cluster %s: one level up from %s", x.Text, req.Target.Cluster, r.Level)
+				break
+			}
+		}
+		r.Reasons = append(r.Reasons, Reason{Level: raised, Text: text})
 		r.Level = raised
 	}
 }

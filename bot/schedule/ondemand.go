@@ -27,7 +27,7 @@ func (o *OnDemand) CapacityReport(ctx context.Context, req handlers.ReportReques
 		Samples: config.DefaultReportSamples}
 	for _, name := range req.Clusters {
 		if _, ok := o.Config.Cluster(name); !ok {
-			return ops.Errorf(ops.CodeUnknownCluster, "cluster", "name one of the clusters in /hp status", "unknown cluster %q", name)
+			return ops.Errorf(ops.CodeUnknownCluster, "cluster", "name one of the clusters in "+ops.Ask("status"), "unknown cluster %q", name)
 		}
 	}
 	var errs []error

@@ -196,7 +196,8 @@ func (w *World) WaitEphemeral(ctx context.Context, timeout time.Duration, user s
 
 // HasButton reports whether the message offers a button with that action id.
 func HasButton(m fakeslack.Message, action string) bool {
-	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`)
+	// A choice is a button, or an option of the overflow menu (its value is "<action>:<request id>").
+	return strings.Contains(string(m.Blocks), `"action_id":"`+action+`"`) || strings.Contains(string(m.Blocks), `"value":"`+action+`:`)
 }
 
 func describe(msgs []fakeslack.Message) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -25,12 +26,22 @@ func submit(t *testing.T, w *harness.World, id, text string) *ops.Record {
 	must(t, w, err)
 	if rec.Phase == ops.PhaseAwaitingApproval {
 		t.Logf("set-up request %s needs an approval: risk %+v", id, rec.Plan.Risk)
-		msg, err := w.WaitText(ctx, 30*time.Second, harness.OpsChannel, id)
-		must(t, w, err)
+		msg := waitApprovable(t, w, harness.OpsChannel, id)
 		_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
 		must(t, w, err)
 		rec, err = w.WaitPhase(ctx, time.Minute, id, ops.PhaseSucceeded)
 		must(t, w, err)
 	}
 	return rec
+}
+
+// waitApprovable waits for the plan message of request id to offer Approve: it is posted at the request's first
+// entry (received) and updated as the request moves on, so the message found first may not have its buttons yet.
+func waitApprovable(t *testing.T, w *harness.World, channel, id string) fakeslack.Message {
+	t.Helper()
+	msg, err := w.WaitMessage(t.Context(), time.Minute, channel, func(m fakeslack.Message) bool {
+		return m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) && harness.HasButton(m, handlers.ActionApprove)
+	})
+	must(t, w, err)
+	return msg
 }

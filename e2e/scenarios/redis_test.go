@@ -51,9 +51,8 @@ func TestRedisStoppedFailsClosedThenResumes(t *testing.T) {
 	rec, err := w.WaitPhase(ctx, time.Minute, "e2e-redis-1", ops.PhaseSucceeded, ops.PhaseAwaitingApproval)
 	must(t, w, err)
 	if rec.Phase == ops.PhaseAwaitingApproval {
-		msg, err := w.WaitText(ctx, 30*time.Second, harness.OpsChannel, "e2e-redis-1")
-		must(t, w, err)
-		_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
+		msg := waitApprovable(t, w, harness.OpsChannel, "e2e-redis-1")
+		_, err := w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
 		must(t, w, err)
 		rec, err = w.WaitPhase(ctx, time.Minute, "e2e-redis-1", ops.PhaseSucceeded)
 		must(t, w, err)

@@ -27,7 +27,7 @@ var reportJobs = []struct {
 }{{"e2e-report-a", 8}, {"e2e-report-b", 4}}
 
 // Issue 7, end to end: two replicas run a report scheduled every minute. Over two ticks exactly two reports are
-// posted to the report channel, each with its PNG chart (files upload v2) in its thread, and their figures match
+// posted to the report channel, each showing its PNG chart (files upload v2), and their figures match
 // the API server: GPUs of the kwok nodes, GPUs allocated to the running Jobs, and the Jobs themselves.
 func TestScheduledReportPostsOncePerTickAcrossReplicas(t *testing.T) {
 	w := world(t, harness.Options{GPUNodes: 2, ReportSchedule: "* * * * *"})
@@ -107,17 +107,17 @@ func TestScheduledReportPostsOncePerTickAcrossReplicas(t *testing.T) {
 	}
 }
 
-// checkChart requires exactly one completed PNG upload in the report's thread (files upload v2).
+// checkChart requires exactly one completed PNG upload (files upload v2) that the report message shows as an image.
 func checkChart(t *testing.T, snap fakeslack.Snapshot, report fakeslack.Message) {
 	t.Helper()
 	var charts []fakeslack.File
 	for _, f := range snap.Files {
-		if f.ThreadTS == report.TS && containsString(f.Channels, harness.ReportChannel) {
+		if strings.Contains(string(report.Blocks), `"slack_file":{"id":"`+f.ID+`"}`) {
 			charts = append(charts, f)
 		}
 	}
 	if len(charts) != 1 {
-		t.Errorf("report %s has %d files in its thread, want one chart", report.TS, len(charts))
+		t.Errorf("report %s shows %d files, want one chart", report.TS, len(charts))
 		return
 	}
 	f := charts[0]

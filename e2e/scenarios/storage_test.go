@@ -48,9 +48,8 @@ func TestDeletingWorkloadKeepsDataUntilStorageIsDeleted(t *testing.T) {
 
 	// delete-inference is destructive (high risk): a lead approves; the claim stays.
 	run("e2e-store-infer-del", "infer delete name="+svc, ops.PhaseAwaitingApproval)
-	msg, err := w.WaitText(ctx, time.Minute, harness.OpsChannel, "e2e-store-infer-del")
-	must(t, w, err)
-	_, err = w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
+	msg := waitApprovable(t, w, harness.OpsChannel, "e2e-store-infer-del")
+	_, err := w.Click(ctx, harness.Lead1, harness.OpsChannel, msg.TS, handlers.ActionApprove)
 	must(t, w, err)
 	_, err = w.WaitPhase(ctx, time.Minute, "e2e-store-infer-del", ops.PhaseSucceeded)
 	must(t, w, err)
@@ -85,8 +84,7 @@ func TestDeletingWorkloadKeepsDataUntilStorageIsDeleted(t *testing.T) {
 	if rec.Approval.Required != 2 || rec.Plan == nil || rec.Plan.Risk.Level != ops.RiskCritical {
 		t.Errorf("delete-storage plan: required %d, plan %+v; want 2 approvals of a critical plan", rec.Approval.Required, rec.Plan)
 	}
-	msg, err = w.WaitText(ctx, time.Minute, harness.OpsChannel, "e2e-store-del-2")
-	must(t, w, err)
+	msg = waitApprovable(t, w, harness.OpsChannel, "e2e-store-del-2")
 	must(t, w, w.ApproveDeletion(ctx, harness.Lead1, harness.OpsChannel, msg.TS, claim))
 	_, err = w.WaitRecord(ctx, 30*time.Second, "e2e-store-del-2", func(r *ops.Record) bool { return r.Approval.Received() == 1 })
 	must(t, w, err)

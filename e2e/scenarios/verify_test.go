@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -37,7 +38,11 @@ func TestBootstrapVerifyReportsEveryCheck(t *testing.T) {
 	if !strings.Contains(checks["logs"], `"hyperops":"verify"`) {
 		t.Errorf("logs check = %q, want the marker line read back through pods/log", checks["logs"])
 	}
-	msg, err := w.WaitText(ctx, 30*time.Second, harness.OpsChannel, id, "succeeded")
+	// The request's own message (not the thread reply that also says succeeded), once it is updated.
+	msg, err := w.WaitMessage(ctx, 30*time.Second, harness.OpsChannel, func(m fakeslack.Message) bool {
+		text := strings.ToLower(harness.MessageText(m))
+		return m.ThreadTS == "" && strings.Contains(text, id) && strings.Contains(text, "succeeded")
+	})
 	must(t, w, err)
 	text := harness.MessageText(msg)
 	for _, c := range []string{"namespace", "scheduling", "logs"} {

@@ -141,7 +141,8 @@ func (s *Server) userRefLocked(id string) map[string]any {
 	return map[string]any{"id": id, "username": u.Name, "name": u.Name, "team_id": s.opts.TeamID}
 }
 
-// findButton finds a button by action_id in actions blocks and section accessories; it returns the
+// findButton finds a button by action_id in actions blocks and section accessories, or else an overflow menu
+// option whose value is actionID or starts with actionID+":" (choosing it, as a person would); it returns the
 // action as block_actions carries it.
 func findButton(blocksJSON json.RawMessage, actionID, wantBlock string) (map[string]any, string, bool) {
 	var blocks []map[string]any
@@ -162,6 +163,9 @@ func findButton(blocksJSON json.RawMessage, actionID, wantBlock string) (map[str
 		}
 		for _, e := range elems {
 			el, _ := e.(map[string]any)
+			if opt := overflowOption(el, actionID); opt != nil {
+				return map[string]any{"action_id": el["action_id"], "type": "overflow", "selected_option": opt}, blockID, true
+			}
 			if el["type"] != "button" || el["action_id"] != actionID {
 				continue
 			}
@@ -175,6 +179,20 @@ func findButton(blocksJSON json.RawMessage, actionID, wantBlock string) (map[str
 		}
 	}
 	return nil, "", false
+}
+
+func overflowOption(el map[string]any, choice string) map[string]any {
+	if el["type"] != "overflow" {
+		return nil
+	}
+	opts, _ := el["options"].([]any)
+	for _, o := range opts {
+		om, _ := o.(map[string]any)
+		if v, _ := om["value"].(string); v == choice || strings.HasPrefix(v, choice+":") {
+			return om
+		}
+	}
+	return nil
 }
 
 // Interaction delivers an interactive envelope with a payload of the caller's making.

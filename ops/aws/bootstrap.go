@@ -37,7 +37,7 @@ var bootstrapParams = []ops.ParamSpec{
 
 func (o *bootstrapOp) Spec() ops.Spec {
 	return ops.Spec{
-		Name: OpBootstrapCluster, Domain: "bootstrap", Slash: "bootstrap hyperpod template=", Mutates: true,
+		Name: OpBootstrapCluster, Domain: "bootstrap", Topic: "bootstrap", Verb: "hyperpod", Mutates: true,
 		Summary:  "Create the cluster's SageMaker HyperPod cluster on its EKS cluster from a registered template",
 		Baseline: ops.RiskHigh, Params: bootstrapParams, Budget: ops.BudgetBootstrap,
 		Lock: func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },

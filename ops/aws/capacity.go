@@ -74,7 +74,7 @@ type getCapacityOp struct {
 }
 
 func (o *getCapacityOp) Spec() ops.Spec {
-	return ops.Spec{Name: OpGetCapacity, Domain: "capacity", Slash: "capacity show",
+	return ops.Spec{Name: OpGetCapacity, Domain: "capacity", Topic: "capacity", Verb: "show",
 		Summary: "Show the HyperPod instance groups and EKS node groups of a cluster: counts, status, cost per hour"}
 }
 
@@ -114,7 +114,7 @@ func (c *Clients) Capacity(ctx context.Context, cluster string, pricer ops.Price
 		out.HyperPod, err = c.hyperPodCapacity(ctx, t)
 		switch {
 		case apiCode(err) == "ResourceNotFound":
-			out.Warnings = append(out.Warnings, fmt.Sprintf("HyperPod cluster %s does not exist yet (/hp bootstrap hyperpod template=…)",
+			out.Warnings = append(out.Warnings, fmt.Sprintf("HyperPod cluster %s does not exist yet ("+ops.Ask("bootstrap hyperpod template=…")+")",
 				t.cl.HyperPod.ClusterName))
 		case err != nil:
 			return nil, err

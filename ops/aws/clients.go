@@ -108,8 +108,7 @@ func (c *Clients) cluster(name string) (*target, error) {
 		for _, x := range c.cfg.Clusters {
 			names = append(names, x.Name)
 		}
-		return nil, ops.Errorf(ops.CodeUnknownCluster, "cluster", fmt.Sprintf("registered clusters: %v", names),
-			"cluster %q is not registered", name)
+		return nil, ops.Unknown(ops.CodeUnknownCluster, "cluster", "registered clusters", name, names, "cluster %q is not registered", name)
 	}
 	region := cl.Region
 	if region == "" {

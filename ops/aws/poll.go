@@ -65,10 +65,10 @@ func waitError(ctx context.Context, what string, timeout time.Duration, last str
 	}
 	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ops.Wrap(ctx.Err(), ops.CodeAWSError, "",
-			"the change may still complete on AWS: check with /hp capacity show before retrying",
+			"the change may still complete on AWS: check with "+ops.Ask("capacity show")+" before retrying",
 			"gave up after %s waiting for %s; last seen: %s", timeout, what, seen)
 	}
 	return ops.Wrap(fmt.Errorf("%w: %w", ctx.Err(), context.Cause(ctx)), ops.CodeAWSError, "",
-		"the change may still complete on AWS: check with /hp capacity show",
+		"the change may still complete on AWS: check with "+ops.Ask("capacity show"),
 		"stopped waiting for %s (%v); last seen: %s", what, context.Cause(ctx), seen)
 }

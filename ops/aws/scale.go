@@ -36,7 +36,7 @@ var scaleParams = []ops.ParamSpec{
 
 func (o *scaleOp) Spec() ops.Spec {
 	return ops.Spec{
-		Name: OpScaleCapacity, Domain: "capacity", Slash: "capacity scale group= count=", Mutates: true,
+		Name: OpScaleCapacity, Domain: "capacity", Topic: "capacity", Verb: "scale", Mutates: true,
 		Summary:  "Scale a HyperPod instance group or an EKS managed node group to a number of instances",
 		Baseline: ops.RiskLow, Params: scaleParams, Budget: ops.BudgetCapacity,
 		Lock: func(r ops.Request) ops.LockScope {
@@ -142,7 +142,7 @@ func clusterBusy(what, status, want, failure string) error {
 		msg += " (" + failure + ")"
 	}
 	return &ops.Error{Code: ops.CodeClusterUnavailable, Field: "cluster", Message: msg,
-		Next: "wait for the change in progress to finish (/hp capacity show), then retry"}
+		Next: "wait for the change in progress to finish (" + ops.Ask("capacity show") + "), then retry"}
 }
 
 // Plan diffs the count against AWS's, prices the difference and rates scaling down.
@@ -378,7 +378,7 @@ func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, w
 	}
 	var w scaleWritten
 	if err := json.Unmarshal(written, &w); err != nil {
-		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the group with /hp capacity show", "the recorded write does not decode")
+		return nil, ops.Wrap(err, ops.CodeInternal, "", "check the group with "+ops.Ask("capacity show"), "the recorded write does not decode")
 	}
 	t, err := o.c.cluster(req.Target.Cluster)
 	if err != nil {
@@ -407,7 +407,7 @@ func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, r
 		}
 		now := hyperPodGroup(out, a.Group)
 		if now == nil {
-			return "", false, ops.Errorf(ops.CodeAWSError, "group", "check the cluster with /hp capacity show",
+			return "", false, ops.Errorf(ops.CodeAWSError, "group", "check the cluster with "+ops.Ask("capacity show"),
 				"instance group %s disappeared from %s while scaling", a.Group, a.AWSCluster), nil
 		}
 		res.Status, res.Current = now.ClusterStatus, now.Current

@@ -36,6 +36,9 @@ func checkImage(cl *config.Cluster, image string) error {
 	if image == "" {
 		return ops.Errorf(ops.CodeInvalidArgument, "image", "add image=REGISTRY/REPO:TAG", "image is required")
 	}
+	if err := checkImageRef(image); err != nil {
+		return err
+	}
 	if cl.AllowsImage(image) {
 		return nil
 	}
@@ -58,7 +61,7 @@ func checkLimit(cl *config.Cluster, field string, value int64, rule string, limi
 	}
 	if value > int64(limit) {
 		return ops.Errorf(ops.CodeQuotaExceeded, field, fmt.Sprintf("use at most %d", limit),
-			"%s=%d exceeds clusters[%s].%s=%d", field, value, cl.Name, rule, limit)
+			"%s=%d is more than %s allows: at most %d (clusters[%s].%s=%d)", field, value, cl.Name, limit, cl.Name, rule, limit)
 	}
 	return nil
 }

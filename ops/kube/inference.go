@@ -26,7 +26,7 @@ const lockKindInference = "inference"
 
 func (r *registry) deployInference() ops.Operation {
 	spec := ops.Spec{
-		Name: "deploy-inference", Domain: "inference", Slash: "/hp infer deploy", Mutates: true, Baseline: ops.RiskLow,
+		Name: "deploy-inference", Domain: "inference", Topic: "infer", Verb: "deploy", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Deploy an inference server (Deployment + Service, readiness probe, rolling update without downtime)",
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "deployment and service name (DNS-1123 label)"},
@@ -157,14 +157,14 @@ func managedInference(ctx context.Context, t target, name string) (*unstructured
 		return nil, nil, err
 	}
 	if have == nil {
-		return nil, nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it first with /hp infer deploy", "Deployment %s/%s not found", t.ns, name)
+		return nil, nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it first with "+ops.Ask("infer deploy"), "Deployment %s/%s not found", t.ns, name)
 	}
 	if err := requireManaged(ResDeployment, have); err != nil {
 		return nil, nil, err
 	}
 	var p ops.Params
 	if err := json.Unmarshal([]byte(have.GetAnnotations()[AnnotationInferenceSpec]), &p); err != nil {
-		return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "name", "deploy it again with /hp infer deploy",
+		return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "name", "deploy it again with "+ops.Ask("infer deploy"),
 			"Deployment %s/%s lacks a readable %s annotation", t.ns, name, AnnotationInferenceSpec)
 	}
 	return have, p, nil
@@ -172,7 +172,7 @@ func managedInference(ctx context.Context, t target, name string) (*unstructured
 
 func (r *registry) scaleInference() ops.Operation {
 	spec := ops.Spec{
-		Name: "scale-inference", Domain: "inference", Slash: "/hp infer scale", Mutates: true, Baseline: ops.RiskLow,
+		Name: "scale-inference", Domain: "inference", Topic: "infer", Verb: "scale", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Change the replicas of an inference Deployment (down or to zero is high risk)",
 		Params: []ops.ParamSpec{nameParam,
 			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "new replicas, 0 to limits.maxInferenceReplicas"}},
@@ -213,7 +213,7 @@ func (r *registry) scaleInference() ops.Operation {
 
 func (r *registry) rolloutInference() ops.Operation {
 	spec := ops.Spec{
-		Name: "rollout-inference", Domain: "inference", Slash: "/hp infer rollout", Mutates: true, Baseline: ops.RiskLow,
+		Name: "rollout-inference", Domain: "inference", Topic: "infer", Verb: "rollout", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Roll an inference Deployment to a new image and follow it until available or its progress deadline",
 		Params: []ops.ParamSpec{nameParam,
 			{Name: "image", Kind: ops.KindString, Required: true, Help: "new image; must match the cluster's allowed registries"}},
@@ -264,12 +264,12 @@ func (r *registry) followRollout(ctx context.Context, t target, name string, res
 			res.Details = append(res.Details, ops.Detail{Label: "rollout", Value: state})
 			return nil
 		case StateFailed:
-			return ops.Errorf(ops.CodeClusterUnavailable, "image", "check the pods with /hp infer status name="+name+"; roll back with the previous image",
+			return ops.Errorf(ops.CodeClusterUnavailable, "image", "check the pods with "+ops.Ask("infer status name="+name)+"; roll back with the previous image",
 				"rollout of %s/%s failed: %s", t.ns, name, why)
 		}
 		select {
 		case <-ctx.Done():
-			return ops.Wrap(ctx.Err(), ops.CodeClusterUnavailable, "", "follow it with /hp infer status name="+name,
+			return ops.Wrap(ctx.Err(), ops.CodeClusterUnavailable, "", "follow it with "+ops.Ask("infer status name="+name),
 				"stopped following the rollout of %s/%s while %s", t.ns, name, why)
 		case <-tick.C:
 		}
@@ -285,7 +285,7 @@ func (r *registry) poll() time.Duration {
 
 func (r *registry) deleteInference() ops.Operation {
 	spec := ops.Spec{
-		Name: "delete-inference", Domain: "inference", Slash: "/hp infer delete", Mutates: true, Baseline: ops.RiskHigh,
+		Name: "delete-inference", Domain: "inference", Topic: "infer", Verb: "delete", Mutates: true, Baseline: ops.RiskHigh,
 		Summary: "Delete an inference Deployment and its Service (volumes are never touched)",
 		Params:  []ops.ParamSpec{nameParam},
 		Lock:    r.lock(lockKindInference),
@@ -345,7 +345,7 @@ type inferenceStatus struct {
 
 func (r *registry) getInference() ops.Operation {
 	spec := ops.Spec{
-		Name: "get-inference", Domain: "inference", Slash: "/hp infer status", Baseline: ops.RiskLow,
+		Name: "get-inference", Domain: "inference", Topic: "infer", Verb: "status", Baseline: ops.RiskLow,
 		Summary: "Show an inference Deployment: rollout state, replicas, pods and recent events",
 		Params:  []ops.ParamSpec{nameParam},
 	}
@@ -354,7 +354,7 @@ func (r *registry) getInference() ops.Operation {
 		dep, err := t.c.Kube.AppsV1().Deployments(t.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it with /hp infer deploy", "Deployment %s/%s not found", t.ns, name)
+				return nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it with "+ops.Ask("infer deploy"), "Deployment %s/%s not found", t.ns, name)
 			}
 			return nil, clusterError(err, "read Deployment %s/%s", t.ns, name)
 		}

@@ -25,7 +25,7 @@ func TestRegisterSpecs(t *testing.T) {
 		t.Fatalf("names = %v", got)
 	}
 	for _, s := range e.cat.Specs() {
-		if !strings.HasPrefix(s.Slash, "/hp ") || s.Summary == "" || s.Domain == "" {
+		if s.Topic == "" || strings.ContainsAny(s.Topic+s.Verb, "/ =") || s.Summary == "" || s.Domain == "" {
 			t.Errorf("%s: incomplete spec %+v", s.Name, s)
 		}
 		for _, p := range s.Params {

@@ -25,7 +25,7 @@ const lockKindStorage = "pvc"
 
 func (r *registry) createStorage() ops.Operation {
 	spec := ops.Spec{
-		Name: "create-storage", Domain: "storage", Slash: "/hp storage create", Mutates: true, Baseline: ops.RiskLow,
+		Name: "create-storage", Domain: "storage", Topic: "storage", Verb: "create", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Create a persistent volume claim (size, storage class, access mode)",
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "claim name (DNS-1123 label)"},
@@ -117,7 +117,7 @@ func podsMounting(ctx context.Context, c *Cluster, ns, claim string) ([]string, 
 
 func (r *registry) deleteStorage() ops.Operation {
 	spec := ops.Spec{
-		Name: "delete-storage", Domain: "storage", Slash: "/hp storage delete", Mutates: true, Baseline: ops.RiskCritical,
+		Name: "delete-storage", Domain: "storage", Topic: "storage", Verb: "delete", Mutates: true, Baseline: ops.RiskCritical,
 		Summary: "Delete a persistent volume claim and, with its reclaim policy, its data; refused while any pod mounts it",
 		Params:  []ops.ParamSpec{nameParam},
 		Lock:    r.lock(lockKindStorage),
@@ -163,7 +163,7 @@ type claimSummary struct {
 
 func (r *registry) listStorage() ops.Operation {
 	spec := ops.Spec{
-		Name: "list-storage", Domain: "storage", Slash: "/hp storage list", Baseline: ops.RiskLow,
+		Name: "list-storage", Domain: "storage", Topic: "storage", Verb: "list", Baseline: ops.RiskLow,
 		Summary: "List the persistent volume claims of a namespace, their size and the pods using them",
 	}
 	return r.readOperation(spec, func(target, *ops.Request) error { return nil }, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {

@@ -35,7 +35,7 @@ var trainingKindParam = ops.ParamSpec{Name: "kind", Kind: ops.KindString, Defaul
 
 func (r *registry) submitTrainingJob() ops.Operation {
 	spec := ops.Spec{
-		Name: "submit-training-job", Domain: "training", Slash: "/hp train submit", Mutates: true, Baseline: ops.RiskLow,
+		Name: "submit-training-job", Domain: "training", Topic: "train", Verb: "submit", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Submit a training job (Job, PyTorchJob or HyperPodPyTorchJob) with GPUs, a deadline and guardrails",
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "job name (DNS-1123 label)"},
@@ -120,7 +120,8 @@ func trainingDeadline(t target, p ops.Params) (time.Duration, error) {
 	}
 	if d > limit {
 		return 0, ops.Errorf(ops.CodeQuotaExceeded, "max-hours", fmt.Sprintf("use at most %dh", t.cfg.Limits.MaxTrainingHours),
-			"max-hours=%s exceeds clusters[%s].limits.maxTrainingHours=%d", d, t.cfg.Name, t.cfg.Limits.MaxTrainingHours)
+			"max-hours=%.4g is more than %s allows: at most %d hours (clusters[%s].limits.maxTrainingHours=%d)", d.Hours(), t.cfg.Name,
+			t.cfg.Limits.MaxTrainingHours, t.cfg.Name, t.cfg.Limits.MaxTrainingHours)
 	}
 	return d, nil
 }
@@ -169,7 +170,7 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 	addGPUCost(&d.cost, g, "training "+name, gpus*replicas)
 	if d.cost.HourlyDelta > 0 {
 		d.cost.Total = d.cost.HourlyDelta * deadline.Hours()
-		d.cost.TotalBasis = fmt.Sprintf("if it runs to its %s deadline (activeDeadlineSeconds)", deadline)
+		d.cost.TotalBasis = fmt.Sprintf("if it runs its full %g hours (its deadline, activeDeadlineSeconds)", deadline.Hours())
 	}
 	if gpus == 0 {
 		d.warnings = append(d.warnings, "no GPUs requested: CPU and memory cost is not estimated")

@@ -22,7 +22,7 @@ func checkNameOnly(_ target, req *ops.Request) error {
 
 func (r *registry) stopTrainingJob() ops.Operation {
 	spec := ops.Spec{
-		Name: "stop-training-job", Domain: "training", Slash: "/hp train stop", Mutates: true, Baseline: ops.RiskHigh,
+		Name: "stop-training-job", Domain: "training", Topic: "train", Verb: "stop", Mutates: true, Baseline: ops.RiskHigh,
 		Summary: "Stop a training job by deleting it (its pods go too; volumes are never touched)",
 		Params:  []ops.ParamSpec{nameParam, trainingKindParam},
 		Lock:    r.lock(lockKindTraining),
@@ -138,7 +138,7 @@ type trainingStatus struct {
 
 func (r *registry) getTrainingJob() ops.Operation {
 	spec := ops.Spec{
-		Name: "get-training-job", Domain: "training", Slash: "/hp train status", Baseline: ops.RiskLow,
+		Name: "get-training-job", Domain: "training", Topic: "train", Verb: "status", Baseline: ops.RiskLow,
 		Summary: "Show a training job: state, conditions, pods, recent events and a log tail",
 		Params: []ops.ParamSpec{nameParam, trainingKindParam,
 			{Name: "lines", Kind: ops.KindInt, Default: "50", Min: 1, Max: 500, Help: "log lines to show (at most 500)"}},
@@ -153,7 +153,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 			return nil, err
 		}
 		if have == nil {
-			return nil, ops.Errorf(ops.CodeNotFound, "name", "list jobs with /hp train list", "%s %s/%s not found", res.Kind, t.ns, name)
+			return nil, ops.Errorf(ops.CodeNotFound, "name", "list jobs with "+ops.Ask("train list"), "%s %s/%s not found", res.Kind, t.ns, name)
 		}
 		st := trainingStatus{Kind: res.Kind, Name: name, Namespace: t.ns}
 		st.State, st.Reason = objectState(res, have)
@@ -202,7 +202,7 @@ type jobSummary struct {
 
 func (r *registry) listTrainingJobs() ops.Operation {
 	spec := ops.Spec{
-		Name: "list-training-jobs", Domain: "training", Slash: "/hp train list", Baseline: ops.RiskLow,
+		Name: "list-training-jobs", Domain: "training", Topic: "train", Verb: "list", Baseline: ops.RiskLow,
 		Summary: "List the training jobs HyperOps manages in a namespace, with their state",
 	}
 	return r.readOperation(spec, func(target, *ops.Request) error { return nil }, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {

@@ -39,7 +39,7 @@ type VerifyCheck struct {
 
 func (r *registry) verifyCluster() ops.Operation {
 	spec := ops.Spec{
-		Name: "verify-cluster", Domain: "bootstrap", Slash: "/hp bootstrap verify", Mutates: true, Baseline: ops.RiskLow,
+		Name: "verify-cluster", Domain: "bootstrap", Topic: "bootstrap", Verb: "verify", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Smoke-test a cluster: a small Job in an allowed namespace prints a JSON line; namespace, scheduling and logs are checked and timed",
 		Params: []ops.ParamSpec{
 			{Name: "image", Kind: ops.KindString, Help: "a small image with echo; default: the cluster's verify.image (else " + config.DefaultVerifyImage + "); must match the cluster's allowed registries"},
@@ -170,7 +170,7 @@ func (r *registry) followVerify(ctx context.Context, t target, req *ops.Request,
 	res.Data, _ = json.Marshal(rep)
 	if !rep.OK {
 		res.Summary = "cluster " + t.cfg.Name + " failed its smoke test"
-		return ops.Errorf(ops.CodeClusterUnavailable, "", "see the failed check; /hp train status name="+rep.Job+" shows the Job",
+		return ops.Errorf(ops.CodeClusterUnavailable, "", "see the failed check; "+ops.Ask("train status name="+rep.Job)+" shows the Job",
 			"smoke test on %s failed: %s", t.cfg.Name, strings.Join(lines, "; "))
 	}
 	res.Summary = fmt.Sprintf("cluster %s passed its smoke test in %s", t.cfg.Name, time.Since(start).Round(time.Millisecond))

@@ -9,18 +9,35 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// The chart's size in pixels and resolution: wide enough for a dozen groups, small enough for a Slack preview.
+// The chart's width and smallest height in pixels, and its resolution. The chart grows taller with the number of
+// instance groups, so each group keeps a readable row however many there are.
 const (
 	ChartWidth  = 1000
 	ChartHeight = 800
 	chartDPI    = 96
 )
+
+// The layout in pixels: a legend strip above the bars (outside the plot, so it never covers a bar), a row per
+// group, and the utilisation line below.
+const (
+	legendStrip = 36
+	rowHeight   = 26
+	barsFixed   = 140 // the bar plot's title, axis and padding
+	linePanel   = 300
+)
+
+// ChartSize is the size of the chart of a report with groups instance groups.
+func ChartSize(groups int) (width, height int) {
+	return ChartWidth, max(ChartHeight, legendStrip+barsFixed+rowHeight*max(groups, 1)+linePanel)
+}
 
 // The series colours; tests count them to find the bars and the line.
 var (
@@ -29,10 +46,13 @@ var (
 	colorLine      = color.RGBA{R: 0x1F, G: 0x4E, B: 0xB4, A: 0xFF}
 )
 
-// Chart draws the report as a PNG: GPUs allocated and free per instance group as bars on top, the utilisation of
-// the series over time as a line below.
+// sans is the chart's font: Liberation Sans, which gonum embeds (the default is a serif).
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// Chart draws the report as a PNG: per instance group a horizontal bar of its GPUs, allocated stacked on free,
+// labelled with the figures, and the legend above the plot; below it the utilisation of the series over time.
 func Chart(r Report) ([]byte, error) {
-	bars, err := barPlot(r)
+	bars, legend, err := barPlot(r)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: bars: %w", r.Cluster, err)
 	}
@@ -40,17 +60,22 @@ func Chart(r Report) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: utilisation line: %w", r.Cluster, err)
 	}
+	w, h := ChartSize(len(r.Groups))
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / chartDPI }
 	// NewWith clears the image to white itself (a plain memory fill); filling the canvas again as a path would
 	// rasterise every pixel a second time.
-	img := vgimg.NewWith(vgimg.UseWH(px(ChartWidth), px(ChartHeight)), vgimg.UseDPI(chartDPI), vgimg.UseBackgroundColor(color.White))
+	img := vgimg.NewWith(vgimg.UseWH(px(w), px(h)), vgimg.UseDPI(chartDPI), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6),
-		PadRight: vg.Points(12), PadY: vg.Points(18)}
-	plots := [][]*plot.Plot{{bars}, {line}}
-	canvases := plot.Align(plots, tiles, dc)
-	bars.Draw(canvases[0][0])
-	line.Draw(canvases[1][0])
+	pad := px(10)
+	// vg's origin is the bottom left: the line panel at the bottom, the bars above it, the legend strip on top.
+	linePart := draw.Crop(dc, pad, -pad, pad, px(linePanel)-px(h))
+	barPart := draw.Crop(dc, pad, -pad, px(linePanel), -px(legendStrip))
+	legendPart := draw.Crop(dc, pad, -pad, px(h-legendStrip), -px(6))
+	bars.Draw(barPart)
+	line.Draw(linePart)
+	if legend != nil {
+		legend.Draw(legendPart)
+	}
 	return encodePNG(img.Image(), r.Cluster)
 }
 
@@ -68,49 +93,105 @@ func encodePNG(img image.Image, cluster string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func barPlot(r Report) (*plot.Plot, error) {
+func newPlot(title string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("GPUs by instance group: %s, %s", r.Cluster, r.At.Format("2006-01-02 15:04 MST"))
-	p.Y.Label.Text = "GPUs"
-	p.Y.Min = 0
-	p.Legend.Top = true
+	p.Title.Text = title
+	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label,
+		&p.Legend.TextStyle} {
+		st.Font = font.From(sans, st.Font.Size)
+	}
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	return p
+}
+
+// barPlot draws a row per group: allocated GPUs, then free ones stacked on them, and "allocated of total" at the
+// end of the bar. The legend is returned to be drawn outside the plot.
+func barPlot(r Report) (*plot.Plot, *plot.Legend, error) {
+	p := newPlot(fmt.Sprintf("GPUs by instance group: %s, %s", r.Cluster, r.At.Format("2006-01-02 15:04 MST")))
+	p.X.Label.Text = "GPUs"
+	p.X.Min = 0
 	if len(r.Groups) == 0 {
-		p.Title.Text += " (no instance groups)"
-		p.HideX()
-		return p, nil
+		p.Title.Text += ": no instance groups to show"
+		p.HideAxes()
+		return p, nil, nil
 	}
-	alloc := make(plotter.Values, len(r.Groups))
-	free := make(plotter.Values, len(r.Groups))
-	names := make([]string, len(r.Groups))
+	n := len(r.Groups)
+	alloc, free := make(plotter.Values, n), make(plotter.Values, n)
+	names := make([]string, n)
+	labels := plotter.XYLabels{XYs: make(plotter.XYs, n), Labels: make([]string, n)}
+	most := 1.0
 	for i, g := range r.Groups {
-		alloc[i], free[i] = float64(g.GPUs.Allocated), float64(g.GPUs.Free)
-		names[i] = g.Name
+		// The first group at the top, as a list reads.
+		j := n - 1 - i
+		alloc[j], free[j] = float64(g.GPUs.Allocated), float64(g.GPUs.Free)
+		names[j] = clipName(g.Name)
+		total := alloc[j] + free[j]
+		most = max(most, total)
+		labels.XYs[j] = plotter.XY{X: total, Y: float64(j)}
+		labels.Labels[j] = fmt.Sprintf("%d of %d allocated", g.GPUs.Allocated, g.GPUs.Allocated+g.GPUs.Free)
 	}
-	// Two bars per group share 70% of the group's slot.
-	width := vg.Length(ChartWidth) * vg.Inch / chartDPI * 0.8 / vg.Length(len(r.Groups)) * 0.35
+	width := vg.Points(float64(rowHeight) * 0.72 * 72 / chartDPI)
 	a, err := plotter.NewBarChart(alloc, width)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := plotter.NewBarChart(free, width)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	a.Horizontal, f.Horizontal = true, true
 	a.Color, f.Color = colorAllocated, colorFree
 	a.LineStyle.Width, f.LineStyle.Width = 0, 0
-	a.Offset, f.Offset = -width/2, width/2
-	p.Add(a, f, plotter.NewGrid())
-	p.Legend.Add("allocated", a)
-	p.Legend.Add("free", f)
-	p.NominalX(names...)
-	// half a slot of room on each side, so the outer groups' bars are not cut at the axis ends
-	p.X.Min, p.X.Max = -0.5, float64(len(r.Groups))-0.5
-	return p, nil
+	f.StackOn(a)
+	lb, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font = font.From(sans, vg.Points(10))
+		lb.TextStyle[i].YAlign = draw.YCenter
+	}
+	lb.Offset = vg.Point{X: vg.Points(4)}
+	grid := plotter.NewGrid()
+	grid.Horizontal.Width = 0
+	p.Add(grid, a, f, lb)
+	p.NominalY(names...)
+	p.X.Tick.Marker = wholeTicks{}
+	// Room at the right end for the longest label, and half a row above and below the outer groups.
+	p.X.Max = most * 1.3
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	legend := plot.NewLegend()
+	legend.TextStyle.Font = font.From(sans, vg.Points(12))
+	legend.Top, legend.Left = true, true
+	legend.Add("allocated GPUs", a)
+	legend.Add("free GPUs", f)
+	return p, &legend, nil
+}
+
+// wholeTicks labels only whole numbers: GPUs do not come in halves.
+type wholeTicks struct{}
+
+func (wholeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		if t.Label != "" && t.Value != float64(int64(t.Value)) {
+			t.Label = ""
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// clipName keeps a group name short enough for the axis.
+func clipName(s string) string {
+	if r := []rune(s); len(r) > 28 {
+		return string(r[:27]) + "…"
+	}
+	return s
 }
 
 func linePlot(r Report) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "GPU utilisation (allocated / allocatable), %"
+	p := newPlot("GPU utilisation over time (allocated / allocatable), %")
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Label.Text = "%"
 	if len(r.History) == 0 {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -17,15 +18,26 @@ func group(name string, alloc, free int64) Group {
 	return Group{Name: name, GPUs: newGPUs(alloc+free, alloc)}
 }
 
-// colourCounts decodes the PNG, checks its size and counts the pixels of each series colour.
-func colourCounts(t *testing.T, b []byte) map[color.RGBA]int {
+func decode(t *testing.T, b []byte) image.Image {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)
 	}
-	if got := img.Bounds().Size(); got != (image.Point{X: ChartWidth, Y: ChartHeight}) {
-		t.Fatalf("chart is %v, want %dx%d", got, ChartWidth, ChartHeight)
+	return img
+}
+
+func rgba(img image.Image, x, y int) color.RGBA {
+	r, g, b, a := img.At(x, y).RGBA()
+	return color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: uint8(a >> 8)}
+}
+
+// colourCounts decodes the PNG, checks its size and counts the pixels of each series colour.
+func colourCounts(t *testing.T, b []byte) map[color.RGBA]int {
+	t.Helper()
+	img := decode(t, b)
+	if got := img.Bounds().Size(); got.X != ChartWidth || got.Y < ChartHeight {
+		t.Fatalf("chart is %v, want %d wide and at least %d high", got, ChartWidth, ChartHeight)
 	}
 	counts := map[color.RGBA]int{}
 	nonWhite := 0
@@ -130,5 +142,74 @@ func TestChartNoGroups(t *testing.T) {
 	}
 	if c := colourCounts(t, b); c[colorAllocated] != 0 || c[colorFree] != 0 {
 		t.Errorf("an empty cluster drew bars: %d allocated, %d free pixels", c[colorAllocated], c[colorFree])
+	}
+}
+
+// For 0, 1, 14 and 40 groups: the chart grows a row per group, each row is a separate bar tall enough to read
+// its label, and the legend sits in its own strip above the plot, where no bar reaches.
+func TestChartLayoutForManyGroups(t *testing.T) {
+	for _, n := range []int{0, 1, 14, 40} {
+		t.Run(fmt.Sprintf("%d groups", n), func(t *testing.T) {
+			var gs []Group
+			for i := range n {
+				gs = append(gs, group(fmt.Sprintf("gpu-group-%02d", i), int64(1+i%7), int64(1+i%5)))
+			}
+			b, err := Chart(chartReport(gs, []Point{{At: t0, Utilisation: 0.5}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			img := decode(t, b)
+			w, h := ChartSize(n)
+			if got := img.Bounds().Size(); got != (image.Point{X: w, Y: h}) {
+				t.Fatalf("chart is %v, want %dx%d", got, w, h)
+			}
+			bar := func(c color.RGBA) bool { return c == colorAllocated || c == colorFree }
+			// The legend strip: swatches of both colours, nothing else of the bars' colours.
+			inStrip := map[color.RGBA]int{}
+			for y := 0; y < legendStrip; y++ {
+				for x := 0; x < w; x++ {
+					if c := rgba(img, x, y); bar(c) {
+						inStrip[c]++
+					}
+				}
+			}
+			if n > 0 && (inStrip[colorAllocated] == 0 || inStrip[colorFree] == 0) {
+				t.Errorf("no legend above the plot: %v", inStrip)
+			}
+			if inStrip[colorAllocated] > 600 || inStrip[colorFree] > 600 {
+				t.Errorf("bars reach into the legend strip: %v", inStrip)
+			}
+			// Down the column just right of the bars' start, every group is one run of bar colour, none merged.
+			x0 := -1
+			for x := 0; x < w && x0 < 0; x++ {
+				for y := legendStrip + 20; y < h-linePanel; y++ {
+					if bar(rgba(img, x, y)) {
+						x0 = x + 3
+						break
+					}
+				}
+			}
+			runs, inRun, short := 0, false, 0
+			for y := legendStrip + 20; y < h-linePanel && x0 >= 0; y++ {
+				switch on := bar(rgba(img, x0, y)); {
+				case on && !inRun:
+					runs, inRun = runs+1, true
+					start := y
+					for y < h-linePanel && bar(rgba(img, x0, y)) {
+						y++
+					}
+					if y-start < 14 {
+						short++
+					}
+					inRun = false
+				}
+			}
+			if runs != n {
+				t.Errorf("%d bars down the plot, want one per group (%d)", runs, n)
+			}
+			if short > 0 {
+				t.Errorf("%d bars are under 14 px tall: too small to label", short)
+			}
+		})
 	}
 }
