@@ -1,8 +1,10 @@
 package config
 
 import (
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,21 +30,64 @@ func (a *AWS) validate(l *problemList) {
 func (c *Config) validateAgents(l *problemList) {
 	names := make([]string, len(c.Agents))
 	users := make([]string, len(c.Agents))
+	tokens := make([]string, len(c.Agents))
 	for i, a := range c.Agents {
 		at := indexPath("agents", i)
-		names[i], users[i] = a.Name, a.SlackUser
+		names[i] = a.Name
 		if a.Name == "" {
 			l.add(at+".name", "an agent must have a name")
 		}
-		if !slackAgentID.MatchString(a.SlackUser) {
+		switch {
+		case a.SlackUser == "" && a.MCP.TokenSHA256 == "":
+			l.add(at, "an agent needs slackUser (to DM the bot), mcp.tokenSHA256 (to use MCP), or both")
+		case a.SlackUser != "" && !slackAgentID.MatchString(a.SlackUser):
 			l.add(at+".slackUser", "must be the agent's Slack user or bot ID (U…, W… or B…), got %q", a.SlackUser)
+		}
+		users[i] = a.SlackUser
+		if d := a.MCP.TokenSHA256; d != "" {
+			if !sha256Hex.MatchString(d) {
+				l.add(at+".mcp.tokenSHA256", "must be the 64 hex digits of the token's SHA-256 (printf %%s \"$TOKEN\" | sha256sum), got %d characters", len(d))
+			}
+			tokens[i] = strings.ToLower(d)
 		}
 		for j, op := range a.Operations {
 			checkGlob(l, indexPath(at+".operations", j), op)
 		}
 	}
 	checkUnique(l, "agents", "agent name", names)
-	checkUnique(l, "agents", "agent slackUser", users)
+	checkUniqueValues(l, "agents", "agent slackUser", users)
+	checkUniqueValues(l, "agents", "agent mcp.tokenSHA256", tokens)
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// checkUniqueValues is checkUnique for an optional field: empty values are not compared.
+func checkUniqueValues(l *problemList, list, what string, values []string) {
+	seen := map[string]int{}
+	for i, v := range values {
+		if v == "" {
+			continue
+		}
+		if first, dup := seen[v]; dup {
+			l.add(indexPath(list, i), "duplicate %s %q (also at %s)", what, v, indexPath(list, first))
+			continue
+		}
+		seen[v] = i
+	}
+}
+
+func (m *MCP) validate(l *problemList) {
+	if m.Listen == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(m.Listen)
+	if err != nil {
+		l.add("mcp.listen", "must be host:port or :port (e.g. \":8090\"), or empty to turn MCP off, got %q", m.Listen)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		l.add("mcp.listen", "port must be a number from 0 to 65535, got %q", port)
+	}
 }
 
 func (c *Config) validateApprovals(l *problemList) {
