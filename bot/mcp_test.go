@@ -38,14 +38,23 @@ func digest(token string) string {
 
 // startMCP starts the harness with the MCP listener on and both agents registered; ops-agent may also scale widgets
 // (a plan with a cost).
-func startMCP(t testing.TB) *harness {
+func startMCP(t testing.TB) *harness { return startMCPWith(t, harnessOptions{}) }
+
+// startMCPWith is startMCP over other harness options (o.edit runs after the agents are set).
+func startMCPWith(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
-	return startWith(t, harnessOptions{mcp: true, edit: func(c *config.Config) {
+	edit := o.edit
+	o.mcp = true
+	o.edit = func(c *config.Config) {
 		c.Agents[0].MCP.TokenSHA256 = digest(tokenOps)
 		c.Agents[0].Operations = append(c.Agents[0].Operations, "scale-widget")
 		c.Agents = append(c.Agents, config.Agent{Name: "reader", MCP: config.AgentMCP{TokenSHA256: digest(tokenReader)},
 			Operations: []string{"get-*"}})
-	}})
+		if edit != nil {
+			edit(c)
+		}
+	}
+	return startWith(t, o)
 }
 
 type bearer struct {
@@ -63,9 +72,13 @@ func (h *harness) mcpEndpoint() string { return "http://" + h.mcpAddr + hmcp.Pat
 
 // connect opens an MCP session as the SDK's own client does, over real HTTP.
 func (h *harness) connect(token string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	return h.connectWith(&mcp.StreamableClientTransport{Endpoint: h.mcpEndpoint(), MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, opts)
+}
+
+func (h *harness) connectWith(tr *mcp.StreamableClientTransport, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v0"}, opts)
-	s, err := c.Connect(h.ctx(), &mcp.StreamableClientTransport{Endpoint: h.mcpEndpoint(), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	s, err := c.Connect(h.ctx(), tr, nil)
 	if err == nil {
 		h.t.Cleanup(func() { _ = s.Close() })
 	}
