@@ -506,3 +506,32 @@ func TestMCPWaitRequestAndSubscription(t *testing.T) {
 		t.Error("no notifications/resources/updated after the approval")
 	}
 }
+
+// An agent without a Slack user (MCP only) is a registered agent too: it reads, recorded as agent:<name>.
+func TestMCPOnlyAgentReads(t *testing.T) {
+	h := startMCP(t)
+	r, res := call(t, h.session(tokenReader, nil), "get-widget", map[string]any{"name": "w1"})
+	if res.IsError || r.Phase != ops.PhaseSucceeded || r.Result == nil || r.Owner != "agent:reader" {
+		t.Errorf("reader's get-widget = %+v (%s), want succeeded as agent:reader", r.AgentReplyBody, text(res))
+	}
+}
+
+// A lead who takes over an agent's request owns it; the agent still follows it and sees the new owner.
+func TestMCPTakeOverShowsOwner(t *testing.T) {
+	h := startMCP(t)
+	s := h.session(tokenOps, nil)
+	r, _ := call(t, s, "submit-training-job", trainArgs("train-takeover", false))
+	if r.Phase != ops.PhaseAwaitingApproval {
+		t.Fatalf("submit = %+v", r.AgentReplyBody)
+	}
+	if rec := h.record("train-takeover"); rec.Request.Origin != "mcp" || rec.Request.Initiator.ID != userAgent || rec.Request.Initiator.Name != "ops-agent" {
+		t.Errorf("recorded request: origin %q, initiator %+v; want mcp from U0AGENT (ops-agent)", rec.Request.Origin, rec.Request.Initiator)
+	}
+	snap := h.waitFor("the approval message", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chApprove)) == 1 })
+	h.click(userLead1, chApprove, topLevel(snap, chApprove)[0].TS, handlers.ActionTakeOver)
+	h.waitUntil("the lead owns it", func() bool { return h.record("train-takeover").Owner.ID == userLead1 })
+	got, res := call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "train-takeover"})
+	if res.IsError || got.Owner != userLead1 {
+		t.Errorf("get_request after take over = %+v, want owner %s", got.AgentReplyBody, userLead1)
+	}
+}
