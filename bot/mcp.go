@@ -82,7 +82,14 @@ type slackWhereabouts struct {
 	refs  handlers.Refs
 	slack *SlackClient
 	cfg   map[string]config.ApproverGroup
-	links sync.Map // channel/ts → permalink; a message's permalink never changes
+	links sync.Map // channel/ts → *permalink; a message's permalink never changes
+}
+
+// permalink is one message's link, fetched once however many callers ask at the same time.
+type permalink struct {
+	once sync.Once
+	link string
+	err  error
 }
 
 // Where implements hmcp.Whereabouts.
@@ -116,15 +123,13 @@ func (w *slackWhereabouts) Where(ctx context.Context, rec *ops.Record) (*hmcp.Wa
 
 func (w *slackWhereabouts) permalink(ctx context.Context, channel, ts string) (string, error) {
 	key := channel + "/" + ts
-	if v, ok := w.links.Load(key); ok {
-		return v.(string), nil
+	v, _ := w.links.LoadOrStore(key, &permalink{})
+	p := v.(*permalink)
+	p.once.Do(func() { p.link, p.err = w.slack.Permalink(ctx, channel, ts) })
+	if p.err != nil {
+		w.links.CompareAndDelete(key, p) // the next caller asks Slack again
 	}
-	link, err := w.slack.Permalink(ctx, channel, ts)
-	if err != nil {
-		return "", err
-	}
-	w.links.Store(key, link)
-	return link, nil
+	return p.link, p.err
 }
 
 // Permalink returns the link to a message (chat.getPermalink).
