@@ -190,6 +190,9 @@ func TestMCPToolsPerAgent(t *testing.T) {
 	if a := read.Annotations; a == nil || !a.ReadOnlyHint {
 		t.Errorf("get-widget annotations = %+v, want read-only", a)
 	}
+	if a := tools["scale-widget"].Annotations; a == nil || a.DestructiveHint == nil || !*a.DestructiveHint {
+		t.Errorf("scale-widget annotations = %+v, want destructive (it may scale down)", a)
+	}
 	schema := func(tl *mcp.Tool) map[string]any {
 		b, _ := json.Marshal(tl.InputSchema)
 		var m map[string]any
