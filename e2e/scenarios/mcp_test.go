@@ -52,8 +52,8 @@ func callMCP(t *testing.T, w *harness.World, s *mcp.ClientSession, tool string, 
 }
 
 // An agent over MCP: a dry run plans with cost and risk and creates nothing; the real call waits for a lead with the
-// plan in the approvals channel, a client retry is the same request, a lead approves in Slack, wait_request returns
-// succeeded, and the Job exists once.
+// plan in the approvals channel, client retries (on either replica, before and after the approval) are the same
+// request, a lead approves in Slack, wait_request returns succeeded, and the Job exists once.
 func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 	w := world(t, harness.Options{})
 	ctx := t.Context()
@@ -115,7 +115,13 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 		t.Fatalf("wait_request = %+v, want succeeded", done)
 	}
 
-	// 5. The Job exists, once; one approval message was posted.
+	// 5. A third identical call after it ran: the same finished request, nothing executed again.
+	third := callMCP(t, w, s, "submit-training-job", args)
+	if third.RequestID != id || third.Phase != ops.PhaseSucceeded || third.Version != done.Version {
+		t.Errorf("third call = %+v, want the same succeeded request (version %d)", third.AgentReplyBody, done.Version)
+	}
+
+	// 6. The Job exists, once; one approval message was posted.
 	list, err := jobs.List(ctx, metav1.ListOptions{})
 	must(t, w, err)
 	n := 0
