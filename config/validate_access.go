@@ -76,8 +76,12 @@ func checkUniqueValues(l *problemList, list, what string, values []string) {
 	}
 }
 
-func (m *MCP) validate(l *problemList) {
+func (m *MCP) validate(l *problemList, server Server) {
 	if m.Listen == "" {
+		return
+	}
+	if m.Listen == server.Listen {
+		l.add("mcp.listen", "must differ from server.listen (%q): MCP has its own listener", server.Listen)
 		return
 	}
 	_, port, err := net.SplitHostPort(m.Listen)

@@ -228,6 +228,8 @@ func TestValidationRules(t *testing.T) {
 			"agents[1]", `duplicate agent mcp.tokenSHA256`},
 		{"mcp listen", func(c *Config) { c.MCP.Listen = "127.0.0.1:8090" }, func(c *Config) { c.MCP.Listen = "8090" },
 			"mcp.listen", `must be host:port or :port (e.g. ":8090"), or empty to turn MCP off, got "8090"`},
+		{"mcp has its own listener", func(c *Config) { c.MCP.Listen = ":8090" }, func(c *Config) { c.MCP.Listen = c.Server.Listen },
+			"mcp.listen", `must differ from server.listen (":8080")`},
 		{"rules name a defined group", func(c *Config) { rule(c).Approvers = "leads" }, func(c *Config) { rule(c).Approvers = "admins" },
 			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads"), got "admins"`},
 		{"rules use known risk levels", func(c *Config) { rule(c).Risk = []string{"medium"} }, func(c *Config) { rule(c).Risk = []string{"severe"} },

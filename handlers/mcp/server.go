@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -165,26 +166,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
-	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return "", false
 	}
 	return h[len(prefix):], true
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 func unauthorized(w http.ResponseWriter, challenge string) {
