@@ -82,6 +82,9 @@ func who(i ops.Initiator) string {
 		if name == "" {
 			name = i.ID
 		}
+		if strings.HasPrefix(i.ID, "agent:") {
+			return fmt.Sprintf("agent *%s*", name) // an MCP-only agent has no Slack user to mention
+		}
 		return fmt.Sprintf("agent *%s* (<@%s>)", name, i.ID)
 	case ops.System:
 		return "HyperOps"
