@@ -448,7 +448,7 @@ func TestMCPWaitRequestAndSubscription(t *testing.T) {
 	updated := make(chan string, 16)
 	s := h.session(tokenOps, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params.Progress },
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+		ResourceUpdatedHandler:      func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 	})
 	r, _ := call(t, s, "submit-training-job", trainArgs("train-wait", false))
 	if r.Phase != ops.PhaseAwaitingApproval {

@@ -213,7 +213,9 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { c.Agents[0].SlackUser, c.Agents[0].MCP.TokenSHA256 = "", "" },
 			"agents[0]", "an agent needs slackUser (to DM the bot), mcp.tokenSHA256 (to use MCP), or both"},
 		{"MCP tokens are SHA-256 digests",
-			func(c *Config) { c.Agents[0].MCP.TokenSHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" },
+			func(c *Config) {
+				c.Agents[0].MCP.TokenSHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+			},
 			func(c *Config) { c.Agents[0].MCP.TokenSHA256 = "my-secret-token" },
 			"agents[0].mcp.tokenSHA256", "must be the 64 hex digits of the token's SHA-256"},
 		{"MCP tokens are unique",
