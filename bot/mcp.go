@@ -38,7 +38,7 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 		b.opts.Log.Warn().Msg("mcp.listen is set but no agent has mcp.tokenSHA256: every MCP call is refused 401")
 	}
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
-		BeforeSubmit: b.handler.PostWhenAwaiting, Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg),
+		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg),
 		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
 		PollEvery: b.opts.MCPPollEvery})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}

@@ -47,9 +47,6 @@ type Options struct {
 	Engine  Engine
 	// Where tells where requests wait for approval (optional).
 	Where Whereabouts
-	// BeforeSubmit is called before a mutating request is submitted, and what it returns once Submit returned; the
-	// Slack side uses it to post the plan to the approvals channel (optional).
-	BeforeSubmit func(requestID string) (after func())
 	Bounds       Bounds
 	Targets      Targets
 	// OnCall is told about every tool call: the tool and the code of its first error, or "OK" (metrics).

@@ -143,9 +143,6 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 		if r.ID == "" {
 			r.ID = ops.NewRequestID()
 		}
-		if spec.Mutates && a.s.opts.BeforeSubmit != nil {
-			defer a.s.opts.BeforeSubmit(r.ID)()
-		}
 		rec, err := a.s.opts.Engine.Submit(ctx, r)
 		if err == nil && rec != nil && planning(rec.Phase) {
 			rec = a.settled(ctx, rec)
