@@ -73,7 +73,8 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 
 func (b *Bot) whereabouts() *slackWhereabouts {
 	refs := &redisRefs{rdb: b.opts.Redis, prefix: b.store.Options().KeyPrefix, ttl: b.store.Options().RequestTTL}
-	return &slackWhereabouts{refs: refs, slack: b.slack, cfg: b.opts.Config.Approvals.Groups}
+	return &slackWhereabouts{refs: refs, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
+		approvals: b.opts.Config.Slack.ApprovalsChannel}
 }
 
 // slackWhereabouts tells an MCP agent where its request waits: the plan message in the approvals channel (its
@@ -82,7 +83,9 @@ type slackWhereabouts struct {
 	refs  handlers.Refs
 	slack *SlackClient
 	cfg   map[string]config.ApproverGroup
-	links sync.Map // channel/ts → *permalink; a message's permalink never changes
+	// approvals is where an agent's plan message goes: the answer until the message is posted (by the outbox).
+	approvals string
+	links     sync.Map // channel/ts → *permalink; a message's permalink never changes
 }
 
 // permalink is one message's link, fetched once however many callers ask at the same time.
@@ -98,7 +101,7 @@ func (w *slackWhereabouts) Where(ctx context.Context, rec *ops.Record) (*hmcp.Wa
 	if err != nil {
 		return nil, err
 	}
-	out := &hmcp.Waiting{ApproverGroup: rec.Approval.Approvers}
+	out := &hmcp.Waiting{Channel: w.approvals, ApproverGroup: rec.Approval.Approvers}
 	if g, ok := w.cfg[rec.Approval.Approvers]; ok {
 		out.Approvers = append(append(out.Approvers, g.Users...), g.UserGroups...)
 	}

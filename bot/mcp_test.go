@@ -359,7 +359,11 @@ func TestMCPDryRunThenCommit(t *testing.T) {
 	if !hasButton(plan, handlers.ActionApprove) || !hasButton(plan, handlers.ActionTakeOver) || requestID(t, plan) != "scale-w1" {
 		t.Errorf("approval message lacks Approve / Take over for scale-w1: %s", plan.Blocks)
 	}
-	r, res = call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "scale-w1"})
+	// The plan message is posted by the outbox; its permalink is known once it is remembered.
+	h.waitUntil("the permalink", func() bool {
+		r, res = call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "scale-w1"})
+		return r.Waiting != nil && r.Waiting.Permalink != ""
+	})
 	w := r.Waiting
 	if w == nil || w.Channel != chApprove || w.Permalink != fakeslack.Permalink(h.srv.Options().TeamDomain, chApprove, plan.TS) ||
 		w.ApproverGroup != "leads" || !slices.Contains(w.Approvers, userLead1) || w.Until == nil {

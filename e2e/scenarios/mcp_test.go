@@ -96,9 +96,14 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 			t.Errorf("approvals message lacks %s: %s", b, harness.MessageText(msg))
 		}
 	}
-	got := callMCP(t, w, s, hmcp.ToolGetRequest, map[string]any{"requestId": id})
-	if wt := got.Waiting; wt == nil || wt.Channel != harness.ApprovalsChannel || !strings.Contains(wt.Permalink, "/archives/"+harness.ApprovalsChannel+"/p") {
-		t.Errorf("waiting = %+v, want the approvals channel and the message's permalink", got.Waiting)
+	// The outbox posts the message, then remembers it: the permalink follows.
+	var got hmcp.WaitReply
+	err = harness.Eventually(ctx, 30*time.Second, func() (bool, error) {
+		got = callMCP(t, w, s, hmcp.ToolGetRequest, map[string]any{"requestId": id})
+		return got.Waiting != nil && got.Waiting.Permalink != "", nil
+	})
+	if wt := got.Waiting; err != nil || wt.Channel != harness.ApprovalsChannel || !strings.Contains(wt.Permalink, "/archives/"+harness.ApprovalsChannel+"/p") {
+		t.Errorf("waiting = %+v (%v), want the approvals channel and the message's permalink", got.Waiting, err)
 	}
 
 	// 3. A client retry, on the other replica: the same request, no second approval message.
