@@ -46,9 +46,9 @@ type Options struct {
 	Catalog *ops.Catalog
 	Engine  Engine
 	// Where tells where requests wait for approval (optional).
-	Where Whereabouts
-	Bounds       Bounds
-	Targets      Targets
+	Where   Whereabouts
+	Bounds  Bounds
+	Targets Targets
 	// OnCall is told about every tool call: the tool and the code of its first error, or "OK" (metrics).
 	OnCall func(tool, code string)
 	// PollEvery is how often wait_request and resource subscriptions re-read a request (default 250ms).
