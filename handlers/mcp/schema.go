@@ -23,8 +23,6 @@ const (
 	argRequiresApproval = "requiresApproval"
 )
 
-var controlArgs = []string{argRequestID, argDryRun, argRequiresApproval}
-
 // Bounds are the static limits the schemas publish: for each (operation, parameter) the smallest and largest value
 // the engine may accept on any registered cluster. Per-cluster limits are still checked by the engine.
 type Bounds map[string]map[string]Range
