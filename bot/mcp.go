@@ -72,8 +72,7 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 }
 
 func (b *Bot) whereabouts() *slackWhereabouts {
-	refs := &redisRefs{rdb: b.opts.Redis, prefix: b.store.Options().KeyPrefix, ttl: b.store.Options().RequestTTL}
-	return &slackWhereabouts{refs: refs, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
+	return &slackWhereabouts{refs: storeRefs{b.store}, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
 		approvals: b.opts.Config.Slack.ApprovalsChannel}
 }
 
