@@ -60,6 +60,10 @@ type Options struct {
 	Pricer ops.Pricer
 	// Groups is the AWS view of instance groups in capacity reports (optional).
 	Groups report.GroupSource
+	// MCPListener serves MCP (bot/mcp.go); nil listens on Config.MCP.Listen, off when that is empty.
+	MCPListener net.Listener
+	// MCPPollEvery is how often MCP long polls and subscriptions re-read a request (default 250ms).
+	MCPPollEvery time.Duration
 }
 
 // Bot is a wired HyperOps process.
@@ -193,6 +197,9 @@ func budgets(cfg *config.Config) map[ops.Budget]time.Duration {
 func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
 	agents := map[string]handlers.AgentInfo{}
 	for _, a := range cfg.Agents {
+		if a.SlackUser == "" {
+			continue // an MCP-only agent
+		}
 		agents[a.SlackUser] = handlers.AgentInfo{Name: a.Name, Operations: a.Operations}
 	}
 	return handlers.Config{Command: cfg.Slack.Command, Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel,
@@ -261,6 +268,11 @@ func (b *Bot) Run(ctx context.Context) error {
 			return fmt.Errorf("listen on %s: %w", b.opts.Config.Server.Listen, err)
 		}
 	}
+	stopMCP, err := b.startMCP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 	srv := &http.Server{Handler: b.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	b.rt.wg.Add(1)

@@ -168,6 +168,8 @@ type harness struct {
 	redis  *redistest.Server
 	prefix string
 	opts   harnessOptions
+	// mcpAddr is the first replica's MCP listener when opts.mcp is set.
+	mcpAddr string
 }
 
 // harnessOptions vary the harness; the zero value is the plain one.
@@ -186,6 +188,8 @@ type harnessOptions struct {
 	prepare func(h *harness)
 	// log receives the bot's log lines too (warnings and errors), for tests that read the log.
 	log io.Writer
+	// mcp gives each replica an MCP listener (bot/mcp_test.go).
+	mcp bool
 }
 
 func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
@@ -236,10 +240,11 @@ func startWith(t testing.TB, o harnessOptions) *harness {
 
 // replica is one running bot process of a harness.
 type replica struct {
-	bot    *Bot
-	addr   string
-	cancel context.CancelFunc
-	done   chan error
+	bot     *Bot
+	addr    string
+	mcpAddr string
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 // launch starts a bot on the harness's fake Slack, Redis and key prefix, with the harness's operations.
@@ -283,6 +288,13 @@ func (h *harness) launch(o harnessOptions) *replica {
 	if o.clusters != nil {
 		bo.Clusters = o.clusters(cfg)
 	}
+	if o.mcp {
+		if bo.MCPListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		bo.MCPPollEvery = 20 * time.Millisecond
+	}
 	b, err := New(bo)
 	if err != nil {
 		cancel()
@@ -291,6 +303,12 @@ func (h *harness) launch(o harnessOptions) *replica {
 	r := &replica{bot: b, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 	if h.addr == "" {
 		h.addr = r.addr
+	}
+	if bo.MCPListener != nil {
+		r.mcpAddr = bo.MCPListener.Addr().String()
+		if h.mcpAddr == "" {
+			h.mcpAddr = r.mcpAddr
+		}
 	}
 	go func() { r.done <- b.Run(ctx) }()
 	return r

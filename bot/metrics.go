@@ -30,6 +30,7 @@ type Metrics struct {
 	TellFailures   prometheus.Counter
 	EngineErrors   prometheus.Counter
 	Panics         prometheus.Counter
+	MCPCalls       *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on a new registry; queueDepth reports the worker queue's length.
@@ -54,8 +55,10 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 	m.TellFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_outbox_tell_failures_total", Help: "Attempts to tell an entry that failed (retried later)."})
 	m.EngineErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_engine_errors_total", Help: "Failures no caller waited for: queue, progress, panics."})
 	m.Panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_handler_panics_total", Help: "Envelopes whose handling panicked (logged with the stack)."})
+	m.MCPCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_mcp_calls_total",
+		Help: "MCP tool calls, by tool and the code of the answer (OK or the first error code)."}, []string{"tool", "code"})
 	m.Registry.MustRegister(m.Panics, m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
-		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.EngineErrors)
+		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.EngineErrors, m.MCPCalls)
 	return m
 }
 

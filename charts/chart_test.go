@@ -46,8 +46,8 @@ var renderCases = []renderCase{
 	{
 		values: "all-on.yaml",
 		kinds: map[string]int{"ServiceAccount": 1, "ConfigMap": 1, "Role": 2, "RoleBinding": 2, "ClusterRole": 2,
-			"ClusterRoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 2, "StatefulSet": 1,
-			"NetworkPolicy": 1, "ServiceMonitor": 1},
+			"ClusterRoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 3, "StatefulSet": 1,
+			"NetworkPolicy": 2, "ServiceMonitor": 1, "Ingress": 1},
 		replicas: 3, port: 9090, secret: "slack-tokens",
 		redisURL: "redis://hyperops-bot-redis.hyperops-system.svc:6379/0",
 		roleNS:   []string{"ml-platform", "ml-research"}, sa: "hyperops-executor",
@@ -137,7 +137,7 @@ func checkDeployment(t *testing.T, tc renderCase, dep *appsv1.Deployment) {
 	if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources = %+v, want memory requests and limits", c.Resources)
 	}
-	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != tc.port {
+	if len(c.Ports) == 0 || c.Ports[0].ContainerPort != tc.port || len(c.Ports) > 2 || len(c.Ports) == 2 && c.Ports[1].Name != "mcp" {
 		t.Errorf("ports = %+v, want %d", c.Ports, tc.port)
 	}
 	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
@@ -195,7 +195,7 @@ func checkSelectors(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	for _, m := range r.find("Service") {
 		svc := m.Typed.(*corev1.Service)
 		matches := labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels)
-		if strings.HasSuffix(svc.Name, "-metrics") != matches {
+		if (strings.HasSuffix(svc.Name, "-metrics") || strings.HasSuffix(svc.Name, "-mcp")) != matches {
 			t.Errorf("Service %s selector %v matches the bot's pods: %v", svc.Name, svc.Spec.Selector, matches)
 		}
 	}

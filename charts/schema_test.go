@@ -21,7 +21,7 @@ const schemaFile = "hyperops/values.schema.json"
 // The chart's redis.url comes from redis.mode (a Sentinel or Cluster goes in the external Secret's URL), so the
 // field forms of the Redis topology and their credentials are the chart's too.
 var chartOwnedKeys = map[string]bool{
-	"slack.appToken": true, "slack.botToken": true, "redis.url": true, "server": true,
+	"slack.appToken": true, "slack.botToken": true, "redis.url": true, "server": true, "mcp": true,
 	"redis.sentinel": true, "redis.cluster": true, "redis.username": true, "redis.password": true, "redis.tls": true,
 }
 
@@ -206,6 +206,8 @@ func TestTemplateRejects(t *testing.T) {
 		{"no namespace for RBAC", "config: {clusters: [{name: a, kubeconfig: /k, namespaces: [x]}]}", "no namespace gets a Role"},
 		{"ServiceMonitor without Service", "metrics: {service: {enabled: false}, serviceMonitor: {enabled: true}}",
 			"needs metrics.service.enabled"},
+		{"MCP on the HTTP port", "mcp: {enabled: true, port: 8080}", "mcp.port must differ from server.port"},
+		{"MCP Ingress without MCP", "mcp: {ingress: {enabled: true}}", "mcp.ingress.enabled needs mcp.enabled"},
 	}
 	c := loadChart(t)
 	for _, tc := range cases {

@@ -12,6 +12,7 @@ type Config struct {
 	Pricing   Pricing   `yaml:"pricing"`
 	Reports   []Report  `yaml:"reports"`
 	Server    Server    `yaml:"server"`
+	MCP       MCP       `yaml:"mcp"`
 	Log       Log       `yaml:"log"`
 	Execution Execution `yaml:"execution"`
 	Redact    Redact    `yaml:"redact"`
@@ -274,12 +275,31 @@ type Endpoints struct {
 	Pricing   string `yaml:"pricing"`
 }
 
-// Agent is a registered AI agent: the Slack user ID it posts as (never a bot ID) and the operations it may request.
+// Agent is a registered AI agent: the Slack user ID it posts as (never a bot ID) for DMs, its MCP token for MCP, at
+// least one of them, and the operations it may request.
 type Agent struct {
 	Name      string `yaml:"name"`
 	SlackUser string `yaml:"slackUser"`
+	// MCP is how the agent reaches HyperOps over the Model Context Protocol; empty means not at all.
+	MCP AgentMCP `yaml:"mcp"`
 	// Operations are globs (path.Match) of operation names.
 	Operations []string `yaml:"operations"`
+}
+
+// AgentMCP authenticates an agent on the MCP listener.
+type AgentMCP struct {
+	// TokenSHA256 is the hex SHA-256 digest of the agent's bearer token; the token itself lives only in the
+	// agent's secret. Empty means the agent has no MCP access.
+	TokenSHA256 string `yaml:"tokenSHA256"`
+}
+
+// InitiatorID is the identity the agent's requests are recorded under, the same for its DMs and its MCP calls: its
+// Slack ID, or "agent:<name>" for an agent that only speaks MCP.
+func (a Agent) InitiatorID() string {
+	if a.SlackUser != "" {
+		return a.SlackUser
+	}
+	return "agent:" + a.Name
 }
 
 // Approvals holds approver groups and the rules that decide how many approvals a request needs.
@@ -383,6 +403,12 @@ type Report struct {
 // Server configures the HTTP listener for /healthz, /readyz and /metrics.
 type Server struct {
 	// Listen is host:port (default ":8080").
+	Listen string `yaml:"listen"`
+}
+
+// MCP configures the Model Context Protocol server (streamable HTTP at path /mcp) for registered agents.
+type MCP struct {
+	// Listen is host:port of its own listener; empty (the default) turns MCP off.
 	Listen string `yaml:"listen"`
 }
 

@@ -23,10 +23,11 @@ func (c *Config) DefaultCluster() *Cluster {
 	return &c.Clusters[0]
 }
 
-// Agent returns the agent registered for the Slack user ID slackUserID.
-func (c *Config) Agent(slackUserID string) (*Agent, bool) {
+// Agent returns the agent whose requests carry the initiator id: its Slack user or bot ID, or "agent:<name>" for
+// an agent without one (Agent.InitiatorID), so DM and MCP requests find the same agent.
+func (c *Config) Agent(initiatorID string) (*Agent, bool) {
 	for i := range c.Agents {
-		if c.Agents[i].SlackUser == slackUserID {
+		if c.Agents[i].InitiatorID() == initiatorID {
 			return &c.Agents[i], true
 		}
 	}

@@ -178,3 +178,21 @@ func TestReportHelpers(t *testing.T) {
 		t.Error("ShowsSection ignores Sections")
 	}
 }
+
+// An agent that only speaks MCP is found by the identity its requests carry, agent:<name>; one with a Slack ID only
+// by that ID, so a DM and an MCP call of the same agent are one initiator.
+func TestAgentByInitiatorID(t *testing.T) {
+	cfg := parseExample(t)
+	cfg.Agents = append(cfg.Agents, Agent{Name: "ci-agent", MCP: AgentMCP{TokenSHA256: "ab"}})
+	for _, tc := range []struct {
+		id, want string
+	}{{"U0AGENT", "ops-agent"}, {"agent:ci-agent", "ci-agent"}, {"agent:ops-agent", ""}, {"ci-agent", ""}, {"", ""}} {
+		got := ""
+		if a, ok := cfg.Agent(tc.id); ok {
+			got = a.Name
+		}
+		if got != tc.want {
+			t.Errorf("Agent(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}

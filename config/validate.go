@@ -28,6 +28,7 @@ func (c *Config) Validate() error {
 	c.Pricing.validate(&l)
 	c.validateReports(&l)
 	c.Server.validate(&l)
+	c.MCP.validate(&l, c.Server)
 	c.Log.validate(&l)
 	c.Execution.validate(&l)
 	c.Redact.validate(&l)

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,13 +30,17 @@ func (a *AWS) validate(l *problemList) {
 func (c *Config) validateAgents(l *problemList) {
 	names := make([]string, len(c.Agents))
 	users := make([]string, len(c.Agents))
+	tokens := make([]string, len(c.Agents))
 	for i, a := range c.Agents {
 		at := indexPath("agents", i)
-		names[i], users[i] = a.Name, a.SlackUser
+		names[i] = a.Name
 		if a.Name == "" {
 			l.add(at+".name", "an agent must have a name")
 		}
 		switch {
+		case a.SlackUser == "" && a.MCP.TokenSHA256 == "":
+			l.add(at, "an agent needs slackUser (to DM the bot), mcp.tokenSHA256 (to use MCP), or both")
+		case a.SlackUser == "":
 		case strings.HasPrefix(a.SlackUser, "B"):
 			l.add(at+".slackUser", "must be the agent's Slack user ID (U… or W…), got the bot ID %q: an agent posts its requests "+
 				"as a Slack user (its app's bot user, U…) or over MCP, never as a bot ID, so a B… ID would never match; "+
@@ -42,12 +48,55 @@ func (c *Config) validateAgents(l *problemList) {
 		case !slackUserID.MatchString(a.SlackUser):
 			l.add(at+".slackUser", "must be the agent's Slack user ID (U… or W…), got %q", a.SlackUser)
 		}
+		users[i] = a.SlackUser
+		if d := a.MCP.TokenSHA256; d != "" {
+			if !sha256Hex.MatchString(d) {
+				l.add(at+".mcp.tokenSHA256", "must be the 64 hex digits of the token's SHA-256 (printf %%s \"$TOKEN\" | sha256sum), got %d characters", len(d))
+			}
+			tokens[i] = strings.ToLower(d)
+		}
 		for j, op := range a.Operations {
 			checkGlob(l, indexPath(at+".operations", j), op)
 		}
 	}
 	checkUnique(l, "agents", "agent name", names)
-	checkUnique(l, "agents", "agent slackUser", users)
+	checkUniqueValues(l, "agents", "agent slackUser", users)
+	checkUniqueValues(l, "agents", "agent mcp.tokenSHA256", tokens)
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// checkUniqueValues is checkUnique for an optional field: empty values are not compared.
+func checkUniqueValues(l *problemList, list, what string, values []string) {
+	seen := map[string]int{}
+	for i, v := range values {
+		if v == "" {
+			continue
+		}
+		if first, dup := seen[v]; dup {
+			l.add(indexPath(list, i), "duplicate %s %q (also at %s)", what, v, indexPath(list, first))
+			continue
+		}
+		seen[v] = i
+	}
+}
+
+func (m *MCP) validate(l *problemList, server Server) {
+	if m.Listen == "" {
+		return
+	}
+	if m.Listen == server.Listen {
+		l.add("mcp.listen", "must differ from server.listen (%q): MCP has its own listener", server.Listen)
+		return
+	}
+	_, port, err := net.SplitHostPort(m.Listen)
+	if err != nil {
+		l.add("mcp.listen", "must be host:port or :port (e.g. \":8090\"), or empty to turn MCP off, got %q", m.Listen)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		l.add("mcp.listen", "port must be a number from 0 to 65535, got %q", port)
+	}
 }
 
 func (c *Config) validateApprovals(l *problemList) {

@@ -219,6 +219,30 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { c.Agents = append(c.Agents, Agent{Name: "second", SlackUser: "U0SECOND"}) },
 			func(c *Config) { c.Agents = append(c.Agents, Agent{Name: "second", SlackUser: "U0AGENT"}) },
 			"agents[1]", `duplicate agent slackUser "U0AGENT"`},
+		{"an agent may speak MCP only",
+			func(c *Config) { c.Agents[0].SlackUser, c.Agents[0].MCP.TokenSHA256 = "", strings.Repeat("ab", 32) },
+			func(c *Config) { c.Agents[0].SlackUser, c.Agents[0].MCP.TokenSHA256 = "", "" },
+			"agents[0]", "an agent needs slackUser (to DM the bot), mcp.tokenSHA256 (to use MCP), or both"},
+		{"MCP tokens are SHA-256 digests",
+			func(c *Config) {
+				c.Agents[0].MCP.TokenSHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+			},
+			func(c *Config) { c.Agents[0].MCP.TokenSHA256 = "my-secret-token" },
+			"agents[0].mcp.tokenSHA256", "must be the 64 hex digits of the token's SHA-256"},
+		{"MCP tokens are unique",
+			func(c *Config) {
+				c.Agents[0].MCP.TokenSHA256 = strings.Repeat("ab", 32)
+				c.Agents = append(c.Agents, Agent{Name: "second", MCP: AgentMCP{TokenSHA256: strings.Repeat("cd", 32)}})
+			},
+			func(c *Config) {
+				c.Agents[0].MCP.TokenSHA256 = strings.Repeat("ab", 32)
+				c.Agents = append(c.Agents, Agent{Name: "second", MCP: AgentMCP{TokenSHA256: strings.Repeat("AB", 32)}})
+			},
+			"agents[1]", `duplicate agent mcp.tokenSHA256`},
+		{"mcp listen", func(c *Config) { c.MCP.Listen = "127.0.0.1:8090" }, func(c *Config) { c.MCP.Listen = "8090" },
+			"mcp.listen", `must be host:port or :port (e.g. ":8090"), or empty to turn MCP off, got "8090"`},
+		{"mcp has its own listener", func(c *Config) { c.MCP.Listen = ":8090" }, func(c *Config) { c.MCP.Listen = c.Server.Listen },
+			"mcp.listen", `must differ from server.listen (":8080")`},
 		{"rules name a defined group", func(c *Config) { rule(c).Approvers = "leads" }, func(c *Config) { rule(c).Approvers = "admins" },
 			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads"), got "admins"`},
 		{"rules use known risk levels", func(c *Config) { rule(c).Risk = []string{"medium"} }, func(c *Config) { rule(c).Risk = []string{"severe"} },

@@ -71,6 +71,9 @@ func TestGoldenMessages(t *testing.T) {
 	agentRec := sampleRecord(ops.PhaseAwaitingApproval)
 	agentRec.Request.Initiator = ops.Initiator{Kind: ops.Agent, ID: "U0AGENT", Name: "ops-agent"}
 	agentRec.Owner, agentRec.Request.Origin = agentRec.Request.Initiator, "agent"
+	mcpRec := sampleRecord(ops.PhaseAwaitingApproval)
+	mcpRec.Request.Initiator = ops.Initiator{Kind: ops.Agent, ID: "agent:ci-agent", Name: "ci-agent"}
+	mcpRec.Owner, mcpRec.Request.Origin = mcpRec.Request.Initiator, "mcp"
 	done := sampleRecord(ops.PhaseSucceeded)
 	done.Result = &ops.Result{Summary: "gpu-workers at 4 instances", Details: []ops.Detail{{Label: "InService", Value: "4/4"}}, Output: "node-1 Ready\nnode-2 Ready"}
 	long := sampleRecord(ops.PhaseAwaitingApproval)
@@ -105,6 +108,7 @@ func TestGoldenMessages(t *testing.T) {
 		"plan_job_failed":     {Msg: jobFailed},
 		"plan_awaiting":       PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
 		"plan_agent":          PlanMessage(agentRec),
+		"plan_agent_mcp":      PlanMessage(mcpRec),
 		"plan_succeeded":      PlanMessage(done),
 		"plan_expired":        PlanMessage(sampleRecord(ops.PhaseExpired)),
 		"plan_interrupted":    PlanMessage(interrupted),

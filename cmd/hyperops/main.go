@@ -27,6 +27,7 @@ Usage:
                                      try it in a browser: the real bot against a fake Slack, a fake AWS and a local
                                      Kubernetes API (or your cluster); no Slack workspace, AWS account or cluster needed
   hyperops validate-config FILE      check a configuration file; prints "ok" or every problem, exits 1 on problems
+  hyperops mcp-stdio --url URL       bridge a stdio MCP client to the HyperOps MCP endpoint (token: $HYPEROPS_MCP_TOKEN or --token)
   hyperops version                   print the version
 
 Secrets come from the environment (${NAME} in the file): SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…).
@@ -47,6 +48,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stderr)
 	case "playground":
 		return cmdPlayground(args[1:], stdout, stderr)
+	case "mcp-stdio":
+		return cmdMCPStdio(context.Background(), args[1:], os.Stdin, stdout, stderr)
 	case "validate-config":
 		return cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +52,12 @@ const (
 	// MaxNodesPerGroup is the cluster's capacity cap in the generated config.
 	MaxNodesPerGroup = 6
 )
+
+// AgentMCPToken is ops-agent's MCP bearer token; the config holds only its SHA-256 (AgentMCPTokenSHA256).
+const AgentMCPToken = "e2e-ops-agent-mcp-token"
+
+// AgentMCPTokenSHA256 is the hex SHA-256 of AgentMCPToken, as agents[].mcp.tokenSHA256 holds it.
+var AgentMCPTokenSHA256 = func() string { s := sha256.Sum256([]byte(AgentMCPToken)); return hex.EncodeToString(s[:]) }()
 
 // BotSecret is the secret key of BotKey.
 const BotSecret = "e2e-secret-key-not-a-real-one"
@@ -106,6 +114,7 @@ aws:
 agents:
   - name: ops-agent
     slackUser: ` + Agent + `
+    mcp: {tokenSHA256: ` + AgentMCPTokenSHA256 + `}
     operations: ["get-*", "list-*", "submit-training-job", "deploy-inference", "scale-inference"]
 approvals:
   groups:
@@ -132,6 +141,8 @@ execution:
   perCluster: 24
 server:
   listen: ${HYPEROPS_LISTEN}
+mcp:
+  listen: ${HYPEROPS_MCP_LISTEN}
 log: {level: debug, format: json}
 `))
 
@@ -151,7 +162,7 @@ func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []strin
 		return "", fmt.Errorf("write the bot config: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, bin, "validate-config", path)
-	cmd.Env = append(env, "HYPEROPS_LISTEN=127.0.0.1:1")
+	cmd.Env = append(env, "HYPEROPS_LISTEN=127.0.0.1:1", "HYPEROPS_MCP_LISTEN=127.0.0.1:2")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("the generated bot config %s does not validate: %w\n%s", path, err, out)
 	}

@@ -23,6 +23,8 @@ type Replica struct {
 	Name string
 	// Listen is the host:port of its /healthz, /readyz and /metrics.
 	Listen string
+	// MCP is the host:port of its MCP endpoint (path /mcp).
+	MCP string
 	// LogPath is where its stdout and stderr go.
 	LogPath string
 
@@ -51,7 +53,12 @@ func startReplica(bin, configPath, name, dir string, env []string) (*Replica, er
 	if err != nil {
 		return nil, err
 	}
+	mcpPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	r := &Replica{Name: name, Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port,
+		MCP:     net.JoinHostPort("127.0.0.1", strconv.Itoa(mcpPort)),
 		LogPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logFile, err := os.OpenFile(r.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -60,7 +67,7 @@ func startReplica(bin, configPath, name, dir string, env []string) (*Replica, er
 	cmd := exec.Command(bin, "run", "-config", configPath)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(env, "HYPEROPS_LISTEN="+r.Listen)
+	cmd.Env = append(env, "HYPEROPS_LISTEN="+r.Listen, "HYPEROPS_MCP_LISTEN="+r.MCP)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -69,7 +76,7 @@ func startReplica(bin, configPath, name, dir string, env []string) (*Replica, er
 	r.cmd, r.pgid = cmd, cmd.Process.Pid
 	registry.Lock()
 	registry.pgids = append(registry.pgids, r.pgid)
-	registry.ports = append(registry.ports, port)
+	registry.ports = append(registry.ports, port, mcpPort)
 	registry.Unlock()
 	go func() {
 		r.exitErr = cmd.Wait()

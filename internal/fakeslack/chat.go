@@ -2,6 +2,7 @@ package fakeslack
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // content is the text, blocks and metadata of a message being posted or updated.
@@ -189,6 +190,30 @@ func (s *Server) chatDelete(c *call) (map[string]any, *apiError) {
 	m.Deleted = true
 	s.notifyLocked()
 	return map[string]any{"channel": ch.id, "ts": m.TS}, nil
+}
+
+// chatGetPermalink answers as Slack does: https://<team domain>.slack.com/archives/<channel>/p<ts without the dot>,
+// with thread_ts and cid for a reply in a thread. A conversation the caller cannot read is channel_not_found; a
+// deleted or unknown message is message_not_found.
+func (s *Server) chatGetPermalink(c *call) (map[string]any, *apiError) {
+	ch := s.channels[c.p.get("channel")]
+	if ch == nil || (!ch.isIM() && !ch.isMember(c.id.user)) {
+		return nil, errCode("channel_not_found")
+	}
+	m := ch.byTS[c.p.get("message_ts")]
+	if m == nil || m.Deleted {
+		return nil, errCode("message_not_found")
+	}
+	link := Permalink(s.opts.TeamDomain, ch.id, m.TS)
+	if m.ThreadTS != "" && m.ThreadTS != m.TS {
+		link += "?thread_ts=" + m.ThreadTS + "&cid=" + ch.id
+	}
+	return map[string]any{"channel": ch.id, "permalink": link}, nil
+}
+
+// Permalink is the link chat.getPermalink gives for a top-level message of a workspace.
+func Permalink(teamDomain, channel, ts string) string {
+	return "https://" + teamDomain + ".slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
 }
 
 // messageJSON renders a message as the Web API returns it.

@@ -53,6 +53,7 @@ func (s *Server) methods() map[string]method {
 		"chat.update":                  {tier3, botOrUser, s.chatUpdate},
 		"chat.postEphemeral":           {tier4, botOrUser, s.chatPostEphemeral},
 		"chat.delete":                  {tier3, botOrUser, s.chatDelete},
+		"chat.getPermalink":            {tier4, botOrUser, s.chatGetPermalink},
 		"views.open":                   {tier4, botOnly, s.viewsOpen},
 		"conversations.members":        {tier4, botOrUser, s.conversationsMembers},
 		"conversations.info":           {tier3, botOrUser, s.conversationsInfo},

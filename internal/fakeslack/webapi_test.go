@@ -452,3 +452,35 @@ func TestDMEventsIncludeBotsOwnMessages(t *testing.T) {
 		t.Fatalf("bot's own DM message event = %s, want bot_id and channel_type im", ev.Request.Payload)
 	}
 }
+
+func TestGetPermalink(t *testing.T) {
+	ctx := testContext(t)
+	srv := newServer(t, testOptions())
+	api := webClient(srv, botToken)
+	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("plan", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, replyTS, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("running", false), slack.MsgOptionTS(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	domain := srv.Options().TeamDomain
+	link, err := api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: "C0OPS", Ts: ts})
+	if want := "https://" + domain + ".slack.com/archives/C0OPS/p" + strings.ReplaceAll(ts, ".", ""); err != nil || link != want {
+		t.Fatalf("permalink = %q, %v; want %q", link, err, want)
+	}
+	link, err = api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: "C0OPS", Ts: replyTS})
+	if want := "?thread_ts=" + ts + "&cid=C0OPS"; err != nil || !strings.HasSuffix(link, want) {
+		t.Fatalf("reply permalink = %q, %v; want it to end with %q", link, err, want)
+	}
+	for _, tc := range []struct{ channel, ts, code string }{
+		{"C0NOPE", ts, "channel_not_found"},
+		{"C0OPS", "1.000001", "message_not_found"},
+	} {
+		_, err := api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: tc.channel, Ts: tc.ts})
+		if se := slackErr(t, err); se.Err != tc.code {
+			t.Errorf("permalink of %s/%s: error %q, want %q", tc.channel, tc.ts, se.Err, tc.code)
+		}
+	}
+}

@@ -122,6 +122,9 @@ service account. Rendered as a JSON list of the cluster maps.
 {{- $server := get $cfg "server" | default dict }}
 {{- $_ = set $server "listen" (printf ":%d" (int .Values.server.port)) }}
 {{- $_ = set $cfg "server" $server }}
+{{- $mcp := get $cfg "mcp" | default dict }}
+{{- $_ = set $mcp "listen" (ternary (printf ":%d" (int .Values.mcp.port)) "" .Values.mcp.enabled) }}
+{{- $_ = set $cfg "mcp" $mcp }}
 {{- toYaml $cfg }}
 {{- end }}
 
@@ -132,6 +135,12 @@ service account. Rendered as a JSON list of the cluster maps.
 {{- end }}
 {{- if and (eq .Values.redis.mode "external") (not .Values.redis.external.existingSecret) }}
 {{- fail "redis.mode external needs redis.external.existingSecret: the Secret holding the Redis URL" }}
+{{- end }}
+{{- if and .Values.mcp.enabled (eq (int .Values.mcp.port) (int .Values.server.port)) }}
+{{- fail "mcp.port must differ from server.port: MCP has its own listener" }}
+{{- end }}
+{{- if and .Values.mcp.ingress.enabled (not .Values.mcp.enabled) }}
+{{- fail "mcp.ingress.enabled needs mcp.enabled" }}
 {{- end }}
 {{- if and .Values.rbac.create (eq (include "hyperops.rbacNamespaces" . | fromJsonArray | len) 0) }}
 {{- fail "no namespace gets a Role: list namespaces in config.clusters (with an empty kubeconfig) or rbac.namespaces" }}

@@ -1,0 +1,146 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
+	hmcp "github.com/hyperops/hyperops/handlers/mcp"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// startMCP serves the MCP endpoint on its own listener (Options.MCPListener, else mcp.listen; off when both are
+// empty) until ctx ends. The returned function stops it and waits for it.
+func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
+	cfg := b.opts.Config
+	ln := b.opts.MCPListener
+	if ln == nil && cfg.MCP.Listen == "" {
+		return func() {}, nil
+	}
+	agents, err := hmcp.AgentsFrom(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.MCP.Listen); err != nil {
+			return nil, fmt.Errorf("listen on mcp.listen %s: %w", cfg.MCP.Listen, err)
+		}
+	}
+	if len(agents) == 0 {
+		b.opts.Log.Warn().Msg("mcp.listen is set but no agent has mcp.tokenSHA256: every MCP call is refused 401")
+	}
+	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
+		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg),
+		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
+		PollEvery: b.opts.MCPPollEvery})
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.opts.Log.Error().Err(err).Msg("mcp server stopped")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		srv.Run(sctx)
+	}()
+	b.opts.Log.Info().Str("listen", ln.Addr().String()).Int("agents", len(agents)).Msg("serving MCP at " + hmcp.Path)
+	return func() {
+		cancel()
+		// Sessions first: their event streams would keep Shutdown waiting. A wait_request still polling ends with
+		// the grace period, after which Close ends whatever is still open.
+		srv.Close()
+		shctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := hs.Shutdown(shctx); err != nil {
+			_ = hs.Close()
+		}
+		scancel()
+		srv.Close()
+		wg.Wait()
+	}, nil
+}
+
+func (b *Bot) whereabouts() *slackWhereabouts {
+	return &slackWhereabouts{refs: storeRefs{b.store}, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
+		approvals: b.opts.Config.Slack.ApprovalsChannel}
+}
+
+// slackWhereabouts tells an MCP agent where its request waits: the plan message in the approvals channel (its
+// permalink), and the approver group's members.
+type slackWhereabouts struct {
+	refs  handlers.Refs
+	slack *SlackClient
+	cfg   map[string]config.ApproverGroup
+	// approvals is where an agent's plan message goes: the answer until the message is posted (by the outbox).
+	approvals string
+	links     sync.Map // channel/ts → *permalink; a message's permalink never changes
+}
+
+// permalink is one message's link, fetched once however many callers ask at the same time.
+type permalink struct {
+	once sync.Once
+	link string
+	err  error
+}
+
+// Where implements hmcp.Whereabouts.
+func (w *slackWhereabouts) Where(ctx context.Context, rec *ops.Record) (*hmcp.Waiting, error) {
+	refs, err := w.refs.List(ctx, rec.ID())
+	if err != nil {
+		return nil, err
+	}
+	out := &hmcp.Waiting{Channel: w.approvals, ApproverGroup: rec.Approval.Approvers}
+	if g, ok := w.cfg[rec.Approval.Approvers]; ok {
+		out.Approvers = append(append(out.Approvers, g.Users...), g.UserGroups...)
+	}
+	if !rec.Approval.ExpiresAt.IsZero() {
+		t := rec.Approval.ExpiresAt.UTC()
+		out.Until = &t
+	}
+	for _, ref := range refs {
+		if ref.Kind != handlers.RefPlan {
+			continue
+		}
+		out.Channel = ref.Channel
+		link, err := w.permalink(ctx, ref.Channel, ref.TS)
+		if err != nil {
+			return out, nil // the channel is still worth telling
+		}
+		out.Permalink = link
+		return out, nil
+	}
+	return out, nil
+}
+
+func (w *slackWhereabouts) permalink(ctx context.Context, channel, ts string) (string, error) {
+	key := channel + "/" + ts
+	v, _ := w.links.LoadOrStore(key, &permalink{})
+	p := v.(*permalink)
+	p.once.Do(func() { p.link, p.err = w.slack.Permalink(ctx, channel, ts) })
+	if p.err != nil {
+		w.links.CompareAndDelete(key, p) // the next caller asks Slack again
+	}
+	return p.link, p.err
+}
+
+// Permalink returns the link to a message (chat.getPermalink).
+func (c *SlackClient) Permalink(ctx context.Context, channel, ts string) (string, error) {
+	var link string
+	err := c.call(ctx, "chat.getPermalink", "", func() error {
+		var err error
+		link, err = c.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
+		return err
+	})
+	return link, err
+}

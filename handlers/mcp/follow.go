@@ -1,0 +1,346 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// The tools that follow requests, and the resource of a request.
+const (
+	ToolGetRequest   = "get_request"
+	ToolListRequests = "list_requests"
+	ToolWaitRequest  = "wait_request"
+	// ResourceTemplate is the URI template of a request's resource.
+	ResourceTemplate = "hyperops://requests/{id}"
+	resourcePrefix   = "hyperops://requests/"
+	// MaxWait bounds wait_request's timeoutSeconds.
+	MaxWait = 60
+	// untilTerminal waits for any phase after which nothing more happens.
+	untilTerminal = "terminal"
+)
+
+var allPhases = []ops.Phase{ops.PhaseReceived, ops.PhaseRejected, ops.PhasePlanned, ops.PhaseDone, ops.PhaseAwaitingApproval,
+	ops.PhaseDenied, ops.PhaseExpired, ops.PhaseCancelled, ops.PhaseApproved, ops.PhaseExecuting, ops.PhaseSucceeded,
+	ops.PhaseFailed, ops.PhaseInterrupted}
+
+func phaseNames() []string {
+	out := make([]string, len(allPhases))
+	for i, p := range allPhases {
+		out[i] = string(p)
+	}
+	return out
+}
+
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(bool), OpenWorldHint: new(bool)}
+
+func requestIDSchema() Schema {
+	return Schema{"type": "string", "pattern": `^[A-Za-z0-9._:-]{1,128}$`, "description": "the request's id (requestId)"}
+}
+
+func (a *agentServer) addFollowTools() {
+	a.srv.AddTool(&mcp.Tool{Name: ToolGetRequest, Annotations: readOnly,
+		Description: "The state of one of your requests: phase, plan (cost, risk, approvals), result, errors, history, and " +
+			"where it waits. The same record a DM get-request shows.",
+		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{argRequestID},
+			"properties": Schema{argRequestID: requestIDSchema()}}}, a.counted(ToolGetRequest, a.getRequest))
+	a.srv.AddTool(&mcp.Tool{Name: ToolListRequests, Annotations: readOnly,
+		Description: "Your recent requests, newest first, optionally only those in some phases.",
+		InputSchema: Schema{"type": "object", "additionalProperties": false, "properties": Schema{
+			"phases": Schema{"type": "array", "items": Schema{"type": "string", "enum": phaseNames()}, "description": "only these phases"},
+			"limit":  Schema{"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+		}}}, a.counted(ToolListRequests, a.listRequests))
+	a.srv.AddTool(&mcp.Tool{Name: ToolWaitRequest, Annotations: readOnly,
+		Description: fmt.Sprintf("Wait until one of your requests reaches a phase (or any final phase: %q), at most "+
+			"timeoutSeconds (≤ %d); sends a progress notification for each transition while it waits. Call it again to "+
+			"wait longer.", untilTerminal, MaxWait),
+		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{argRequestID},
+			"properties": Schema{argRequestID: requestIDSchema(),
+				"until":          Schema{"type": "string", "enum": append(phaseNames(), untilTerminal), "default": untilTerminal},
+				"timeoutSeconds": Schema{"type": "integer", "minimum": 1, "maximum": MaxWait, "default": 30},
+			}}}, a.counted(ToolWaitRequest, a.waitRequest))
+	a.srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "request", URITemplate: ResourceTemplate, MIMEType: "application/json",
+		Description: "One of your requests, as get_request returns it; subscribe to be told of each transition."}, a.readResource)
+}
+
+// followArgs are the arguments of the follow tools, decoded strictly.
+type followArgs struct {
+	RequestID      string   `json:"requestId"`
+	Phases         []string `json:"phases"`
+	Limit          *int     `json:"limit"`
+	Until          string   `json:"until"`
+	TimeoutSeconds *int     `json:"timeoutSeconds"`
+}
+
+func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
+	var fa followArgs
+	var m map[string]json.RawMessage
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fa, ops.Errorf(ops.CodeInvalidArgument, "", "send the arguments as one JSON object", "arguments are not a JSON object: %v", err)
+		}
+	}
+	var errs ops.Errors
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, k, "valid arguments: "+strings.Join(allowed, ", "), "unknown argument %s", k))
+		}
+	}
+	if len(errs) > 0 {
+		return fa, errs
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &fa); err != nil {
+			return fa, ops.Errorf(ops.CodeInvalidArgument, "", "see the tool's input schema", "bad arguments: %v", err)
+		}
+	}
+	if slices.Contains(allowed, argRequestID) && fa.RequestID == "" {
+		return fa, ops.Errorf(ops.CodeInvalidArgument, argRequestID, "add requestId: the id the request was made with", "requestId is required")
+	}
+	return fa, nil
+}
+
+// own reads a request and refuses another initiator's: an agent sees its own requests (its DMs' included), also
+// after a person took one over.
+func (a *agentServer) own(ctx context.Context, id string) (*ops.Record, error) {
+	rec, err := a.s.opts.Engine.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Request.Initiator.ID != a.agent.Initiator.ID {
+		return nil, ops.Errorf(ops.CodeNotAuthorized, argRequestID, "use list_requests to see your own requests",
+			"request %s was not asked by agent %s: an agent sees only its own requests", id, a.agent.Name())
+	}
+	return rec, nil
+}
+
+func (a *agentServer) getRequest(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fa, err := decodeFollow(req.Params.Arguments, argRequestID)
+	if err != nil {
+		r := a.reply(ctx, nil, "", err)
+		return result(r, r), nil
+	}
+	rec, err := a.own(ctx, fa.RequestID)
+	r := a.reply(ctx, rec, fa.RequestID, err)
+	return result(r, r), nil
+}
+
+func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fa, err := decodeFollow(req.Params.Arguments, "phases", "limit")
+	q := ops.ListQuery{Initiator: a.agent.Initiator.ID, Limit: 20}
+	if err == nil && fa.Limit != nil {
+		if *fa.Limit < 1 || *fa.Limit > 100 {
+			err = ops.Errorf(ops.CodeInvalidArgument, "limit", "use 1 to 100", "limit=%d is out of range", *fa.Limit)
+		}
+		q.Limit = *fa.Limit
+	}
+	for _, p := range fa.Phases {
+		if err == nil && !slices.Contains(allPhases, ops.Phase(p)) {
+			err = ops.Errorf(ops.CodeInvalidArgument, "phases", "phases: "+strings.Join(phaseNames(), ", "), "unknown phase %q", p)
+		}
+		q.Phases = append(q.Phases, ops.Phase(p))
+	}
+	var recs []*ops.Record
+	if err == nil {
+		recs, err = a.s.opts.Engine.List(ctx, q)
+	}
+	if err != nil {
+		r := a.reply(ctx, nil, "", err)
+		return result(r, r), nil
+	}
+	out := ListReply{Requests: []handlers.AgentReplyBody{}}
+	for _, rec := range recs {
+		b := handlers.AgentBody(rec, rec.ID(), nil)
+		b.History = nil
+		out.Requests = append(out.Requests, b)
+	}
+	text := fmt.Sprintf("%d request(s) of agent %s.", len(out.Requests), a.agent.Name())
+	for _, b := range out.Requests {
+		text += fmt.Sprintf(" %s (%s): %s.", b.RequestID, b.Operation, b.Phase)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: out}, nil
+}
+
+// waitRequest polls the request until it reaches the phase, ends elsewhere, or the time is up, telling each new
+// version as a progress notification (progress = the record's version) when the client asked for progress.
+func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fa, err := decodeFollow(req.Params.Arguments, argRequestID, "until", "timeoutSeconds")
+	timeout := 30
+	if err == nil && fa.TimeoutSeconds != nil {
+		if timeout = *fa.TimeoutSeconds; timeout < 1 || timeout > MaxWait {
+			err = ops.Errorf(ops.CodeInvalidArgument, "timeoutSeconds", fmt.Sprintf("use 1 to %d, and call again to wait longer", MaxWait),
+				"timeoutSeconds=%d is out of range", timeout)
+		}
+	}
+	until := fa.Until
+	if until == "" {
+		until = untilTerminal
+	}
+	if err == nil && until != untilTerminal && !slices.Contains(allPhases, ops.Phase(until)) {
+		err = ops.Errorf(ops.CodeInvalidArgument, "until", "until: "+strings.Join(append(phaseNames(), untilTerminal), ", "), "unknown phase %q", until)
+	}
+	if err != nil {
+		r := a.reply(ctx, nil, fa.RequestID, err)
+		return result(r, WaitReply{Reply: r, Until: until}), nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
+	defer cancel()
+	token := req.Params.GetProgressToken()
+	t := time.NewTicker(a.s.opts.PollEvery)
+	defer t.Stop()
+	var told int64
+	for {
+		rec, err := a.own(ctx, fa.RequestID)
+		if err != nil {
+			r := a.reply(ctx, nil, fa.RequestID, err)
+			return result(r, WaitReply{Reply: r, Until: until}), nil
+		}
+		reached := reachedPhase(rec.Phase, until)
+		if token != nil && rec.Version > told {
+			told = rec.Version
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(rec.Version),
+				Message: fmt.Sprintf("%s is %s", rec.ID(), rec.Phase)})
+		}
+		if reached || rec.Phase.Terminal() {
+			return a.waited(ctx, rec, until, reached), nil
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return a.waited(ctx, rec, until, false), nil
+		case <-t.C:
+		}
+	}
+}
+
+func reachedPhase(p ops.Phase, until string) bool {
+	if until == untilTerminal {
+		return p.Terminal()
+	}
+	return string(p) == until
+}
+
+func (a *agentServer) waited(ctx context.Context, rec *ops.Record, until string, reached bool) *mcp.CallToolResult {
+	r := a.reply(ctx, rec, rec.ID(), nil)
+	res := result(r, WaitReply{Reply: r, Until: until, Reached: reached})
+	if !reached {
+		tc := res.Content[0].(*mcp.TextContent)
+		tc.Text += fmt.Sprintf(" It has not reached %s yet.", until)
+		if !rec.Phase.Terminal() {
+			tc.Text += " Call wait_request again to wait longer."
+		}
+	}
+	return res
+}
+
+func requestURI(id string) string { return resourcePrefix + id }
+
+func idOfURI(uri string) (string, bool) {
+	id, ok := strings.CutPrefix(uri, resourcePrefix)
+	return id, ok && id != "" && !strings.ContainsAny(id, "/?#")
+}
+
+func (a *agentServer) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	id, ok := idOfURI(req.Params.URI)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	rec, err := a.own(ctx, id)
+	if err != nil {
+		if ue := ops.AsError(err); ue.Code == ops.CodeNotFound || ue.Code == ops.CodeNotAuthorized {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return nil, err
+	}
+	b, err := json.Marshal(a.reply(ctx, rec, id, nil))
+	if err != nil {
+		return nil, fmt.Errorf("encode request %s: %w", id, err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// subscriptions are the requests some session of this agent subscribed to, with the version last told.
+type subscriptions struct {
+	mu   sync.Mutex
+	byID map[string]*subscription
+}
+
+type subscription struct {
+	sessions int
+	version  int64
+}
+
+func newSubscriptions() *subscriptions { return &subscriptions{byID: map[string]*subscription{}} }
+
+func (a *agentServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	id, ok := idOfURI(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	rec, err := a.own(ctx, id)
+	if err != nil {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	a.subs.mu.Lock()
+	defer a.subs.mu.Unlock()
+	s := a.subs.byID[id]
+	if s == nil {
+		s = &subscription{version: rec.Version}
+		a.subs.byID[id] = s
+	}
+	s.sessions++
+	return nil
+}
+
+func (a *agentServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	id, _ := idOfURI(req.Params.URI)
+	a.subs.mu.Lock()
+	defer a.subs.mu.Unlock()
+	if s := a.subs.byID[id]; s != nil {
+		if s.sessions--; s.sessions <= 0 {
+			delete(a.subs.byID, id)
+		}
+	}
+	return nil
+}
+
+// tellSubscribers sends notifications/resources/updated for every subscribed request whose version changed. A
+// request that ended is told once more and then forgotten.
+func (a *agentServer) tellSubscribers(ctx context.Context) {
+	a.subs.mu.Lock()
+	ids := make([]string, 0, len(a.subs.byID))
+	for id := range a.subs.byID {
+		ids = append(ids, id)
+	}
+	a.subs.mu.Unlock()
+	for _, id := range ids {
+		rec, err := a.s.opts.Engine.Get(ctx, id)
+		if err != nil {
+			continue
+		}
+		a.subs.mu.Lock()
+		s := a.subs.byID[id]
+		changed := s != nil && rec.Version > s.version
+		if changed {
+			s.version = rec.Version
+			if rec.Phase.Terminal() {
+				delete(a.subs.byID, id)
+			}
+		}
+		a.subs.mu.Unlock()
+		if changed {
+			_ = a.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: requestURI(id)})
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package mcp
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Schema is a JSON Schema object, as tools/list publishes it.
+type Schema = map[string]any
+
+// The argument names every operation tool takes besides the operation's own parameters.
+const (
+	argTarget           = "target"
+	argProfile          = "profile"
+	argRequestID        = "requestId"
+	argDryRun           = "dryRun"
+	argRequiresApproval = "requiresApproval"
+)
+
+// Bounds are the static limits the schemas publish: for each (operation, parameter) the smallest and largest value
+// the engine may accept on any registered cluster. Per-cluster limits are still checked by the engine.
+type Bounds map[string]map[string]Range
+
+// Range is an inclusive interval; nil ends are open.
+type Range struct {
+	Min *int64
+	Max *int64
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// BoundsFrom derives the static bounds from the guardrails of the registered clusters: the largest limit over all
+// clusters is the most any request can get, and the lower ends are the operations' own rules.
+func BoundsFrom(cfg *config.Config) Bounds {
+	var maxTrain, maxGPUs, maxInfer, maxNodes int64
+	for _, c := range cfg.Clusters {
+		maxTrain = max(maxTrain, int64(c.Limits.MaxTrainingReplicas))
+		maxGPUs = max(maxGPUs, int64(c.Limits.MaxGPUsPerJob))
+		maxInfer = max(maxInfer, int64(c.Limits.MaxInferenceReplicas))
+		maxNodes = max(maxNodes, int64(c.Limits.MaxNodesPerGroup))
+	}
+	return Bounds{
+		"submit-training-job": {"replicas": {Min: ptr(1), Max: ptr(maxTrain)}, "gpus": {Min: ptr(0), Max: ptr(maxGPUs)}},
+		"deploy-inference": {"replicas": {Min: ptr(1), Max: ptr(maxInfer)}, "gpus": {Min: ptr(0)},
+			"port": {Min: ptr(1), Max: ptr(65535)}},
+		"scale-inference": {"replicas": {Min: ptr(0), Max: ptr(maxInfer)}},
+		"scale-capacity":  {"count": {Min: ptr(0), Max: ptr(maxNodes)}},
+	}
+}
+
+// Targets are the registered clusters and namespaces, published as enums of the target argument.
+type Targets struct {
+	Clusters   []string
+	Namespaces []string
+}
+
+// TargetsFrom lists the registered clusters and every namespace allowed on any of them.
+func TargetsFrom(cfg *config.Config) Targets {
+	var t Targets
+	for _, c := range cfg.Clusters {
+		t.Clusters = append(t.Clusters, c.Name)
+		for _, ns := range c.Namespaces {
+			if !slices.Contains(t.Namespaces, ns) {
+				t.Namespaces = append(t.Namespaces, ns)
+			}
+		}
+	}
+	return t
+}
+
+// camel turns a kebab-case parameter name into the camelCase agents write, as the DM contract does.
+func camel(s string) string {
+	parts := strings.Split(s, "-")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// InputSchema is the input schema of an operation's tool: its parameters (camelCase, typed, with enums, defaults
+// and static bounds), plus target, profile, requestId (required when the operation mutates), dryRun and
+// requiresApproval. Unknown arguments are refused, as the DM contract refuses unknown fields.
+func InputSchema(spec ops.Spec, bounds Bounds, targets Targets) Schema {
+	props := Schema{}
+	var required []string
+	for _, p := range spec.Params {
+		name := camel(p.Name)
+		props[name] = paramSchema(p, bounds[spec.Name][p.Name])
+		if p.Required && p.Default == "" {
+			required = append(required, name)
+		}
+	}
+	target := Schema{"type": "object", "additionalProperties": false,
+		"description": "where the operation acts; defaults: the first registered cluster and its default namespace",
+		"properties": Schema{
+			"cluster":   withEnum(Schema{"type": "string", "description": "a registered cluster"}, targets.Clusters),
+			"namespace": withEnum(Schema{"type": "string", "description": "an allowed namespace of the cluster"}, targets.Namespaces),
+		}}
+	props[argTarget] = target
+	props[argProfile] = Schema{"type": "string",
+		"description": "execution profile registered in config, chosen by name; identities and privileges come only from profiles"}
+	rid := Schema{"type": "string", "pattern": `^[A-Za-z0-9._:-]{1,128}$`,
+		"description": "idempotency key: the same id with the same arguments returns the same request (retry freely); " +
+			"the same id with other arguments is refused E_IDEMPOTENCY_CONFLICT"}
+	props[argRequestID] = rid
+	props[argDryRun] = Schema{"type": "boolean", "default": false,
+		"description": "plan and validate (cost, risk, server-side dry run) without changing anything; commit later with the same requestId"}
+	props[argRequiresApproval] = Schema{"type": "boolean", "default": false,
+		"description": "ask for a lead's approval even where policy would not; can only raise what policy asks"}
+	if spec.Mutates {
+		required = append(required, argRequestID)
+	}
+	s := Schema{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func withEnum(s Schema, values []string) Schema {
+	if len(values) > 0 {
+		s["enum"] = values
+	}
+	return s
+}
+
+func paramSchema(p ops.ParamSpec, r Range) Schema {
+	s := Schema{"description": p.Help}
+	switch p.Kind {
+	case ops.KindString:
+		s["type"] = "string"
+		if len(p.Enum) > 0 {
+			s["enum"] = p.Enum
+		}
+		if p.Default != "" {
+			s["default"] = p.Default
+		}
+	case ops.KindInt:
+		s["type"] = "integer"
+		if n, err := strconv.ParseInt(p.Default, 10, 64); err == nil {
+			s["default"] = n
+		}
+		if r.Min != nil {
+			s["minimum"] = *r.Min
+		}
+		if r.Max != nil {
+			s["maximum"] = *r.Max
+		}
+	case ops.KindBool:
+		s["type"] = "boolean"
+	case ops.KindQuantity:
+		s["type"] = []string{"string", "number"}
+		s["description"] = p.Help + " (a Kubernetes quantity such as 8, 500m or 64Gi)"
+	case ops.KindDuration:
+		s["type"] = []string{"string", "number"}
+		s["description"] = p.Help + " (a duration such as 90m or 12h, or a number of hours)"
+		if p.Default != "" {
+			s["default"] = p.Default
+		}
+	case ops.KindList:
+		s["type"] = "array"
+		s["items"] = Schema{"type": "string"}
+		s["description"] = p.Help + " (a list of strings: argv, never a shell string)"
+	}
+	return s
+}
+
+// check refuses values outside the published bounds, so a client that does not validate against the schema gets
+// the same answer as one that does. The engine checks each cluster's own, possibly lower, limits after this.
+func (b Bounds) check(operation string, params map[string]any) error {
+	var errs ops.Errors
+	for _, name := range slices.Sorted(maps.Keys(b[operation])) {
+		r := b[operation][name]
+		n, ok := params[name].(int64)
+		if !ok {
+			continue
+		}
+		switch {
+		case r.Min != nil && n < *r.Min:
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, camel(name), fmt.Sprintf("use %d or more", *r.Min),
+				"%s=%d is below the minimum %d", camel(name), n, *r.Min))
+		case r.Max != nil && n > *r.Max:
+			errs = append(errs, ops.Errorf(ops.CodeQuotaExceeded, camel(name),
+				fmt.Sprintf("use at most %d (the largest limit of any registered cluster), or ask the platform team to raise the limit", *r.Max),
+				"%s=%d is above the maximum %d", camel(name), n, *r.Max))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}

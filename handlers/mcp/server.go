@@ -1,0 +1,175 @@
+package mcp
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Path is where the MCP endpoint is served.
+const Path = "/mcp"
+
+// Engine is the part of the engine the MCP server drives.
+type Engine interface {
+	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
+	Get(ctx context.Context, id string) (*ops.Record, error)
+	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
+}
+
+// Whereabouts tells where a request waits for people. The Slack side implements it from the messages it posted.
+type Whereabouts interface {
+	Where(ctx context.Context, rec *ops.Record) (*Waiting, error)
+}
+
+// Waiting is where a request waits for approval: the channel, the approval message and who may approve.
+type Waiting struct {
+	Channel string `json:"channel"`
+	// Permalink is the link to the plan message with the Approve and Deny buttons ("" until it is posted).
+	Permalink string `json:"permalink,omitempty"`
+	// ApproverGroup is the configured approver group; Approvers its Slack users and user groups.
+	ApproverGroup string     `json:"approverGroup,omitempty"`
+	Approvers     []string   `json:"approvers,omitempty"`
+	Until         *time.Time `json:"until,omitempty"`
+}
+
+// Options wire a Server.
+type Options struct {
+	Agents  []Agent
+	Catalog *ops.Catalog
+	Engine  Engine
+	// Where tells where requests wait for approval (optional).
+	Where   Whereabouts
+	Bounds  Bounds
+	Targets Targets
+	// OnCall is told about every tool call: the tool and the code of its first error, or "OK" (metrics).
+	OnCall func(tool, code string)
+	// PollEvery is how often wait_request and resource subscriptions re-read a request (default 250ms).
+	PollEvery time.Duration
+	// Version is reported to clients as the server's version.
+	Version string
+	// Logger gets the SDK's log (default: discarded).
+	Logger *slog.Logger
+}
+
+// Server is the MCP server of every registered agent: each agent sees its own tools.
+type Server struct {
+	opts   Options
+	agents []*agentServer
+	http   http.Handler
+}
+
+// agentServer is one agent's MCP server: its tools, its resources and its subscriptions.
+type agentServer struct {
+	s     *Server
+	agent Agent
+	srv   *mcp.Server
+	subs  *subscriptions
+}
+
+// New builds the server; it serves nothing until its Handler is mounted.
+func New(opts Options) *Server {
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = 250 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.OnCall == nil {
+		opts.OnCall = func(string, string) {}
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts}
+	for _, a := range opts.Agents {
+		s.agents = append(s.agents, s.newAgentServer(a))
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if as, ok := r.Context().Value(agentKey{}).(*agentServer); ok {
+			return as.srv
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: 30 * time.Minute})
+	mux := http.NewServeMux()
+	mux.Handle(Path, s.authenticate(streamable))
+	s.http = mux
+	return s
+}
+
+// Handler serves /mcp.
+func (s *Server) Handler() http.Handler { return s.http }
+
+// Run tells subscribed clients about changes of their requests until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, a := range s.agents {
+				a.tellSubscribers(ctx)
+			}
+		}
+	}
+}
+
+// Close ends every open MCP session, so nothing of them outlives the server.
+func (s *Server) Close() {
+	for _, a := range s.agents {
+		for ss := range a.srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
+}
+
+type agentKey struct{}
+
+// authenticate admits a request only with the bearer token of a registered agent. Anything else is 401 with
+// WWW-Authenticate and nothing else: no engine call, nothing recorded. The SDK's bearer middleware then binds
+// each MCP session to its agent, so one agent's session id is of no use with another agent's token.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	bound := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		as, _ := ctx.Value(agentKey{}).(*agentServer)
+		if as == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: as.agent.Initiator.ID}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r)
+		if !ok {
+			unauthorized(w, `Bearer realm="hyperops"`)
+			return
+		}
+		as := match(s.agents, token)
+		if as == nil {
+			unauthorized(w, `Bearer realm="hyperops", error="invalid_token", error_description="unknown token"`)
+			return
+		}
+		bound.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, as)))
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+func unauthorized(w http.ResponseWriter, challenge string) {
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "unauthorized: send Authorization: Bearer <the agent's HyperOps MCP token>", http.StatusUnauthorized)
+}

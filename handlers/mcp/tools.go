@@ -1,0 +1,216 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/ops"
+)
+
+func (s *Server) newAgentServer(a Agent) *agentServer {
+	as := &agentServer{s: s, agent: a, subs: newSubscriptions()}
+	as.srv = mcp.NewServer(&mcp.Implementation{Name: "hyperops", Title: "HyperOps", Version: s.opts.Version}, &mcp.ServerOptions{
+		Instructions: "HyperOps runs guarded operations on EKS and SageMaker HyperPod. Every mutating tool needs a requestId " +
+			"(your idempotency key: retry with the same one); try dryRun first. Changes that need approval wait for a " +
+			"lead in Slack: the call answers at once with phase awaiting-approval and where it waits; follow it with " +
+			"wait_request, get_request or the resource hyperops://requests/{id}.",
+		Logger:             s.opts.Logger,
+		SubscribeHandler:   as.subscribe,
+		UnsubscribeHandler: as.unsubscribe,
+	})
+	for _, spec := range s.opts.Catalog.Specs() {
+		if a.Allows(spec.Name) {
+			as.srv.AddTool(operationTool(spec, s.opts.Bounds, s.opts.Targets), as.counted(spec.Name, as.callOperation(spec)))
+		}
+	}
+	as.addFollowTools()
+	as.srv.AddReceivingMiddleware(as.refuseOthers)
+	return as
+}
+
+func operationTool(spec ops.Spec, bounds Bounds, targets Targets) *mcp.Tool {
+	destructive := spec.Mutates && destructiveVerb(spec.Name)
+	openWorld := true
+	desc := spec.Summary + "."
+	if spec.Topic != "" {
+		desc += " In Slack: the slash command's \"" + strings.TrimSpace(spec.Topic+" "+spec.Verb) + "\"."
+	}
+	if spec.Mutates {
+		desc += " Mutating: needs requestId; may wait for a lead's approval in Slack."
+	}
+	return &mcp.Tool{Name: spec.Name, Description: desc, InputSchema: InputSchema(spec, bounds, targets),
+		Annotations: &mcp.ToolAnnotations{Title: spec.Summary, ReadOnlyHint: !spec.Mutates, DestructiveHint: &destructive,
+			// The same requestId never executes twice, so every call is idempotent; reads are idempotent anyway.
+			IdempotentHint: true, OpenWorldHint: &openWorld}}
+}
+
+// destructiveVerb reports operations that may remove things: delete-*, stop-*, and scale-* (down, or to zero), the
+// ones the risk rules call destructive. Bootstrapping is high risk but creates, so it is not destructive.
+func destructiveVerb(name string) bool {
+	for _, v := range []string{"delete-", "stop-", "scale-"} {
+		if strings.HasPrefix(name, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// counted tells OnCall about every call of a tool.
+func (a *agentServer) counted(tool string, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		code := "OK"
+		switch {
+		case err != nil:
+			code = string(ops.CodeInternal)
+		case res != nil && res.IsError:
+			code = string(ops.CodeInvalidArgument)
+			if r, ok := replyOf(res.StructuredContent); ok {
+				code = r.code()
+			}
+		}
+		a.s.opts.OnCall(tool, code)
+		return res, err
+	}
+}
+
+func replyOf(v any) (Reply, bool) {
+	switch r := v.(type) {
+	case Reply:
+		return r, true
+	case WaitReply:
+		return r.Reply, true
+	}
+	return Reply{}, false
+}
+
+// refuseOthers answers a call of a catalog operation the agent may not use with E_NOT_AUTHORIZED, as a DM would,
+// instead of the SDK's "unknown tool": the agent learns what to ask for. Nothing is recorded.
+func (a *agentServer) refuseOthers(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		name := call.Params.Name
+		if _, err := a.s.opts.Catalog.Lookup(name); err != nil || a.agent.Allows(name) {
+			return next(ctx, method, req)
+		}
+		r := Reply{AgentReplyBody: handlers.AgentBody(nil, requestIDOf(call.Params.Arguments), ops.Errorf(ops.CodeNotAuthorized, "operation",
+			"ask the platform team to allow it for agent "+a.agent.Name()+" (agents[].operations)",
+			"agent %s may not request %s", a.agent.Name(), name))}
+		a.s.opts.OnCall(name, string(ops.CodeNotAuthorized))
+		return result(r, r), nil
+	}
+}
+
+func requestIDOf(raw json.RawMessage) string {
+	var args struct {
+		RequestID string `json:"requestId"`
+	}
+	_ = json.Unmarshal(raw, &args)
+	return args.RequestID
+}
+
+// callOperation handles a call of an operation's tool: the arguments become the DM contract's request and go
+// through the same strict decoder (unknown and forbidden fields refused), then to the engine as the agent.
+func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ar, err := a.decode(spec.Name, req.Params.Arguments)
+		if err != nil {
+			r := a.reply(ctx, nil, requestIDOf(req.Params.Arguments), err)
+			return result(r, r), nil
+		}
+		if err := a.s.opts.Bounds.check(spec.Name, ar.Workload); err != nil {
+			r := a.reply(ctx, nil, ar.RequestID, err)
+			return result(r, r), nil
+		}
+		if spec.Mutates && ar.RequestID == "" {
+			r := a.reply(ctx, nil, "", ops.Errorf(ops.CodeInvalidArgument, argRequestID,
+				"add requestId: a key of your choosing (e.g. train-20250308-001), the same on every retry",
+				"requestId is required for %s, which changes things", spec.Name))
+			return result(r, r), nil
+		}
+		r := ar.Request(a.agent.Initiator)
+		r.Origin = "mcp"
+		if r.ID == "" {
+			r.ID = ops.NewRequestID()
+		}
+		rec, err := a.s.opts.Engine.Submit(ctx, r)
+		if err == nil && rec != nil && planning(rec.Phase) {
+			rec = a.settled(ctx, rec)
+		}
+		rep := a.reply(ctx, rec, r.ID, err)
+		return result(rep, rep), nil
+	}
+}
+
+// decode turns tool arguments into the DM contract's JSON object and decodes it with handlers.DecodeAgentRequest.
+func (a *agentServer) decode(operation string, raw json.RawMessage) (*handlers.AgentRequest, error) {
+	args := map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil {
+			return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send the arguments as one JSON object", "arguments are not a JSON object: %v", err)
+		}
+	}
+	doc := map[string]any{"operation": operation}
+	controls, workload := map[string]any{}, map[string]any{}
+	for k, v := range args {
+		switch k {
+		case argTarget, argProfile:
+			doc[k] = v
+		case argRequestID, argDryRun, argRequiresApproval:
+			controls[k] = v
+		default:
+			workload[k] = v
+		}
+	}
+	if len(controls) > 0 {
+		doc["controls"] = controls
+	}
+	if len(workload) > 0 {
+		doc["workload"] = workload
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
+	}
+	return handlers.DecodeAgentRequest(b, a.s.opts.Catalog)
+}
+
+// settled waits a little for a request another call is still planning (a client's retry racing its first call),
+// so every caller gets the plan and the phase it led to rather than "received" or "planned".
+func (a *agentServer) settled(ctx context.Context, rec *ops.Record) *ops.Record {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	t := time.NewTicker(a.s.opts.PollEvery)
+	defer t.Stop()
+	for planning(rec.Phase) {
+		select {
+		case <-ctx.Done():
+			return rec
+		case <-t.C:
+		}
+		next, err := a.s.opts.Engine.Get(ctx, rec.ID())
+		if err != nil {
+			return rec
+		}
+		rec = next
+	}
+	return rec
+}
+
+// planning reports the phases a request passes through while its first Submit is still planning it.
+func planning(p ops.Phase) bool { return p == ops.PhaseReceived || p == ops.PhasePlanned }
+
+// settleWait bounds how long a retry waits for the first call's plan.
+const settleWait = 10 * time.Second
