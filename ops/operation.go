@@ -100,6 +100,30 @@ type Steps interface {
 	Await(ctx context.Context, req *Request, plan *Plan, written []byte, x Execution) (*Result, error)
 }
 
+// StepOperation is an operation that executes in resumable steps.
+type StepOperation interface {
+	Operation
+	Steps
+}
+
+// ExecuteSteps runs a StepOperation in one go, Write then Await, planning first when plan is nil (so running it
+// again once the change is made writes nothing). It is the Execute of such operations, for callers that do not
+// record steps.
+func ExecuteSteps(ctx context.Context, op StepOperation, req *Request, plan *Plan, x Execution) (*Result, error) {
+	if plan == nil {
+		p, err := op.Plan(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		plan = p
+	}
+	written, err := op.Write(ctx, req, plan, x)
+	if err != nil {
+		return nil, err
+	}
+	return op.Await(ctx, req, plan, written, x)
+}
+
 // Rechecker is implemented by operations that can re-read just the observed state a plan's hash covers, without
 // building the plan again: the engine compares it with Plan.Observed right before executing.
 type Rechecker interface {

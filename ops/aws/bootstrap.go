@@ -300,20 +300,9 @@ func (o *bootstrapOp) Recheck(ctx context.Context, req *ops.Request, _ *ops.Plan
 	return ex.observed(), nil
 }
 
-// Execute is Write then Await for callers that run it in one go; without a plan it plans first.
+// Execute is Write then Await in one go (ops.ExecuteSteps).
 func (o *bootstrapOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
-	if plan == nil {
-		p, err := o.Plan(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		plan = p
-	}
-	written, err := o.Write(ctx, req, plan, x)
-	if err != nil {
-		return nil, err
-	}
-	return o.Await(ctx, req, plan, written, x)
+	return ops.ExecuteSteps(ctx, o, req, plan, x)
 }
 
 // Write sends exactly the plan's CreateCluster request (nothing when the plan found the cluster), right after

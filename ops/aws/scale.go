@@ -311,21 +311,9 @@ func (o *scaleOp) Recheck(ctx context.Context, req *ops.Request, _ *ops.Plan) (s
 	return g.observed(), nil
 }
 
-// Execute is Write then Await, for callers that run the operation in one go; without a plan it plans first, so
-// running it again once the group has its count sends nothing.
+// Execute is Write then Await in one go (ops.ExecuteSteps).
 func (o *scaleOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
-	if plan == nil {
-		p, err := o.Plan(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		plan = p
-	}
-	written, err := o.Write(ctx, req, plan, x)
-	if err != nil {
-		return nil, err
-	}
-	return o.Await(ctx, req, plan, written, x)
+	return ops.ExecuteSteps(ctx, o, req, plan, x)
 }
 
 // Write sends exactly the plan's AWS request, after checking that this execution still holds its lock. EKS's
