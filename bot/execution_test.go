@@ -45,7 +45,7 @@ func threadReplies(s fakeslack.Snapshot, channel, ts string) []fakeslack.Message
 }
 
 // toldInThread is what the request's thread should hold after every entry of its history was told: one reply per
-// progress entry and per phase change a person's thread hears of (handlers.Tells), in history order. Entry 0 posts
+// progress entry and per phase change a person's thread hears of (handlers.TransitionReply), in history order. Entry 0 posts
 // the plan message itself.
 func toldInThread(rec *ops.Record) []string {
 	var out []string
@@ -53,9 +53,10 @@ func toldInThread(rec *ops.Record) []string {
 		switch {
 		case t.Kind == ops.KindProgress:
 			out = append(out, handlers.ProgressReply(rec, t.Note).Text)
-		case t.Kind == ops.KindPhase && handlers.Tells(t):
-			m, _ := handlers.TransitionReply(rec, t)
-			out = append(out, m.Text)
+		case t.Kind == ops.KindPhase:
+			if m, ok := handlers.TransitionReply(rec, t); ok {
+				out = append(out, m.Text)
+			}
 		}
 	}
 	return out
@@ -213,8 +214,8 @@ func TestPanicInExecutionFailsOnlyThatRequest(t *testing.T) {
 			})
 			h.waitFor("the failure told in the thread", func(s fakeslack.Snapshot) bool {
 				for _, m := range s.Messages[chOps] {
-					if m.ThreadTS != "" && m.ThreadTS != m.TS && strings.Contains(m.Text, id+": executing → failed") &&
-						strings.Contains(string(m.Blocks), string(ops.CodeInternal)) {
+					if m.ThreadTS != "" && m.ThreadTS != m.TS && strings.HasPrefix(m.Text, id+": ") && strings.Contains(strings.ToLower(m.Text), "failed") &&
+						strings.Contains(string(m.Blocks), "failed internally while executing") {
 						return true
 					}
 				}
@@ -240,7 +241,7 @@ func TestManyExecutorsLeaveTheStoreToSlack(t *testing.T) {
 	t.Cleanup(func() { b.stop(t) })
 	h.waitConnected(2)
 	h.slash(userBob, chOps, "gadget roll name=probe dry-run")
-	h.waitFor("the dry run's plan", func(s fakeslack.Snapshot) bool { return len(mentioning(topLevel(s, chOps), "roll-gadget probe")) == 1 })
+	h.waitFor("the dry run's plan", func(s fakeslack.Snapshot) bool { return len(mentioning(topLevel(s, chOps), "gadget probe")) == 1 })
 	h.slash(userBob, chOps, "gadget roll name=probe request-id=many-executors")
 	h.waitPhase("many-executors", ops.PhaseSucceeded)
 }

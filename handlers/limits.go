@@ -72,7 +72,7 @@ func fitAgentBody(b AgentReplyBody) AgentReplyBody {
 	if js, err := json.Marshal(b); err == nil && len(js) > maxAgentBody && b.Result != nil {
 		r := *b.Result
 		r.Data, r.Output = nil, ""
-		r.Summary = clip(r.Summary, maxErrorLine) + " (output too long for Slack: read it with get-request or /hp request show)"
+		r.Summary = clip(r.Summary, maxErrorLine) + " (output too long for Slack: read it with get-request or " + ops.Ask("request show") + ")"
 		b.Result = &r
 	}
 	if js, err := json.Marshal(b); err == nil && len(js) > maxAgentBody {
