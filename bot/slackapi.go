@@ -176,7 +176,9 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 	for {
 		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, n), n)
 		if err != nil {
-			return fmt.Errorf("take the shared %s budget: %w", key, err)
+			// The state store is down: telling people so must still reach Slack, so this replica falls back to
+			// its own limiter for the budget.
+			return c.localWait(ctx, key, t)
 		}
 		if ok {
 			return nil
@@ -208,6 +210,21 @@ func (c *SlackClient) yieldTier(ctx context.Context, method string) error {
 			return fmt.Errorf("wait for room for %s: %w", method, ctx.Err())
 		case <-t.C:
 		}
+	}
+	return nil
+}
+
+// localWait waits on this replica's own limiter for a shared budget the state store cannot give now.
+func (c *SlackClient) localWait(ctx context.Context, key string, t Tier) error {
+	c.mu.Lock()
+	lim := c.channels["fallback:"+key]
+	if lim == nil {
+		lim = t.limiter()
+		c.channels["fallback:"+key] = lim
+	}
+	c.mu.Unlock()
+	if err := lim.Wait(ctx); err != nil {
+		return fmt.Errorf("wait for the %s rate limit: %w", key, err)
 	}
 	return nil
 }

@@ -180,7 +180,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.run("use step 2", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-step="1"]`)))
 	b.waitFor("the composer filled", `document.getElementById("composer-text").value.includes("train submit name=llama-finetune")`, 5*time.Second)
 	b.run("send", 10*time.Second, chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
-	b.waitFor("the plan with its cost and risk", inText("#messages", "awaiting-approval", "submit-training-job", "cost", "$", "Risk", "Approve", "Deny"), long)
+	b.waitFor("the plan with its cost and risk", inText("#messages", "Waiting for approval", "llama-finetune", "Cost", "$", "Risk", "Approve", "Deny"), long)
 	b.screenshot("plan")
 
 	// A lead approves it.
@@ -189,9 +189,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.click("approve", approve, 10*time.Second)
 	thread := b.find("#messages", ".replies-link", "submit-training-job", long)
 	b.click("open the thread", thread, 10*time.Second)
-	b.waitFor("the thread saying running", inText("#thread-messages", "llama-finetune", "→ running"), long)
+	b.waitFor("the thread saying running", inText("#thread-messages", "llama-finetune", "is running"), long)
 	b.screenshot("running")
-	b.waitFor("the thread saying completed", inText("#thread-messages", "→ completed"), long)
+	b.waitFor("the thread saying completed", inText("#thread-messages", "is completed"), long)
 	b.waitFor("the Job completed in the side panel", inText("#workloads", "llama-finetune", "completed"), long)
 	b.screenshot("completed")
 
@@ -209,7 +209,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.become("engineer")
 	b.run("use step 3", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-step="2"]`)))
 	b.run("send", 10*time.Second, chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
-	b.waitFor("the scale plan", inText("#messages", "scale-capacity", "awaiting-approval"), long)
+	b.waitFor("the scale plan", inText("#messages", "scale-capacity", "Waiting for approval"), long)
 	b.become("lead2")
 	approveScale := b.find("#messages", `[data-action="hp_approve"]`, "scale-capacity", long)
 	b.click("approve the scale", approveScale, 10*time.Second)
@@ -251,7 +251,7 @@ func TestBrowserConfirmModal(t *testing.T) {
 		t.Fatal(err)
 	}
 	say("/hp storage delete name=scratch")
-	b.waitFor("the deletion awaiting two approvals", inText("#messages", "delete-storage", "awaiting-approval", "critical", "0/2"), long)
+	b.waitFor("the deletion awaiting two approvals", inText("#messages", "delete-storage", "Waiting for approval", "critical", "2 approvals"), long)
 
 	b.become("lead1")
 	approve := b.find("#messages", `[data-action="hp_approve"]`, "delete-storage", long)
@@ -264,7 +264,7 @@ func TestBrowserConfirmModal(t *testing.T) {
 	b.run("type the claim name", 10*time.Second, chromedp.SetValue(chromedp.CSS(`#overlay input[data-block="claim"]`), "scratch"),
 		chromedp.Click(chromedp.CSS(`#overlay [data-modal="submit"]`)))
 	b.waitFor("the modal closed", `document.getElementById("overlay").hidden`, long)
-	b.waitFor("one of two approvals", inText("#messages", "delete-storage", "1/2"), long)
+	b.waitFor("one of two approvals", inText("#messages", "delete-storage", "1 given"), long)
 	b.screenshot("modal-approved")
 	if _, err := pg.Kube.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), "scratch", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the claim after one of two approvals: %v, want it kept", err)

@@ -93,7 +93,7 @@ var Steps = []Step{
 		Text: "/hp capacity scale group=" + GPUGroup + " count=3"},
 }
 
-// AgentSeed is the agent request of DESIGN.md, as a dry run, for the agent's DM.
+// AgentSeed is the README's example agent request, as a dry run, for the agent's DM.
 const AgentSeed = `{
   "operation": "submit-training-job",
   "target":   {"cluster": "` + Cluster + `", "namespace": "` + Namespace + `"},

@@ -110,7 +110,7 @@ function renderGuide(d) {
   g.dataset.ready = "1";
   g.innerHTML = `<div class="guide-title">Start here — each step fills the composer; press Enter to send. <button type="button" class="link-btn" id="guide-toggle">${document.body.classList.contains("guide-hidden") ? "show steps" : "hide steps"}</button></div>` +
     d.steps.map((s, i) => `<button type="button" class="step" data-step="${i}"><b>${esc(s.title)}</b><span>${esc(s.hint)}</span></button>`).join("") +
-    `<button type="button" class="step" data-step="agent"><b>4. As the agent: a JSON request</b><span>The DESIGN.md seed with dryRun: the reply carries the machine-readable plan.</span></button>`;
+    `<button type="button" class="step" data-step="agent"><b>4. As the agent: a JSON request</b><span>The README's example request with dryRun: the reply carries the machine-readable plan.</span></button>`;
 }
 
 function messageHTML(m, channel, inThread) {
