@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"net/url"
 	"strings"
 )
 
@@ -141,7 +142,7 @@ func (n Names) block(b *strings.Builder, bl block) {
 		if bl.Title != nil {
 			b.WriteString(`<figcaption>` + n.text(*bl.Title) + `</figcaption>`)
 		}
-		b.WriteString(imageTag(bl.ImageURL, bl.AltText, "bk-img"))
+		b.WriteString(imageTag(imageSource(bl), bl.AltText, "bk-img"))
 		b.WriteString(`</figure>`)
 	case "input":
 		n.input(b, bl)
@@ -177,6 +178,22 @@ func buttonText(v any) textObject {
 	s, _ := m["text"].(string)
 	typ, _ := m["type"].(string)
 	return textObject{Type: typ, Text: s}
+}
+
+// imageSource is where an image block's picture is: its image_url, or for a slack_file (a file uploaded to Slack
+// and shown by id) the playground's own copy of that file.
+func imageSource(bl block) string {
+	if bl.ImageURL != "" || len(bl.SlackFile) == 0 {
+		return bl.ImageURL
+	}
+	var f struct {
+		ID  string `json:"id"`
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(bl.SlackFile, &f) != nil || f.ID == "" {
+		return f.URL
+	}
+	return "/files/" + url.PathEscape(f.ID) + "/image"
 }
 
 // imageTag shows an image the page can load without reaching out: the playground's own files (/files/…) and

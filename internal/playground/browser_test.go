@@ -187,6 +187,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.become("lead1")
 	approve := b.find("#messages", `[data-action="hp_approve"]`, "submit-training-job", long)
 	b.click("approve", approve, 10*time.Second)
+	// A high-risk plan asks the lead to confirm, as Slack's confirm object does.
+	b.waitFor("the confirm dialog", inText("body", "Approve this change?", "high risk"), 10*time.Second)
+	b.click("confirm", `[data-confirm-answer="yes"]`, 10*time.Second)
 	thread := b.find("#messages", ".replies-link", "submit-training-job", long)
 	b.click("open the thread", thread, 10*time.Second)
 	b.waitFor("the thread saying running", inText("#thread-messages", "llama-finetune", "is running"), long)
@@ -213,6 +216,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.become("lead2")
 	approveScale := b.find("#messages", `[data-action="hp_approve"]`, "scale-capacity", long)
 	b.click("approve the scale", approveScale, 10*time.Second)
+	// The production cluster raises the scale's risk; if the plan asks for a confirmation, the lead gives it.
+	b.waitFor("the confirm dialog or the approval recorded", `document.querySelector('[data-confirm-answer="yes"]') !== null || !document.querySelector('#messages [data-action="hp_approve"]')`, 10*time.Second)
+	b.run("confirm if asked", 10*time.Second, chromedp.Evaluate[chromedp.Void](`(() => { const y = document.querySelector('[data-confirm-answer="yes"]'); if (y) y.click(); })()`))
 	b.waitFor("three nodes in the group", inText("#world", "3 / 3", "GPUs 0/24"), long)
 	b.waitFor("the new node in the node list", `document.querySelectorAll("#nodes tr[data-node]").length === 3`, long)
 	b.screenshot("scaled")
@@ -221,9 +227,8 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.become("engineer")
 	b.run("type a report request", 10*time.Second, chromedp.SetValue(chromedp.ID("composer-text"), "/hp report capacity"),
 		chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
-	reportThread := b.find("#messages", ".replies-link", "Capacity report", long)
-	b.click("open the report's thread", reportThread, 10*time.Second)
-	b.waitFor("the report's chart", `(() => { const img = document.querySelector("#thread-messages .files img");
+	// The chart is part of the report message (an image block of the uploaded file), drawn from the playground.
+	b.waitFor("the report's chart", `(() => { const img = document.querySelector("#messages .bk-image img");
 		return img !== null && img.complete && img.naturalWidth > 100 && img.getAttribute("src").startsWith("/files/"); })()`, long)
 	b.screenshot("report")
 }
