@@ -28,7 +28,7 @@ var emoji = map[string]string{
 	"warning": "⚠️", "white_check_mark": "✅", "x": "❌", "no_entry_sign": "🚫", "no_entry": "⛔",
 	"hourglass_flowing_sand": "⏳", "hourglass": "⌛", "zzz": "💤", "wastebasket": "🗑️", "thumbsup": "👍",
 	"+1": "👍", "rotating_light": "🚨", "no_bell": "🔕", "memo": "📝", "large_green_circle": "🟢",
-	"large_yellow_circle": "🟡", "red_circle": "🔴", "large_blue_circle": "🔵", "inbox_tray": "📥",
+	"large_yellow_circle": "🟡", "large_orange_circle": "🟠", "red_circle": "🔴", "large_blue_circle": "🔵", "inbox_tray": "📥",
 	"heavy_multiplication_x": "✖️", "grey_question": "❔", "gear": "⚙️", "floppy_disk": "💾", "eyes": "👀",
 	"double_vertical_bar": "⏸️", "bar_chart": "📊", "arrows_counterclockwise": "🔄", "arrow_forward": "▶️",
 	"alarm_clock": "⏰", "robot_face": "🤖", "rocket": "🚀", "fire": "🔥", "lock": "🔒", "moneybag": "💰",
