@@ -183,6 +183,14 @@ func TestLongChangesKeepSlackResponsive(t *testing.T) {
 		_, err = w.WaitPhase(ctx, 30*time.Second, id, ops.PhaseAwaitingApproval)
 		must(t, w, err)
 	}
+	// Twenty plan messages at once take Slack's per-channel pace (1 post/s) and chat.update's (50/min) to show their
+	// buttons; the lead clicks each once it shows, as a person would.
+	for i := range n {
+		_, err := w.WaitMessage(ctx, 2*time.Minute, harness.OpsChannel, func(m fakeslack.Message) bool {
+			return m.TS == plans[i].TS && harness.HasButton(m, handlers.ActionApprove)
+		})
+		must(t, w, err)
+	}
 	const ackTarget, answerTarget, liveness = 3 * time.Second, 5 * time.Second, 30 * time.Second
 	var mu sync.Mutex
 	var slow []string

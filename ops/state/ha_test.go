@@ -204,7 +204,7 @@ func resumed(t *testing.T, e *ops.Engine, op *haOp, id string) {
 	t.Helper()
 	ctx := ctxT(t)
 	attempts := 0
-	eventually(t, 20*time.Second, id+" succeeds", func() bool {
+	eventually(t, time.Minute, id+" succeeds", func() bool {
 		attempts++
 		rec, err := run(ctx, e, haRequest(id))
 		if err != nil && code(err) != ops.CodeStateUnavailable {
