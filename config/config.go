@@ -8,6 +8,7 @@ type Config struct {
 	AWS       AWS       `yaml:"aws"`
 	Agents    []Agent   `yaml:"agents"`
 	Approvals Approvals `yaml:"approvals"`
+	Access    Access    `yaml:"access"`
 	Risk      Risk      `yaml:"risk"`
 	Pricing   Pricing   `yaml:"pricing"`
 	Reports   []Report  `yaml:"reports"`
@@ -313,6 +314,20 @@ type Approvals struct {
 
 // ApproverGroup is a set of Slack users and Slack user groups.
 type ApproverGroup struct {
+	Users      []string `yaml:"users"`
+	UserGroups []string `yaml:"userGroups"`
+}
+
+// Access says who may use HyperOps beyond the members of slack.channels, the approver groups and the registered
+// agents (who always may).
+type Access struct {
+	// Readers may use HyperOps and see every request (plans, manifests, logs) without being in its channel, e.g.
+	// auditors. Being a reader gives no vote.
+	Readers AccessReaders `yaml:"readers"`
+}
+
+// AccessReaders are Slack users and Slack user groups, like an approver group.
+type AccessReaders struct {
 	Users      []string `yaml:"users"`
 	UserGroups []string `yaml:"userGroups"`
 }

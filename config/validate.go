@@ -24,6 +24,7 @@ func (c *Config) Validate() error {
 	c.AWS.validate(&l)
 	c.validateAgents(&l)
 	c.validateApprovals(&l)
+	c.Access.validate(&l)
 	c.Risk.validate(&l)
 	c.Pricing.validate(&l)
 	c.validateReports(&l)

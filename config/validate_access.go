@@ -107,16 +107,7 @@ func (c *Config) validateApprovals(l *problemList) {
 		if len(g.Users) == 0 && len(g.UserGroups) == 0 {
 			l.add(at, "an approver group must list users or userGroups")
 		}
-		for i, u := range g.Users {
-			if !slackUserID.MatchString(u) {
-				l.add(indexPath(at+".users", i), "must be a Slack user ID (U… or W…), got %q", u)
-			}
-		}
-		for i, s := range g.UserGroups {
-			if !slackUserGroupID.MatchString(s) {
-				l.add(indexPath(at+".userGroups", i), "must be a Slack user group ID (S…), got %q", s)
-			}
-		}
+		checkMembers(l, at, g.Users, g.UserGroups)
 	}
 	for i := range ap.Rules {
 		c.validateRule(l, indexPath("approvals.rules", i), &ap.Rules[i])
@@ -167,4 +158,22 @@ func (c *Config) clusterNames() []string {
 		names[i] = c.Clusters[i].Name
 	}
 	return names
+}
+
+// checkMembers checks the users (U…/W…) and userGroups (S…) lists under at.
+func checkMembers(l *problemList, at string, users, userGroups []string) {
+	for i, u := range users {
+		if !slackUserID.MatchString(u) {
+			l.add(indexPath(at+".users", i), "must be a Slack user ID (U… or W…), got %q", u)
+		}
+	}
+	for i, s := range userGroups {
+		if !slackUserGroupID.MatchString(s) {
+			l.add(indexPath(at+".userGroups", i), "must be a Slack user group ID (S…), got %q", s)
+		}
+	}
+}
+
+func (a *Access) validate(l *problemList) {
+	checkMembers(l, "access.readers", a.Readers.Users, a.Readers.UserGroups)
 }
