@@ -32,6 +32,8 @@ agents:
   - name: ops-agent
     slackUser: U0AGENT
     operations: ["get-*", "list-*", "submit-training-job", "scale-inference"]
+access:
+  readers: {users: [U0AUDIT], userGroups: [S0AUDIT]}
 approvals:
   groups:
     leads: {users: [U0LEAD1, U0LEAD2], userGroups: [S0LEADS]}
@@ -73,6 +75,8 @@ func newDirectory() *directory {
 		groups: map[string][]string{
 			"S0LEADS":    {"U0LEADG", "U0LEAD1", "U0AGENT"},
 			"S0PLATFORM": {"U0PLAT"},
+			"S0AUDIT":    {"U0AUDITG"},
+			"S0BROKEN":   {}, // fails unless a test clears failing
 		},
 		channels: map[string][]string{
 			"C0OPS":     {"U0LEAD1", "U0LEADG", "U0ALICE"},

@@ -15,7 +15,9 @@ func TestPermit(t *testing.T) {
 		want      ops.Code
 		fragments []string
 	}{
-		{"a person may ask for anything", human("U0ALICE"), "delete-storage", "", nil},
+		{"a person in a command channel may ask for anything", human("U0ALICE"), "delete-storage", "", nil},
+		{"a person outside every channel and group may not ask", human("U0BOB"), "get-cluster-status",
+			ops.CodeNotAuthorized, []string{"U0BOB may not use HyperOps", "C0OPS"}},
 		{"hyperops itself may ask", ops.Initiator{Kind: ops.System, ID: "hyperops"}, "capacity-report", "", nil},
 		{"agent, operation by glob", ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, "get-cluster-status", "", nil},
 		{"agent, operation by name", ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, "submit-training-job", "", nil},
@@ -29,7 +31,8 @@ func TestPermit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, _ := newPolicy(t, nil)
+			p, dir, _ := newPolicy(t, nil)
+			dir.set(func(d *directory) { d.failing = map[string]bool{} })
 			err := p.Permit(context.Background(), ops.Request{Operation: tc.operation, Initiator: tc.who,
 				Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"}})
 			wantCode(t, err, tc.want, tc.fragments...)

@@ -77,12 +77,15 @@ func (p *Policy) kindOf(who ops.Initiator) ops.InitiatorKind {
 	return who.Kind
 }
 
-// Permit lets people and HyperOps itself ask for any operation (which channels accept commands is the bot's
-// concern); an agent must be registered and its operation globs must match the operation.
-func (p *Policy) Permit(_ context.Context, req ops.Request) error {
+// Permit lets HyperOps itself ask for anything, and a person who may use HyperOps (CheckAccess) ask for any
+// operation (which channels accept which commands is the handlers' concern); an agent must be registered and its
+// operation globs must match the operation.
+func (p *Policy) Permit(ctx context.Context, req ops.Request) error {
 	switch p.kindOf(req.Initiator) {
-	case ops.Human, ops.System:
+	case ops.System:
 		return nil
+	case ops.Human:
+		return p.CheckAccess(ctx, req.Initiator)
 	case ops.Agent:
 		return p.permitAgent(req)
 	}
