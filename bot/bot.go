@@ -169,7 +169,7 @@ func New(opts Options) (*Bot, error) {
 			opts.Reporter = rep
 		}
 	}
-	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, opts.Catalog, sc,
+	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, policy, opts.Catalog, sc,
 		refs, opts.Reporter)
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		overflow: make(chan struct{}, busyAnswers),

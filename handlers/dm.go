@@ -60,6 +60,10 @@ func (h *Handler) postAgent(ctx context.Context, dm DM, body AgentReplyBody) (st
 
 // personDM runs read-only slash commands written in a DM by a person.
 func (h *Handler) personDM(ctx context.Context, dm DM) error {
+	who := h.initiator(dm.User, dm.UserName)
+	if err := h.admit(ctx, who, false); err != nil {
+		return h.replyText(ctx, dm, ErrorMessage(err))
+	}
 	inv, err := h.grammar.Parse(dm.Text)
 	if err != nil {
 		return h.replyText(ctx, dm, DMAnswer(h.grammar, err))
@@ -70,7 +74,6 @@ func (h *Handler) personDM(ctx context.Context, dm DM) error {
 	if mutates(inv) {
 		return h.replyText(ctx, dm, ErrorMessage(h.wrongPlace(dm.Channel)))
 	}
-	who := h.initiator(dm.User, dm.UserName)
 	if inv.Command.Spec == nil {
 		return h.run(ctx, inv, who, dm.Channel, dm.thread(), "")
 	}
@@ -83,8 +86,11 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 		return h.replyAgent(ctx, dm, AgentBody(nil, "", err))
 	}
 	who := ops.Initiator{Kind: ops.Agent, ID: dm.User, Name: agent.Name}
+	if err := h.admit(ctx, who, false); err != nil {
+		return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, err))
+	}
 	if ar.Operation == "get-request" {
-		rec, err := h.engine.Get(ctx, ar.RequestID)
+		rec, err := h.visible(ctx, ar.RequestID, who)
 		return h.replyAgent(ctx, dm, AgentBody(rec, ar.RequestID, err))
 	}
 	if !agent.Allows(ar.Operation) {

@@ -131,7 +131,7 @@ func TestAgentThreadIsToldFromTheRecord(t *testing.T) {
 	poster := &gatePoster{dm: "D1", posting: make(chan struct{}), release: make(chan struct{})}
 	close(poster.release)
 	h := New(Config{Agents: map[string]AgentInfo{"UAGENT": {Name: "ci", Operations: []string{"*"}}}},
-		eng, testCatalog(), poster, &memRefs{}, nil)
+		eng, everyone{}, testCatalog(), poster, &memRefs{}, nil)
 	text := `{"operation":"stop-training-job","target":{"cluster":"c","namespace":"n"},"workload":{"name":"j"},"controls":{"requestId":"stop-1"}}`
 	first := DM{Channel: "D1", User: "UAGENT", TS: "1699999999.000100", Text: text}
 	if err := h.DirectMessage(ctx, first); err != nil {

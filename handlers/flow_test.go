@@ -74,7 +74,7 @@ func (e *recordEngine) DenyWithReason(_ context.Context, _ string, voter ops.Ini
 // The configured command is what every reply shows, ops' hints included.
 func TestRepliesUseTheConfiguredCommand(t *testing.T) {
 	p := &recordPoster{}
-	h := New(Config{Command: "/gpu", Channels: []string{"C0OPS"}}, &recordEngine{}, testCatalog(), p, &memRefs{}, nil)
+	h := New(Config{Command: "/gpu", Channels: []string{"C0OPS"}}, &recordEngine{}, everyone{}, testCatalog(), p, &memRefs{}, nil)
 	ctx := context.Background()
 	for _, text := range []string{"request show", "request show id=nope", "trian submit", "help", "train help"} {
 		if err := h.Slash(ctx, slack.SlashCommand{Command: "/gpu", Text: text, ChannelID: "C0OPS", UserID: "U0ALICE"}); err != nil {
@@ -89,7 +89,7 @@ func TestRepliesUseTheConfiguredCommand(t *testing.T) {
 
 func TestPersonDMHelloGetsHelp(t *testing.T) {
 	p := &recordPoster{}
-	h := New(Config{Command: "/gpu"}, &recordEngine{}, testCatalog(), p, &memRefs{}, nil)
+	h := New(Config{Command: "/gpu"}, &recordEngine{}, everyone{}, testCatalog(), p, &memRefs{}, nil)
 	for _, text := range []string{"hello", "what can you do"} {
 		if err := h.DirectMessage(context.Background(), DM{Channel: "D1", User: "U0ALICE", TS: "1.1", Text: text}); err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestMessageFollowsTheWorkload(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.change.To, func(t *testing.T) {
 			p := &recordPoster{}
-			h := New(Config{}, &recordEngine{rec: rec}, testCatalog(), p, &memRefs{}, nil)
+			h := New(Config{}, &recordEngine{rec: rec}, everyone{}, testCatalog(), p, &memRefs{}, nil)
 			if err := h.Watched(context.Background(), WatchSubscription{ID: rec.ID(), Channel: "C0OPS", MessageTS: "1.1", ThreadTS: "1.1"}, tc.change); err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestMessageFollowsTheWorkload(t *testing.T) {
 func TestDenyOpensAModalAndRecordsTheReason(t *testing.T) {
 	p := &recordPoster{}
 	eng := &recordEngine{rec: trainingRecord()}
-	h := New(Config{}, eng, testCatalog(), p, &memRefs{}, nil)
+	h := New(Config{}, eng, everyone{}, testCatalog(), p, &memRefs{}, nil)
 	ctx := context.Background()
 	var cb slack.InteractionCallback
 	cb.Type, cb.TriggerID, cb.User.ID, cb.Channel.ID, cb.Container.MessageTs = slack.InteractionTypeBlockActions, "trig", "U0LEAD1", "C0OPS", "1.1"
@@ -167,3 +167,9 @@ func TestDenyOpensAModalAndRecordsTheReason(t *testing.T) {
 		t.Errorf("the updated message does not show the denial and its reason: %s", got)
 	}
 }
+
+// everyone is an Access that admits everybody to everything, for tests about something else.
+type everyone struct{}
+
+func (everyone) CheckAccess(context.Context, ops.Initiator) error            { return nil }
+func (everyone) CheckView(context.Context, *ops.Record, ops.Initiator) error { return nil }

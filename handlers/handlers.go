@@ -133,6 +133,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	engine   Engine
+	access   Access
 	catalog  *ops.Catalog
 	poster   Poster
 	refs     Refs
@@ -142,12 +143,16 @@ type Handler struct {
 	teller   *Teller
 }
 
-// New builds a Handler. reporter may be nil (reports then answer that they are not configured).
-func New(cfg Config, engine Engine, catalog *ops.Catalog, poster Poster, refs Refs, reporter Reporter) *Handler {
+// New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter
+// may be nil (reports then answer that they are not configured).
+func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster Poster, refs Refs, reporter Reporter) *Handler {
 	if cfg.Command == "" {
 		cfg.Command = "/hp"
 	}
-	h := &Handler{cfg: cfg, engine: engine, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
+	if access == nil {
+		access = closedAccess{}
+	}
+	h := &Handler{cfg: cfg, engine: engine, access: access, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
 		grammar: NewGrammar(cfg.Command, catalog.Specs())}
 	h.teller = &Teller{h: h}
 	return h

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -28,10 +29,18 @@ type confirmMeta struct {
 	TS        string `json:"ts"`
 }
 
-// Interaction handles an acked interaction: request buttons and the delete-storage confirmation modal.
+// requestActions are the buttons of a request's message.
+var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume}
+
+// Interaction handles an acked interaction: request buttons and the delete-storage confirmation modal. Who may not
+// use HyperOps is refused first, whatever they clicked. A modal's submission is not asked again: modals open only
+// for who was admitted and may see the request, and what they submit is a vote the engine checks (CheckVoter).
 func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback) error {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
+		if err := h.admit(ctx, h.initiator(cb.User.ID, cb.User.Name), false); err != nil {
+			return h.poster.Ephemeral(ctx, cb.Channel.ID, cb.User.ID, ErrorMessage(err))
+		}
 		for _, a := range cb.ActionCallback.BlockActions {
 			if err := h.button(ctx, cb, a); err != nil {
 				return err
@@ -60,27 +69,28 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	if ts == "" {
 		ts = cb.Message.Timestamp
 	}
-	var rec *ops.Record
-	var err error
+	if !slices.Contains(requestActions, action) {
+		return nil
+	}
+	// Every button shows or changes a request: only who may see it gets further, so nobody opens a modal with its
+	// details, or learns who owns it, from a copied button.
+	rec, err := h.visible(ctx, id, voter)
+	if err != nil {
+		return h.poster.Ephemeral(ctx, channel, voter.ID, ErrorMessage(err))
+	}
 	switch action {
 	case ActionDetails:
-		return h.openDetails(ctx, cb.TriggerID, id, channel, voter.ID)
+		return h.poster.OpenView(ctx, cb.TriggerID, DetailsModal(rec))
 	case ActionApprove:
-		rec, err = h.engine.Get(ctx, id)
-		if err == nil && rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
+		if rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
 			return h.openConfirm(ctx, cb.TriggerID, rec, channel, ts)
 		}
-		if err == nil {
-			rec, err = h.engine.Approve(ctx, id, voter)
-		}
+		rec, err = h.engine.Approve(ctx, id, voter)
 	case ActionDeny:
-		rec, err = h.engine.Get(ctx, id)
-		if err == nil && rec.Phase == ops.PhaseAwaitingApproval {
+		if rec.Phase == ops.PhaseAwaitingApproval {
 			return h.openDeny(ctx, cb.TriggerID, rec, channel, ts)
 		}
-		if err == nil {
-			rec, err = h.engine.Deny(ctx, id, voter) // tells the clicker why it cannot be denied any more
-		}
+		rec, err = h.engine.Deny(ctx, id, voter) // tells the clicker why it cannot be denied any more
 	case ActionCancel:
 		rec, err = h.engine.Cancel(ctx, id, voter)
 	case ActionStop:
@@ -89,8 +99,6 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 		rec, err = h.engine.TakeOver(ctx, id, voter)
 	case ActionResume:
 		rec, err = h.engine.Resume(ctx, id, voter)
-	default:
-		return nil
 	}
 	return h.answerClick(ctx, rec, err, channel, ts, voter.ID)
 }

@@ -63,14 +63,6 @@ func (h *Handler) denySubmitted(ctx context.Context, cb slack.InteractionCallbac
 	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, voter.ID)
 }
 
-func (h *Handler) openDetails(ctx context.Context, trigger, id, channel, user string) error {
-	rec, err := h.engine.Get(ctx, id)
-	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, user, ErrorMessage(err))
-	}
-	return h.poster.OpenView(ctx, trigger, DetailsModal(rec))
-}
-
 // maxModalText is how much manifest and diff the Details modal shows before pointing at the thread's files.
 const maxModalText = 12000
 

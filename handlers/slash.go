@@ -15,6 +15,10 @@ import (
 
 // Slash handles a slash command that was acked already.
 func (h *Handler) Slash(ctx context.Context, cmd slack.SlashCommand) error {
+	who := h.initiator(cmd.UserID, cmd.UserName)
+	if err := h.admit(ctx, who, true); err != nil {
+		return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, ErrorMessage(err))
+	}
 	inv, err := h.grammar.Parse(cmd.Text)
 	if err != nil {
 		return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, ErrorMessage(err))
@@ -22,7 +26,6 @@ func (h *Handler) Slash(ctx context.Context, cmd slack.SlashCommand) error {
 	if inv.Help {
 		return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, HelpMessage(h.grammar, inv.HelpTopic))
 	}
-	who := h.initiator(cmd.UserID, cmd.UserName)
 	if !h.commandChannel(cmd.ChannelID) {
 		if !isDM(cmd.ChannelID) || mutates(inv) {
 			return h.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, ErrorMessage(h.wrongPlace(cmd.ChannelID)))
@@ -144,8 +147,14 @@ func withoutActions(m Msg) Msg {
 	return out
 }
 
+// listScan is how many recent requests the list reads before keeping the ones the viewer may see.
+const listScan = 200
+
+// listShown is how many requests the list shows.
+const listShown = 20
+
 func (h *Handler) listRequests(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
-	q, title := ops.ListQuery{Limit: 20}, "Recent requests"
+	q, title := ops.ListQuery{Limit: listScan}, "Recent requests"
 	for _, w := range inv.Words {
 		switch w {
 		case "mine":
@@ -158,6 +167,10 @@ func (h *Handler) listRequests(ctx context.Context, inv *Invocation, who ops.Ini
 	if err != nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
+	recs = h.visibleOnly(ctx, recs, who)
+	if len(recs) > listShown {
+		recs = recs[:listShown]
+	}
 	return h.poster.Ephemeral(ctx, channel, who.ID, RequestsMessage(title, recs))
 }
 
@@ -167,14 +180,12 @@ func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Init
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, "id",
 			"add id=<request id> (see "+h.cfg.Command+" requests)", "%s request %s needs id=", h.cfg.Command, inv.Command.Verb)))
 	}
-	var rec *ops.Record
-	var err error
-	switch inv.Command.Verb {
-	case "show":
-		rec, err = h.engine.Get(ctx, id)
-	case "cancel":
+	rec, err := h.visible(ctx, id, who)
+	switch {
+	case err != nil:
+	case inv.Command.Verb == "cancel":
 		rec, err = h.engine.Cancel(ctx, id, who)
-	case "stop":
+	case inv.Command.Verb == "stop":
 		rec, err = h.engine.Stop(ctx, id, who)
 	}
 	if err != nil {
