@@ -30,14 +30,24 @@ func (p *Policy) CheckAccess(ctx context.Context, who ops.Initiator) error {
 		return ops.Errorf(ops.CodeNotAuthorized, "initiator", "ask a platform admin to register it under agents[] (name, slackUser, operations)",
 			"%s is not a registered agent", display(who))
 	case ops.Human:
-		return p.checkUser(ctx, who)
+		return p.checkUser(ctx, who, true)
 	}
 	return ops.Errorf(ops.CodeNotAuthorized, "initiator", "send the request as a person (slash command) or a registered agent (DM)",
 		"initiator %s has unknown kind %q", who.ID, who.Kind)
 }
 
-func (p *Policy) checkUser(ctx context.Context, who ops.Initiator) error {
-	if p.listed(who.ID) {
+// CheckAsk reports whether who may ask for a change: as CheckAccess, but access readers who are neither channel
+// members nor approvers only read — an auditor sees everything and changes nothing.
+func (p *Policy) CheckAsk(ctx context.Context, who ops.Initiator) error {
+	if p.kindOf(who) != ops.Human {
+		return p.CheckAccess(ctx, who)
+	}
+	return p.checkUser(ctx, who, false)
+}
+
+// checkUser checks a person; readers says whether access.readers count.
+func (p *Policy) checkUser(ctx context.Context, who ops.Initiator, readers bool) error {
+	if p.listed(who.ID, readers) {
 		return nil
 	}
 	var errs []error
@@ -51,7 +61,7 @@ func (p *Policy) checkUser(ctx context.Context, who ops.Initiator) error {
 			return nil
 		}
 	}
-	in, err := p.inUserGroups(ctx, p.accessUserGroups(), who.ID)
+	in, err := p.inUserGroups(ctx, p.accessUserGroups(readers), who.ID)
 	if in {
 		return nil
 	}
@@ -59,6 +69,10 @@ func (p *Policy) checkUser(ctx context.Context, who ops.Initiator) error {
 		errs = append(errs, err)
 	}
 	channels := strings.Join(p.cfg.Slack.Channels, ", ")
+	if !readers && p.reader(ctx, who.ID) {
+		return ops.Errorf(ops.CodeNotAuthorized, "", "ask to be added to channel "+channels+" to ask for changes",
+			"%s is an access reader: readers see requests and read-only answers but ask for no changes", display(who))
+	}
 	if len(errs) > 0 {
 		return ops.Wrap(errors.Join(errs...), ops.CodeNotAuthorized, "",
 			"retry in a minute; if it persists, check the bot's Slack scopes (channels:read, groups:read, usergroups:read), that it is in "+channels+", and its log",
@@ -69,9 +83,10 @@ func (p *Policy) checkUser(ctx context.Context, who ops.Initiator) error {
 		"%s may not use HyperOps: it answers the members of its channels, approvers, access readers and registered agents only", display(who))
 }
 
-// listed reports whether userID is named in access.readers.users or in an approver group's users: no lookup needed.
-func (p *Policy) listed(userID string) bool {
-	if slices.Contains(p.cfg.Access.Readers.Users, userID) {
+// listed reports whether userID is named in an approver group's users, or with readers in access.readers.users: no
+// lookup needed.
+func (p *Policy) listed(userID string, readers bool) bool {
+	if readers && slices.Contains(p.cfg.Access.Readers.Users, userID) {
 		return true
 	}
 	for _, g := range p.cfg.Approvals.Groups {
@@ -82,10 +97,22 @@ func (p *Policy) listed(userID string) bool {
 	return false
 }
 
-// accessUserGroups are the user groups whose members may use HyperOps: the readers', then every approver group's,
-// each once, in a stable order.
-func (p *Policy) accessUserGroups() []string {
-	out := slices.Clone(p.cfg.Access.Readers.UserGroups)
+// reader reports whether userID is an access reader (a user group that cannot be read counts as not).
+func (p *Policy) reader(ctx context.Context, userID string) bool {
+	if slices.Contains(p.cfg.Access.Readers.Users, userID) {
+		return true
+	}
+	in, _ := p.inUserGroups(ctx, p.cfg.Access.Readers.UserGroups, userID)
+	return in
+}
+
+// accessUserGroups are the user groups whose members may use HyperOps: with readers the readers', then every
+// approver group's, each once, in a stable order.
+func (p *Policy) accessUserGroups(readers bool) []string {
+	var out []string
+	if readers {
+		out = slices.Clone(p.cfg.Access.Readers.UserGroups)
+	}
 	names := make([]string, 0, len(p.cfg.Approvals.Groups))
 	for name := range p.cfg.Approvals.Groups {
 		names = append(names, name)

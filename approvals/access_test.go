@@ -44,6 +44,32 @@ func TestCheckAccess(t *testing.T) {
 	}
 }
 
+// An access reader reads but asks for no changes; channel members and approvers may ask.
+func TestCheckAsk(t *testing.T) {
+	tests := []struct {
+		who  ops.Initiator
+		want ops.Code
+	}{
+		{human("U0ALICE"), ""},
+		{human("U0LEAD2"), ""},
+		{human("U0PLAT"), ""},
+		{ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, ""},
+		{human("U0AUDIT"), ops.CodeNotAuthorized},
+		{human("U0AUDITG"), ops.CodeNotAuthorized},
+		{human("U0BOB"), ops.CodeNotAuthorized},
+	}
+	for _, tc := range tests {
+		p, dir, _ := newPolicy(t, nil)
+		dir.set(func(d *directory) { d.failing = map[string]bool{} })
+		err := p.CheckAsk(context.Background(), tc.who)
+		if tc.who.ID == "U0AUDIT" || tc.who.ID == "U0AUDITG" {
+			wantCode(t, err, tc.want, "is an access reader", "ask for no changes")
+			continue
+		}
+		wantCode(t, err, tc.want)
+	}
+}
+
 // The channel membership that lets a person in is read once per cache TTL, not once per command.
 func TestCheckAccessIsCached(t *testing.T) {
 	p, dir, _ := newPolicy(t, nil)

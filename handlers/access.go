@@ -12,6 +12,8 @@ import (
 type Access interface {
 	// CheckAccess reports whether who may use HyperOps at all (E_NOT_AUTHORIZED otherwise).
 	CheckAccess(ctx context.Context, who ops.Initiator) error
+	// CheckAsk reports whether who may ask for a change (access readers only read).
+	CheckAsk(ctx context.Context, who ops.Initiator) error
 	// CheckView reports whether who may see the request's details (E_NOT_AUTHORIZED otherwise).
 	CheckView(ctx context.Context, rec *ops.Record, who ops.Initiator) error
 }
@@ -20,6 +22,7 @@ type Access interface {
 type closedAccess struct{}
 
 func (closedAccess) CheckAccess(context.Context, ops.Initiator) error { return errNoAccess() }
+func (closedAccess) CheckAsk(context.Context, ops.Initiator) error    { return errNoAccess() }
 func (closedAccess) CheckView(context.Context, *ops.Record, ops.Initiator) error {
 	return errNoAccess()
 }

@@ -75,6 +75,9 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 	if !inv.Command.Spec.Mutates {
 		return h.read(ctx, req, who, channel, threadTS)
 	}
+	if err := h.access.CheckAsk(ctx, who); err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
 	req.Annotations = map[string]string{AnnChannel: channel, AnnThread: threadTS}
 	if !isDM(channel) {
 		// Approvers of a request asked in a channel must be members of that channel, not of the approvals one.
