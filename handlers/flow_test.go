@@ -173,3 +173,4 @@ type everyone struct{}
 
 func (everyone) CheckAccess(context.Context, ops.Initiator) error            { return nil }
 func (everyone) CheckView(context.Context, *ops.Record, ops.Initiator) error { return nil }
+func (everyone) CheckAsk(context.Context, ops.Initiator) error               { return nil }
