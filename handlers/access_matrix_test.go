@@ -105,10 +105,12 @@ func (s *matrixStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, e
 func (s *matrixStore) Acquire(_ context.Context, scope ops.LockScope, owner string, _ time.Duration) (*ops.Lock, error) {
 	return &ops.Lock{Scope: scope, Owner: owner, Token: "t", Fence: 1}, nil
 }
-func (s *matrixStore) Holder(context.Context, ops.LockScope) (string, bool, error) { return "", false, nil }
-func (s *matrixStore) Renew(context.Context, *ops.Lock, time.Duration) error       { return nil }
-func (s *matrixStore) Release(context.Context, *ops.Lock) error                    { return nil }
-func (s *matrixStore) Check(context.Context, *ops.Lock) error                      { return nil }
+func (s *matrixStore) Holder(context.Context, ops.LockScope) (string, bool, error) {
+	return "", false, nil
+}
+func (s *matrixStore) Renew(context.Context, *ops.Lock, time.Duration) error { return nil }
+func (s *matrixStore) Release(context.Context, *ops.Lock) error              { return nil }
+func (s *matrixStore) Check(context.Context, *ops.Lock) error                { return nil }
 
 type matrixWatches struct{}
 
