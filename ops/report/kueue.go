@@ -27,16 +27,12 @@ const KueueGroup = "kueue.x-k8s.io"
 // fields the report reads are the same in both except the cohort (spec.cohortName, formerly spec.cohort).
 var KueueVersions = []string{"v1beta2", "v1beta1"}
 
-// Kueue's resources, as the dynamic client names them.
+// Kueue's resources, as the dynamic client names them. The calls spell out their GroupVersionResource, so the
+// chart's RBAC test sees which resources the report lists.
 const (
 	ResourceClusterQueues = "clusterqueues"
 	ResourceLocalQueues   = "localqueues"
 )
-
-// KueueResource is the GroupVersionResource of one of Kueue's resources in one version.
-func KueueResource(version, resource string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: resource}
-}
 
 // Kueue is the Kueue view of a cluster whose config names a LocalQueue (clusters[].kueue.queue): the LocalQueues of
 // that name in the cluster's namespaces and the ClusterQueues they submit to.
@@ -129,7 +125,8 @@ func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue s
 	var out []LocalQueue
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", queue).String()
-		l, err := dc.Resource(KueueResource(version, ResourceLocalQueues)).Namespace(metav1.NamespaceAll).List(ctx, o)
+		l, err := dc.Resource(schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: ResourceLocalQueues}).
+			Namespace(metav1.NamespaceAll).List(ctx, o)
 		if err != nil {
 			return "", fmt.Errorf("list %s localqueues: %w", version, err)
 		}
@@ -153,7 +150,7 @@ func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue s
 func readClusterQueues(ctx context.Context, dc dynamic.Interface, version string, wanted map[string]bool, res string) ([]ClusterQueue, error) {
 	found := map[string]ClusterQueue{}
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := dc.Resource(KueueResource(version, ResourceClusterQueues)).List(ctx, o)
+		l, err := dc.Resource(schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: ResourceClusterQueues}).List(ctx, o)
 		if err != nil {
 			return "", fmt.Errorf("list %s clusterqueues: %w", version, err)
 		}

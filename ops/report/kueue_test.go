@@ -90,13 +90,17 @@ func localQueueObj(version, namespace, name, clusterQueue string, pending, admit
 	}}
 }
 
+func kueueResource(version, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: resource}
+}
+
 // kueueFake is a dynamic client serving Kueue's list kinds in both versions; notServed versions answer 404 as an API
 // server does for a resource no CRD defines.
 func kueueFake(notServed []string, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	kinds := map[schema.GroupVersionResource]string{}
 	for _, v := range KueueVersions {
-		kinds[KueueResource(v, ResourceClusterQueues)] = "ClusterQueueList"
-		kinds[KueueResource(v, ResourceLocalQueues)] = "LocalQueueList"
+		kinds[kueueResource(v, ResourceClusterQueues)] = "ClusterQueueList"
+		kinds[kueueResource(v, ResourceLocalQueues)] = "LocalQueueList"
 	}
 	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 	dc.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
