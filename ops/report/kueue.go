@@ -84,11 +84,6 @@ type ClusterQueue struct {
 	Admitted  int64 `json:"admitted"`
 }
 
-// CanBorrow reports whether the queue may use more than its nominal quota.
-func (q ClusterQueue) CanBorrow() bool {
-	return q.Cohort != "" && (q.BorrowingLimit == nil || *q.BorrowingLimit > 0)
-}
-
 // readKueue reads the LocalQueues named queue in namespaces (all namespaces when empty) and the ClusterQueues they
 // submit to. A cluster that serves no Kueue API is a Kueue with Installed false, not an error.
 func readKueue(ctx context.Context, dc dynamic.Interface, queue string, namespaces []string, res string) (*Kueue, error) {
