@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hyperops/hyperops/bot/schedule"
@@ -94,6 +95,13 @@ func reporting(opts Options, store *state.Store, sc *SlackClient) (*schedule.Sch
 				return nil, err
 			}
 			return c.Kube, nil
+		},
+		Dynamic: func(name string) (dynamic.Interface, error) {
+			c, err := clusters.Get(name)
+			if err != nil {
+				return nil, err
+			}
+			return c.Dynamic, nil
 		},
 		Groups: opts.Groups, Pricer: pricer, Samples: schedule.StateSamples{Store: store}, Clock: opts.Clock,
 	}

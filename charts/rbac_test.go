@@ -218,43 +218,34 @@ func scanKubeCalls(roots []string) ([]grant, error) {
 	set := map[grant]bool{}
 	var resources []grant // the Resource{GroupVersionResource{…}} kinds the generic wrappers act on
 	var genericCalls []string
-	fset := token.NewFileSet()
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil
+	files, consts, err := parseTree(roots)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		dynamicLits := map[*ast.CompositeLit]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.CallExpr:
+				for _, g := range typedCall(x) {
+					set[g] = true
 				}
-				return err
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return fmt.Errorf("parse %s: %w", path, err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch x := n.(type) {
-				case *ast.CallExpr:
-					for _, g := range typedCall(x) {
-						set[g] = true
-					}
-					if id, ok := calleeName(x); ok && genericVerbs[id] != nil {
-						genericCalls = append(genericCalls, id)
-					}
-				case *ast.CompositeLit:
-					if g, ok := gvrLiteral(x); ok {
-						resources = append(resources, g)
-					}
+				for _, g := range dynamicCall(x, consts, dynamicLits) {
+					set[g] = true
 				}
-				return true
-			})
-			return nil
+				if id, ok := calleeName(x); ok && genericVerbs[id] != nil {
+					genericCalls = append(genericCalls, id)
+				}
+			case *ast.CompositeLit:
+				if dynamicLits[x] {
+					return true // a dynamic call's own resource, not one of the generic wrappers' kinds
+				}
+				if g, ok := gvrLiteral(x, consts); ok {
+					resources = append(resources, g)
+				}
+			}
+			return true
 		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	for _, call := range genericCalls {
 		for _, r := range resources {
@@ -314,6 +305,105 @@ func typedCall(call *ast.CallExpr) []grant {
 	return out
 }
 
+// parseTree parses the non-test Go files under roots and collects their string constants by name (unqualified: the
+// scanned packages do not reuse a constant's name for another value).
+func parseTree(roots []string) ([]*ast.File, map[string]string, error) {
+	var files []*ast.File
+	consts := map[string]string{}
+	fset := token.NewFileSet()
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return fmt.Errorf("parse %s: %w", path, err)
+			}
+			files = append(files, f)
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if i < len(vs.Values) {
+							if v, ok := stringValue(vs.Values[i], nil); ok {
+								consts[name.Name] = v
+							}
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return files, consts, nil
+}
+
+// stringValue is the value of a string literal, or of a constant of the scanned packages named by e.
+func stringValue(e ast.Expr, consts map[string]string) (string, bool) {
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		s, err := strconv.Unquote(x.Value)
+		return s, err == nil
+	case *ast.Ident:
+		s, ok := consts[x.Name]
+		return s, ok
+	}
+	return "", false
+}
+
+// dynamicCall recognises dc.Resource(schema.GroupVersionResource{…})[.Namespace(ns)].List(…): cluster-wide when the
+// resource is cluster-scoped (no Namespace) or the namespace is metav1.NamespaceAll. It marks the literal it read.
+func dynamicCall(call *ast.CallExpr, consts map[string]string, lits map[*ast.CompositeLit]bool) []grant {
+	method, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || methodVerbs[method.Sel.Name] == nil {
+		return nil
+	}
+	recv, ok := method.X.(*ast.CallExpr)
+	if !ok {
+		return nil
+	}
+	clusterWide := true
+	if sel, ok := recv.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Namespace" && len(recv.Args) == 1 {
+		ns, isSel := recv.Args[0].(*ast.SelectorExpr)
+		clusterWide = isSel && ns.Sel.Name == "NamespaceAll"
+		if recv, ok = sel.X.(*ast.CallExpr); !ok {
+			return nil
+		}
+	}
+	sel, ok := recv.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Resource" || len(recv.Args) != 1 {
+		return nil
+	}
+	lit, ok := recv.Args[0].(*ast.CompositeLit)
+	if !ok {
+		return nil
+	}
+	g, ok := gvrLiteral(lit, consts)
+	if !ok {
+		return nil
+	}
+	lits[lit] = true
+	var out []grant
+	for _, v := range methodVerbs[method.Sel.Name] {
+		out = append(out, grant{Group: g.Group, Resource: g.Resource, Verb: v, ClusterWide: clusterWide})
+	}
+	return out
+}
+
 func calleeName(call *ast.CallExpr) (string, bool) {
 	switch f := call.Fun.(type) {
 	case *ast.SelectorExpr:
@@ -324,8 +414,9 @@ func calleeName(call *ast.CallExpr) (string, bool) {
 	return "", false
 }
 
-// gvrLiteral reads schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}.
-func gvrLiteral(lit *ast.CompositeLit) (grant, bool) {
+// gvrLiteral reads schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, where a value may
+// also be a constant of the scanned packages.
+func gvrLiteral(lit *ast.CompositeLit, consts map[string]string) (grant, bool) {
 	sel, ok := lit.Type.(*ast.SelectorExpr)
 	if !ok || sel.Sel.Name != "GroupVersionResource" {
 		return grant{}, false
@@ -337,12 +428,11 @@ func gvrLiteral(lit *ast.CompositeLit) (grant, bool) {
 			continue
 		}
 		key, _ := kv.Key.(*ast.Ident)
-		val, _ := kv.Value.(*ast.BasicLit)
-		if key == nil || val == nil {
+		if key == nil {
 			continue
 		}
-		s, err := strconv.Unquote(val.Value)
-		if err != nil {
+		s, ok := stringValue(kv.Value, consts)
+		if !ok {
 			continue
 		}
 		switch key.Name {

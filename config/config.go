@@ -396,7 +396,7 @@ type Pricing struct {
 }
 
 // ReportSections are the sections a Report may list, in the order they are rendered.
-var ReportSections = []string{"instance-groups", "gpus", "pending", "workloads", "spend", "chart"}
+var ReportSections = []string{"instance-groups", "gpus", "pending", "queues", "workloads", "spend", "chart"}
 
 // Report is a scheduled capacity report.
 type Report struct {

@@ -288,7 +288,7 @@ func TestValidationRules(t *testing.T) {
 		{"report clusters are registered", func(c *Config) { report(c).Clusters = nil }, func(c *Config) { report(c).Clusters = []string{"ml-dev"} },
 			"reports[0].clusters[0]", `report "daily-capacity": must name a registered cluster ("ml-prod-eks"), got "ml-dev"`},
 		{"report sections are known", func(c *Config) { report(c).Sections = []string{"spend", "chart"} }, func(c *Config) { report(c).Sections = []string{"costs"} },
-			"reports[0].sections[0]", `report "daily-capacity": must be one of instance-groups, gpus, pending, workloads, spend, chart, got "costs"`},
+			"reports[0].sections[0]", `report "daily-capacity": must be one of instance-groups, gpus, pending, queues, workloads, spend, chart, got "costs"`},
 		{"report channel", func(c *Config) { report(c).Channel = "G0PRIVATE" }, func(c *Config) { report(c).Channel = "#ops" },
 			"reports[0].channel", `must be a Slack channel ID (C… or G…, upper-case letters and digits; not a #name), got "#ops"`},
 		{"report names are unique",

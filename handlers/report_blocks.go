@@ -24,11 +24,15 @@ const (
 	// cluster; what does not fit is counted in a closing line.
 	reportMaxGroupBlocks     = 8
 	reportMaxNamespaceBlocks = 12
-	reportMaxWarnings        = 4
+	// reportMaxQueueBlocks bounds the Kueue ClusterQueues shown, one section each.
+	reportMaxQueueBlocks = 6
+	// reportMaxQueueFeeds bounds the LocalQueues named under each ClusterQueue.
+	reportMaxQueueFeeds = 5
+	reportMaxWarnings   = 4
 )
 
 // ReportBlocks renders a capacity report as Block Kit: a header, what could not be read, the sections the report
-// shows (GPUs, instance groups, pending pods, workloads, spend) and the change since the previous report. The chart
+// shows (GPUs, instance groups, pending pods, Kueue queues, workloads, spend) and the change since the previous report. The chart
 // goes with the message as a file. The result never exceeds Slack's limits, however large the cluster.
 func ReportBlocks(r report.Report) []slack.Block {
 	blocks := []slack.Block{
@@ -59,6 +63,11 @@ func ReportBlocks(r report.Report) []slack.Block {
 	if r.Shows(report.SectionPending) {
 		blocks = append(blocks, slack.NewDividerBlock(), reportPendingBlock(r.Pending))
 		room -= 2
+	}
+	if r.Kueue != nil && r.Shows(report.SectionQueues) {
+		qb := reportQueueBlocks(r.Kueue, min(reportMaxQueueBlocks, room-1))
+		blocks = append(append(blocks, slack.NewDividerBlock()), qb...)
+		room -= len(qb) + 1
 	}
 	if r.Shows(report.SectionWorkloads) {
 		wb := reportWorkloadBlocks(r.Workloads, min(reportMaxNamespaceBlocks, room-1))
@@ -158,6 +167,92 @@ func reportPendingBlock(p report.Pending) slack.Block {
 		lines = append(lines, fmt.Sprintf("… and %d more", more))
 	}
 	return reportSection(strings.Join(lines, "\n"))
+}
+
+// reportQueueBlocks renders the Kueue view: one line when Kueue is not installed or has no LocalQueue of the
+// configured name, else a title naming the LocalQueue and one section per ClusterQueue it submits to, at most maxBlocks
+// in all.
+func reportQueueBlocks(k *report.Kueue, maxBlocks int) []slack.Block {
+	queue := "`" + reportEscape(k.Queue) + "`"
+	switch {
+	case !k.Installed:
+		return []slack.Block{reportSection("*Kueue*: not installed (the cluster serves no kueue.x-k8s.io API for LocalQueue " + queue + ").")}
+	case len(k.LocalQueues) == 0:
+		return []slack.Block{reportSection("*Kueue*: no LocalQueue " + queue + " in the cluster's namespaces; training jobs sent to it wait unadmitted.")}
+	}
+	blocks := []slack.Block{reportSection(fmt.Sprintf("*Kueue queues* (LocalQueue %s, %s quota)", queue, reportEscape(k.Resource)))}
+	maxBlocks = max(maxBlocks, 2)
+	for i, cq := range k.ClusterQueues {
+		if len(blocks) == maxBlocks-1 && i < len(k.ClusterQueues)-1 {
+			blocks = append(blocks, reportSection(fmt.Sprintf("… and %s more ClusterQueues", reportNumber(int64(len(k.ClusterQueues)-i)))))
+			break
+		}
+		blocks = append(blocks, reportQueueBlock(cq, k))
+	}
+	return blocks
+}
+
+// reportQueueBlock is one ClusterQueue: its name, cohort and the LocalQueues that feed it, then its quota, use and
+// workloads as fields.
+func reportQueueBlock(cq report.ClusterQueue, k *report.Kueue) slack.Block {
+	var feeds []string
+	more := 0
+	for _, lq := range k.LocalQueues {
+		if lq.ClusterQueue != cq.Name {
+			continue
+		}
+		if len(feeds) == reportMaxQueueFeeds {
+			more++
+			continue
+		}
+		feeds = append(feeds, fmt.Sprintf("`%s/%s` %s pending, %s admitted", reportEscape(lq.Namespace), reportEscape(lq.Name),
+			reportNumber(lq.Pending), reportNumber(lq.Admitted)))
+	}
+	if more > 0 {
+		feeds = append(feeds, fmt.Sprintf("… and %s more namespaces", reportNumber(int64(more))))
+	}
+	title := "ClusterQueue `" + reportEscape(cq.Name) + "`"
+	if cq.Missing {
+		return reportSection(reportClip(":warning: "+title+" does not exist, so nothing sent to it is admitted; fed by "+strings.Join(feeds, "; "),
+			reportMaxSectionText))
+	}
+	if cq.Cohort != "" {
+		title += " · cohort `" + reportEscape(cq.Cohort) + "`"
+	}
+	text := reportClip(title+"\nfed by "+strings.Join(feeds, "; "), reportMaxSectionText)
+	res := reportEscape(k.Resource)
+	quota := "none: the queue has no " + res + " quota"
+	used := "–"
+	if cq.Covered {
+		quota = reportNumber(cq.Nominal) + " nominal · " + reportBorrowing(cq)
+		used = reportNumber(cq.Used) + " of " + reportNumber(cq.Nominal)
+		if cq.Borrowed > 0 {
+			used += " (" + reportNumber(cq.Borrowed) + " borrowed)"
+		}
+	}
+	fields := []string{
+		"*" + res + " quota*\n" + quota,
+		"*" + res + " used*\n" + used,
+		fmt.Sprintf("*Workloads*\n%s pending · %s admitted", reportNumber(cq.Pending), reportNumber(cq.Admitted)),
+	}
+	objs := make([]*slack.TextBlockObject, len(fields))
+	for i, f := range fields {
+		objs[i] = slack.NewTextBlockObject(slack.MarkdownType, reportClip(f, reportMaxFieldText), false, false)
+	}
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), objs, nil)
+}
+
+// reportBorrowing says how much a ClusterQueue may borrow from its cohort.
+func reportBorrowing(cq report.ClusterQueue) string {
+	switch {
+	case cq.Cohort == "":
+		return "no cohort to borrow from"
+	case cq.BorrowingLimit == nil:
+		return "may borrow without limit"
+	case *cq.BorrowingLimit == 0:
+		return "may not borrow"
+	}
+	return "may borrow " + reportNumber(*cq.BorrowingLimit)
 }
 
 func reportWorkloadBlocks(nss []report.NamespaceWorkloads, maxBlocks int) []slack.Block {
@@ -304,6 +399,23 @@ func reportSignedFloat(f float64) string {
 		return fmt.Sprintf("−%.1f", -f)
 	}
 	return "±0"
+}
+
+// reportNumber renders a count with thousands separators: 1,024.
+func reportNumber(n int64) string {
+	digits := fmt.Sprintf("%d", n)
+	sign := ""
+	if n < 0 {
+		sign, digits = "−", digits[1:]
+	}
+	var b strings.Builder
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return sign + b.String()
 }
 
 // reportMoney renders dollars with thousands separators: $8,311.06.

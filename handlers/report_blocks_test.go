@@ -82,10 +82,36 @@ func hugeReport(t *testing.T) report.Report {
 		r.Pending.Oldest = append(r.Pending.Oldest, report.PendingPod{Namespace: "team-001", Name: fmt.Sprintf("pod-%d", i), GPUs: 8,
 			Waiting: time.Duration(i) * 26 * time.Hour, Reason: strings.Repeat("Insufficient nvidia.com/gpu; ", 30)})
 	}
+	r.Kueue = &report.Kueue{Installed: true, Queue: "team-a", Resource: "nvidia.com/gpu"}
+	for i := range 100 {
+		cq := fmt.Sprintf("cq-%03d-%s", i, strings.Repeat("z", 200))
+		r.Kueue.ClusterQueues = append(r.Kueue.ClusterQueues, report.ClusterQueue{Name: cq, Cohort: strings.Repeat("c", 200), Covered: true,
+			Nominal: 1 << 40, Used: 1 << 41, Borrowed: 1 << 40, Pending: 1 << 30})
+		for j := range 20 {
+			r.Kueue.LocalQueues = append(r.Kueue.LocalQueues, report.LocalQueue{Namespace: fmt.Sprintf("ns-%02d-%s", j, strings.Repeat("n", 60)),
+				Name: "team-a", ClusterQueue: cq, Pending: 1 << 30})
+		}
+	}
 	for i := range 9 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("warning %d", i))
 	}
 	return r
+}
+
+// twoQueues is a Kueue view of two ClusterQueues: one borrowing from its cohort, one with workloads waiting.
+func twoQueues() *report.Kueue {
+	limit := int64(16)
+	return &report.Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
+		LocalQueues: []report.LocalQueue{
+			{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "team-a-cq", Pending: 0, Admitted: 3},
+			{Namespace: "research", Name: "team-a", ClusterQueue: "shared-<cq>", Pending: 1204, Admitted: 2},
+		},
+		ClusterQueues: []report.ClusterQueue{
+			{Name: "shared-<cq>", Covered: true, Flavors: []string{"p5"}, Nominal: 2048, Used: 2048, Pending: 1204, Reserving: 2, Admitted: 2},
+			{Name: "team-a-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5", "p4d"}, Nominal: 24, BorrowingLimit: &limit,
+				Used: 32, Borrowed: 8, Reserving: 3, Admitted: 3},
+		},
+	}
 }
 
 func TestReportBlocksGolden(t *testing.T) {
@@ -104,6 +130,12 @@ func TestReportBlocksGolden(t *testing.T) {
 			return report.Report{Name: report.OnDemand, Cluster: "ml-dev-eks", At: reportAt(t)}
 		}},
 		{"huge", hugeReport},
+		{"queues", func(t *testing.T) report.Report {
+			r := fullReport(t)
+			r.Change, r.Warnings = nil, nil
+			r.Kueue = twoQueues()
+			return r
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,10 +197,71 @@ func checkReportLimits(t *testing.T, blocks []slack.Block) {
 	}
 }
 
+func TestReportQueueBlocks(t *testing.T) {
+	many := twoQueues()
+	for i := range 40 {
+		name := fmt.Sprintf("cq-%02d", i)
+		many.LocalQueues = append(many.LocalQueues, report.LocalQueue{Namespace: name, Name: "team-a", ClusterQueue: name})
+		many.ClusterQueues = append(many.ClusterQueues, report.ClusterQueue{Name: name})
+	}
+	tests := []struct {
+		name      string
+		kueue     *report.Kueue
+		sections  []string
+		blocks    int
+		want, not []string
+	}{
+		{name: "not configured", not: []string{"Kueue"}},
+		{name: "not installed", kueue: &report.Kueue{Queue: "team-a", Resource: "nvidia.com/gpu"}, blocks: 1,
+			want: []string{"*Kueue*: not installed", "`team-a`"}},
+		{name: "no LocalQueue", kueue: &report.Kueue{Installed: true, Queue: "team-a", Resource: "nvidia.com/gpu"}, blocks: 1,
+			want: []string{"no LocalQueue `team-a`"}},
+		{name: "two queues", kueue: twoQueues(), blocks: 3,
+			want: []string{"`shared-&lt;cq&gt;`", "2,048 of 2,048", "1,204 pending", "may borrow 16", "32 of 24 (8 borrowed)", "no cohort to borrow from"},
+			not:  []string{"shared-<cq>"}},
+		{name: "missing and uncovered", kueue: &report.Kueue{Installed: true, Queue: "q", Resource: "nvidia.com/gpu",
+			LocalQueues:   []report.LocalQueue{{Namespace: "a", Name: "q", ClusterQueue: "gone"}, {Namespace: "b", Name: "q", ClusterQueue: "cpu"}},
+			ClusterQueues: []report.ClusterQueue{{Name: "cpu"}, {Name: "gone", Missing: true}}}, blocks: 3,
+			want: []string{"`gone` does not exist", "none: the queue has no nvidia.com/gpu quota"}},
+		{name: "many queues", kueue: many, blocks: reportMaxQueueBlocks, want: []string{"… and 38 more ClusterQueues"}},
+		{name: "section off", kueue: twoQueues(), sections: []string{report.SectionGPUs}, not: []string{"Kueue"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := fullReport(t)
+			r.Kueue, r.Sections = tt.kueue, tt.sections
+			blocks := ReportBlocks(r)
+			checkReportLimits(t, blocks)
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(blocks); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report does not say %q", w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(got, w) {
+					t.Errorf("report says %q", w)
+				}
+			}
+			if tt.kueue != nil && tt.sections == nil {
+				if n := len(reportQueueBlocks(tt.kueue, reportMaxQueueBlocks)); n != tt.blocks {
+					t.Errorf("%d queue blocks, want %d", n, tt.blocks)
+				}
+			}
+		})
+	}
+}
+
 func TestReportBlocksHugeSaysWhatIsLeftOut(t *testing.T) {
 	blocks := ReportBlocks(hugeReport(t))
 	b, _ := json.Marshal(blocks)
-	for _, want := range []string{"more groups", "more namespaces", "and 4990 more", "6 more warnings", "Estimated spend"} {
+	for _, want := range []string{"more groups", "more namespaces", "and 4990 more", "6 more warnings", "more ClusterQueues", "Estimated spend"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("huge report does not say %q", want)
 		}
@@ -178,6 +271,10 @@ func TestReportBlocksHugeSaysWhatIsLeftOut(t *testing.T) {
 func TestReportFormatting(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{reportMoney(8311.056), "$8,311.06"},
+		{reportNumber(0), "0"},
+		{reportNumber(999), "999"},
+		{reportNumber(1024), "1,024"},
+		{reportNumber(-1234567), "−1,234,567"},
 		{reportMoney(0), "$0.00"},
 		{reportMoney(1234567.891), "$1,234,567.89"},
 		{reportSignedMoney(-113.068), "−$113.07"},

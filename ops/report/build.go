@@ -31,6 +31,11 @@ type Spec struct {
 	Sections []string
 	// Samples is how many runs the series keeps for the chart (config.DefaultReportSamples when 0).
 	Samples int
+	// KueueQueue is the cluster's LocalQueue (clusters[].kueue.queue); empty means the cluster does not use Kueue.
+	KueueQueue string
+	// Namespaces are the cluster's namespaces (clusters[].namespaces), where its LocalQueues are looked for; empty
+	// means all.
+	Namespaces []string
 }
 
 // SpecsFor returns one Spec per cluster a configured report covers (all registered clusters when it names none).
@@ -45,17 +50,18 @@ func SpecsFor(cfg *config.Config, r *config.Report) []Spec {
 	for _, name := range names {
 		s := Spec{Report: r.Name, Cluster: name, Location: r.Location(), Sections: r.Sections, Samples: r.Samples}
 		if cl, ok := cfg.Cluster(name); ok {
-			s.Region = cl.Region
+			s.Region, s.KueueQueue, s.Namespaces = cl.Region, cl.Kueue.Queue, cl.Namespaces
 		}
 		out = append(out, s)
 	}
 	return out
 }
 
-// Builder builds reports. Kube and Pricer are required; Groups and Samples are optional (without them the report
-// has the Kubernetes view only, and no change or history).
+// Builder builds reports. Kube and Pricer are required; Dynamic, Groups and Samples are optional (without them the
+// report has no Kueue queues, the Kubernetes view only, and no change or history).
 type Builder struct {
 	Kube    KubeClients
+	Dynamic DynamicClients
 	Groups  GroupSource
 	Pricer  ops.Pricer
 	Samples SampleStore
@@ -103,11 +109,27 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 	r.GPUs = totalGPUs(r.Groups)
 	r.Pending = view.pending.summary(r.At)
 	r.Workloads = view.namespaces()
+	b.queues(ctx, s, gpu, &r)
 	if err := b.price(ctx, s.Region, &r); err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("prices unavailable: %v", err))
 	}
 	b.track(ctx, s, &r)
 	return r, nil
+}
+
+// queues adds the Kueue view when the cluster names a LocalQueue and the report shows queues. Kueue's queues that
+// cannot be read (RBAC, an API server hiccup) become a warning: the rest of the report still stands.
+func (b *Builder) queues(ctx context.Context, s Spec, gpu corev1.ResourceName, r *Report) {
+	if s.KueueQueue == "" || b.Dynamic == nil || !r.Shows(SectionQueues) {
+		return
+	}
+	dc, err := b.Dynamic(s.Cluster)
+	if err == nil {
+		r.Kueue, err = readKueue(ctx, dc, s.KueueQueue, s.Namespaces, string(gpu))
+	}
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("Kueue queues unavailable (check the bot's RBAC: list clusterqueues, localqueues): %v", err))
+	}
 }
 
 // mergeAWS sets Current, Target and Status from AWS; groups AWS knows but that have no nodes yet are added, and

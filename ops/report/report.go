@@ -13,10 +13,12 @@ type Report struct {
 	// At is when the figures were read, in the report's time zone.
 	At time.Time `json:"at"`
 	// Sections are the sections to show (config.ReportSections); empty means all.
-	Sections  []string             `json:"sections,omitempty"`
-	Groups    []Group              `json:"groups"`
-	GPUs      GPUs                 `json:"gpus"`
-	Pending   Pending              `json:"pending"`
+	Sections []string `json:"sections,omitempty"`
+	Groups   []Group  `json:"groups"`
+	GPUs     GPUs     `json:"gpus"`
+	Pending  Pending  `json:"pending"`
+	// Kueue is the cluster's Kueue queues; nil when its config names no LocalQueue or the queues section is off.
+	Kueue     *Kueue               `json:"kueue,omitempty"`
 	Workloads []NamespaceWorkloads `json:"workloads,omitempty"`
 	Spend     Spend                `json:"spend"`
 	// Change is the difference from the previous report of the same series; nil when there is none.
@@ -45,6 +47,7 @@ const (
 	SectionGroups    = "instance-groups"
 	SectionGPUs      = "gpus"
 	SectionPending   = "pending"
+	SectionQueues    = "queues"
 	SectionWorkloads = "workloads"
 	SectionSpend     = "spend"
 	SectionChart     = "chart"
