@@ -118,7 +118,7 @@ func slackThrottledDuringExecution(t *testing.T, slackOutage time.Duration) {
 	if len(want) < 5 {
 		t.Fatalf("history %+v tells only %q: the test lost its transitions", rec.History, want)
 	}
-	s = h.waitWithin("every transition told after the outage", slackOutage+45*time.Second, func(s fakeslack.Snapshot) bool {
+	h.waitWithin("every transition told after the outage", slackOutage+45*time.Second, func(s fakeslack.Snapshot) bool {
 		m, _ := s.Message(chOps, plan.TS)
 		return len(threadReplies(s, chOps, plan.TS)) >= len(want) && strings.Contains(m.Text, "succeeded")
 	})

@@ -103,13 +103,6 @@ func target(t ops.Target) string {
 	return code(t.Cluster + "/" + t.Namespace)
 }
 
-func plainTarget(t ops.Target) string {
-	if t.Namespace == "" {
-		return t.Cluster
-	}
-	return t.Cluster + "/" + t.Namespace
-}
-
 func slackTime(t time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
 }
