@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -113,16 +112,15 @@ func reportDrift(d *desired, v *vouched, live *unstructured.Unstructured, changi
 		return
 	}
 	d.drift = append(d.drift, ops.Change{Action: ops.ActionUpdate, Kind: v.object.GetKind(), Name: v.object.GetName(), Fields: fields})
-	names := make([]string, 0, len(fields))
-	for _, f := range fields {
-		names = append(names, f.Path)
-	}
-	const shown = 3
-	list := strings.Join(names[:min(len(names), shown)], ", ")
-	if len(names) > shown {
-		list += fmt.Sprintf(" and %d more", len(names)-shown)
-	}
+	// The fields are named in Plan.Drift, which the plan message lists; the reason stays short enough to show whole.
 	d.risk.Add(max(ops.RiskHigh, d.risk.Level.Up()),
-		"drift: %s %s was changed outside HyperOps since %s applied it (%s); this plan applies HyperOps's values, never the live ones",
-		v.object.GetKind(), v.object.GetName(), v.requestID, list)
+		"drift: %s %s was changed outside HyperOps since %s applied it (%s); the plan applies HyperOps's values, never the live ones",
+		v.object.GetKind(), v.object.GetName(), v.requestID, plural(len(fields), "field", "fields"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
