@@ -117,7 +117,7 @@ func newEnv(t *testing.T, objs []runtime.Object, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.cs = cs
-	e.applied = &memApplied{recs: map[ops.ObjectRef]*ops.Record{}}
+	e.applied = newMemApplied()
 	e.reg = &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 5 * time.Millisecond, applied: e.applied}
 	e.cat = ops.NewCatalog()
 	e.reg.register(e.cat)
@@ -290,6 +290,8 @@ type memApplied struct {
 	mu   sync.Mutex
 	recs map[ops.ObjectRef]*ops.Record
 }
+
+func newMemApplied() *memApplied { return &memApplied{recs: map[ops.ObjectRef]*ops.Record{}} }
 
 func (m *memApplied) record(rec *ops.Record) {
 	m.mu.Lock()
