@@ -85,12 +85,64 @@ func (p *Policy) Permit(ctx context.Context, req ops.Request) error {
 	case ops.System:
 		return nil
 	case ops.Human:
-		return p.CheckAccess(ctx, req.Initiator)
+		if err := p.CheckAccess(ctx, req.Initiator); err != nil {
+			return err
+		}
+		return p.permitProfile(req, nil)
 	case ops.Agent:
-		return p.permitAgent(req)
+		if err := p.permitAgent(req); err != nil {
+			return err
+		}
+		agent, _ := p.cfg.Agent(req.Initiator.ID)
+		return p.permitProfile(req, agent)
 	}
 	return ops.Errorf(ops.CodeNotAuthorized, "initiator", "send the request as a person (slash command) or a registered agent (DM)",
 		"initiator %s has unknown kind %q", req.Initiator.ID, req.Initiator.Kind)
+}
+
+// profileOf is the execution profile a request runs as: the one it names, or config.DefaultProfile.
+func profileOf(req ops.Request) string {
+	if req.Profile == "" {
+		return config.DefaultProfile
+	}
+	return req.Profile
+}
+
+// permitProfile refuses a registered profile of the target cluster that the initiator may not use: people unless
+// its humans is true (the default), agents not listed in its agents (every agent for the profile default when it
+// lists none). An unregistered profile is the operation's to refuse, with the registered ones listed.
+func (p *Policy) permitProfile(req ops.Request, agent *config.Agent) error {
+	cl, ok := p.cfg.Cluster(req.Target.Cluster)
+	if !ok {
+		return nil
+	}
+	name := profileOf(req)
+	prof, ok := cl.Profile(name)
+	if !ok {
+		return nil
+	}
+	at := fmt.Sprintf("clusters[%s].profiles.%s", cl.Name, name)
+	if agent == nil {
+		if prof.AllowsHumans() {
+			return nil
+		}
+		return ops.Errorf(ops.CodeNotAuthorized, "profile",
+			fmt.Sprintf("choose another profile, or ask a platform admin to set %s.humans: true", at),
+			"profile %s of %s is not for people (%s.humans is false)", name, cl.Name, at)
+	}
+	if prof.AllowsAgent(name, agent.Name) {
+		return nil
+	}
+	return ops.Errorf(ops.CodeNotAuthorized, "profile",
+		fmt.Sprintf("choose a profile that lists %s, or ask a platform admin to add %s to %s.agents", agent.Name, agent.Name, at),
+		"agent %s may not use profile %s of %s (%s.agents: %s)", agent.Name, name, cl.Name, at, listOrNone(prof.Agents))
+}
+
+func listOrNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, ", ")
 }
 
 func (p *Policy) permitAgent(req ops.Request) error {

@@ -11,7 +11,7 @@ import (
 )
 
 // Requirement returns the approval the first matching rule of approvals.rules asks for (matching on the plan's
-// risk level, the operation, cluster, namespace and initiator kind), with its expiry counted from now.
+// risk level, the operation, cluster, namespace, initiator kind and profile), with its expiry counted from now.
 //
 // When no rule matches, the request is refused (E_NOT_AUTHORIZED) rather than given a default: a default quorum or
 // approver group would be policy the operator never wrote, and zero approvals would let an uncovered high-risk
@@ -29,14 +29,14 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 	kind := string(p.kindOf(req.Initiator))
 	for i := range p.cfg.Approvals.Rules {
 		r := &p.cfg.Approvals.Rules[i]
-		if r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind) {
+		if r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind, profileOf(req)) {
 			return p.approvalOf(i, r, req)
 		}
 	}
 	return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
 		"ask a platform admin to add a rule to approvals.rules that covers it (a last rule without matchers covers everything)",
-		"no approval rule covers %s risk %s on %s/%s by %s %s", risk, req.Operation, req.Target.Cluster,
-		req.Target.Namespace, kind, req.Initiator.ID)
+		"no approval rule covers %s risk %s on %s/%s by %s %s with profile %s", risk, req.Operation, req.Target.Cluster,
+		req.Target.Namespace, kind, req.Initiator.ID, profileOf(req))
 }
 
 func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops.Approval, error) {
@@ -91,7 +91,7 @@ func describeRule(i int, r *config.ApprovalRule) string {
 	for _, m := range []struct {
 		name   string
 		values []string
-	}{{"risk", r.Risk}, {"operation", r.Operation}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
+	}{{"risk", r.Risk}, {"operation", r.Operation}, {"cluster", r.Cluster}, {"namespace", r.Namespace}, {"profile", r.Profile}} {
 		if len(m.values) > 0 {
 			on = append(on, m.name+" "+strings.Join(m.values, "|"))
 		}

@@ -21,23 +21,24 @@ type wiring struct {
 // buildCatalog registers the Kubernetes operations of the configured clusters and the AWS (HyperPod, EKS) ones.
 // Prices come from the built-in table, or with pricing.source aws from the Pricing API cached in cache (the table
 // answers when the API cannot).
-func buildCatalog(ctx context.Context, cfg *config.Config, cache aws.Cache) (*wiring, error) {
+func buildCatalog(ctx context.Context, cfg *config.Config, cache aws.Cache, applied kube.AppliedRecords) (*wiring, error) {
 	clients, err := aws.New(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("set up the AWS clients: %w", err)
 	}
-	return buildCatalogWith(cfg, clients, cache)
+	return buildCatalogWith(cfg, clients, cache, applied)
 }
 
-// buildCatalogWith is buildCatalog with the AWS clients given.
-func buildCatalogWith(cfg *config.Config, clients *aws.Clients, cache aws.Cache) (*wiring, error) {
+// buildCatalogWith is buildCatalog with the AWS clients given. applied is where inference changes read what HyperOps
+// applied (the state store).
+func buildCatalogWith(cfg *config.Config, clients *aws.Clients, cache aws.Cache, applied kube.AppliedRecords) (*wiring, error) {
 	cat := ops.NewCatalog()
 	clusters, err := kube.NewClusters(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect the clusters: %w", err)
 	}
 	pricer := pricerFor(cfg, clients, cache)
-	kube.Register(cat, clusters, pricer)
+	kube.Register(cat, clusters, pricer, applied)
 	aws.Register(cat, clients, pricer, clusters)
 	return &wiring{catalog: cat, clusters: clusters, aws: clients, pricer: pricer}, nil
 }

@@ -31,7 +31,7 @@ func TestConfiguredCommandEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{Slack: config.Slack{Command: "/gpu"}, Clusters: []config.Cluster{{Name: "c", Region: "us-west-2", Kubeconfig: kc}}}
-	w, err := buildCatalog(context.Background(), cfg, nil)
+	w, err := buildCatalog(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func RunEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger, e 
 		return err
 	}
 	defer stop()
-	cache := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std()})
+	store := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std()})
 	var clients *aws.Clients
 	if e.AWS != nil {
 		clients = aws.NewWithAWSConfig(cfg, *e.AWS)
@@ -45,7 +45,7 @@ func RunEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger, e 
 	if e.AWSPollInterval > 0 {
 		clients.PollInterval = e.AWSPollInterval
 	}
-	w, err := buildCatalogWith(cfg, clients, cache)
+	w, err := buildCatalogWith(cfg, clients, store, store)
 	if err != nil {
 		return err
 	}

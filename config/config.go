@@ -255,10 +255,15 @@ type Kueue struct {
 	Queue string `yaml:"queue"`
 }
 
-// Profile is a registered execution identity.
+// Profile is a registered execution identity and who may choose it.
 type Profile struct {
 	// ServiceAccount is the service account workloads run as.
 	ServiceAccount string `yaml:"serviceAccount"`
+	// Agents names the agents (agents[].name) that may use the profile. Empty means none, except for the profile
+	// named default, which every agent may use when it lists none.
+	Agents []string `yaml:"agents"`
+	// Humans says whether people (slash commands) may use the profile (default true).
+	Humans *bool `yaml:"humans"`
 }
 
 // AWS holds the IAM roles HyperOps may pass and endpoint overrides.
@@ -353,6 +358,8 @@ type ApprovalRule struct {
 	Required int `yaml:"required"`
 	// ExpiresAfter is how long the request waits for approval (default 1h when Required > 0).
 	ExpiresAfter Duration `yaml:"expiresAfter"`
+	// Profile are globs (path.Match) of execution profile names; a request naming none uses "default".
+	Profile []string `yaml:"profile"`
 	// AllowSelfApproval lets the requester count towards the quorum (default false).
 	AllowSelfApproval bool `yaml:"allowSelfApproval"`
 }

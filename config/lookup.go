@@ -75,6 +75,18 @@ func (cl *Cluster) Profile(name string) (Profile, bool) {
 	return p, ok
 }
 
+// AllowsHumans reports whether people may use the profile (Humans, default true).
+func (p Profile) AllowsHumans() bool { return p.Humans == nil || *p.Humans }
+
+// AllowsAgent reports whether the agent called agent may use the profile registered as name: one of its Agents,
+// or any agent for the profile named default when it lists none.
+func (p Profile) AllowsAgent(name, agent string) bool {
+	if len(p.Agents) == 0 {
+		return name == DefaultProfile
+	}
+	return slices.Contains(p.Agents, agent)
+}
+
 // Template returns the HyperPod template registered under name.
 func (cl *Cluster) Template(name string) (Template, bool) {
 	t, ok := cl.HyperPod.Templates[name]
@@ -90,10 +102,12 @@ func (c *Config) RoleARN(name string) (string, bool) {
 	return arn, ok && name != ""
 }
 
-// Matches reports whether the rule applies to a request; an empty matcher list matches anything. Operation patterns
-// are globs (path.Match); initiator is InitiatorHuman or InitiatorAgent.
-func (r *ApprovalRule) Matches(risk, operation, cluster, namespace, initiator string) bool {
-	return (len(r.Risk) == 0 || slices.Contains(r.Risk, risk)) &&
+// Matches reports whether the rule applies to a request; an empty matcher list matches anything. Operation and
+// profile patterns are globs (path.Match); initiator is InitiatorHuman or InitiatorAgent; profile is the request's
+// execution profile (DefaultProfile when it names none).
+func (r *ApprovalRule) Matches(risk, operation, cluster, namespace, initiator, profile string) bool {
+	return (len(r.Profile) == 0 || matchAny(r.Profile, profile)) &&
+		(len(r.Risk) == 0 || slices.Contains(r.Risk, risk)) &&
 		(len(r.Operation) == 0 || matchAny(r.Operation, operation)) &&
 		(len(r.Cluster) == 0 || slices.Contains(r.Cluster, cluster)) &&
 		(len(r.Namespace) == 0 || slices.Contains(r.Namespace, namespace)) &&

@@ -136,29 +136,30 @@ func TestVerifyImage(t *testing.T) {
 
 func TestApprovalRuleMatches(t *testing.T) {
 	cfg := parseExample(t)
-	firstMatch := func(risk, op, cluster, ns, initiator string) int {
+	firstMatch := func(risk, op, cluster, ns, initiator, profile string) int {
 		for i := range cfg.Approvals.Rules {
-			if cfg.Approvals.Rules[i].Matches(risk, op, cluster, ns, initiator) {
+			if cfg.Approvals.Rules[i].Matches(risk, op, cluster, ns, initiator, profile) {
 				return i
 			}
 		}
 		return -1
 	}
 	tests := []struct {
-		name                             string
-		risk, op, cluster, ns, initiator string
-		want                             int
+		name                                      string
+		risk, op, cluster, ns, initiator, profile string
+		want                                      int
 	}{
-		{"critical delete in ml-platform", "critical", "delete-storage", "ml-prod-eks", "ml-platform", "human", 0},
-		{"critical delete elsewhere", "critical", "delete-storage", "ml-prod-eks", "ml-research", "human", 1},
-		{"critical other operation", "critical", "scale-capacity", "ml-prod-eks", "ml-platform", "human", 1},
-		{"high", "high", "scale-capacity", "ml-prod-eks", "ml-platform", "agent", 2},
-		{"low by a human", "low", "get-capacity", "ml-prod-eks", "ml-platform", "human", 3},
-		{"low by an agent", "low", "submit-training-job", "ml-prod-eks", "ml-platform", "agent", 4},
-		{"unknown risk", "extreme", "get-capacity", "ml-prod-eks", "ml-platform", "human", -1},
+		{"critical delete in ml-platform", "critical", "delete-storage", "ml-prod-eks", "ml-platform", "human", "default", 0},
+		{"critical delete elsewhere", "critical", "delete-storage", "ml-prod-eks", "ml-research", "human", "default", 1},
+		{"critical other operation", "critical", "scale-capacity", "ml-prod-eks", "ml-platform", "human", "default", 1},
+		{"high", "high", "scale-capacity", "ml-prod-eks", "ml-platform", "agent", "default", 2},
+		{"low by a human", "low", "get-capacity", "ml-prod-eks", "ml-platform", "human", "default", 3},
+		{"low by a human with another profile", "low", "submit-training-job", "ml-prod-eks", "ml-platform", "human", "trainer", 4},
+		{"low by an agent", "low", "submit-training-job", "ml-prod-eks", "ml-platform", "agent", "default", 5},
+		{"unknown risk", "extreme", "get-capacity", "ml-prod-eks", "ml-platform", "human", "default", -1},
 	}
 	for _, tt := range tests {
-		if got := firstMatch(tt.risk, tt.op, tt.cluster, tt.ns, tt.initiator); got != tt.want {
+		if got := firstMatch(tt.risk, tt.op, tt.cluster, tt.ns, tt.initiator, tt.profile); got != tt.want {
 			t.Errorf("%s: first matching rule = %d, want %d", tt.name, got, tt.want)
 		}
 	}

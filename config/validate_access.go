@@ -131,6 +131,9 @@ func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
 	for i, ns := range r.Namespace {
 		checkDNSLabel(l, indexPath(at+".namespace", i), "a namespace", ns)
 	}
+	for i, p := range r.Profile {
+		checkGlob(l, indexPath(at+".profile", i), p)
+	}
 	if r.Initiator != "" && r.Initiator != InitiatorHuman && r.Initiator != InitiatorAgent {
 		l.add(at+".initiator", "must be %q, %q or empty (both), got %q", InitiatorHuman, InitiatorAgent, r.Initiator)
 	}

@@ -25,14 +25,18 @@ func (c *Config) validateClusters(l *problemList) {
 		l.add("clusters", "must register at least one cluster")
 	}
 	names := make([]string, len(c.Clusters))
+	agents := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		agents[i] = a.Name
+	}
 	for i := range c.Clusters {
 		names[i] = c.Clusters[i].Name
-		c.Clusters[i].validate(l, indexPath("clusters", i), c.AWS.Roles)
+		c.Clusters[i].validate(l, indexPath("clusters", i), c.AWS.Roles, agents)
 	}
 	checkUnique(l, "clusters", "cluster name", names)
 }
 
-func (cl *Cluster) validate(l *problemList, at string, roles map[string]string) {
+func (cl *Cluster) validate(l *problemList, at string, roles map[string]string, agents []string) {
 	checkDNSLabel(l, at+".name", "a cluster name", cl.Name)
 	if cl.Region != "" && !awsRegion.MatchString(cl.Region) {
 		l.add(at+".region", "must be an AWS region such as us-west-2 (empty = the AWS SDK's default), got %q", cl.Region)
@@ -62,6 +66,11 @@ func (cl *Cluster) validate(l *problemList, at string, roles map[string]string) 
 		p := childPath(at+".profiles", name)
 		checkDNSLabel(l, p, "a profile name", name)
 		checkDNSSubdomain(l, p+".serviceAccount", "a service account name", cl.Profiles[name].ServiceAccount)
+		for i, agent := range cl.Profiles[name].Agents {
+			if !slices.Contains(agents, agent) {
+				l.add(indexPath(p+".agents", i), "must name an agent of agents[] (%s), got %q", quoteList(agents), agent)
+			}
+		}
 	}
 	checkLabels(l, at+".requiredLabels", cl.RequiredLabels)
 	for i, sc := range cl.StorageClasses {

@@ -196,8 +196,21 @@ func TestValidationRules(t *testing.T) {
 			func(c *Config) { c.AWS.Endpoints.SageMaker = "http://127.0.0.1:4566" },
 			func(c *Config) { c.AWS.Endpoints.SageMaker = "localhost:4566" },
 			"aws.endpoints.sagemaker", `must be an absolute http:// or https:// URL, got "localhost:4566"`},
-		{"agents have a name", func(c *Config) { c.Agents[0].Name = "helper" }, func(c *Config) { c.Agents[0].Name = "" },
+		{"agents have a name", func(c *Config) {
+			c.Agents[0].Name = "helper"
+			c.Clusters[0].Profiles["trainer"] = Profile{ServiceAccount: "llm-trainer", Agents: []string{"helper"}}
+		}, func(c *Config) { c.Agents[0].Name = "" },
 			"agents[0].name", "an agent must have a name"},
+		{"profiles name registered agents", func(c *Config) {
+			c.Clusters[0].Profiles["trainer"] = Profile{ServiceAccount: "t", Agents: []string{"ops-agent"}}
+		},
+			func(c *Config) {
+				c.Clusters[0].Profiles["trainer"] = Profile{ServiceAccount: "t", Agents: []string{"nobody"}}
+			},
+			"clusters[0].profiles.trainer.agents[0]", `must name an agent of agents[] ("ops-agent"), got "nobody"`},
+		{"approval rules match profile globs", func(c *Config) { c.Approvals.Rules[1].Profile = []string{"train*"} },
+			func(c *Config) { c.Approvals.Rules[1].Profile = []string{"[train"} },
+			"approvals.rules[1].profile[0]", `must be a valid glob pattern`},
 		{"agents have a Slack user ID", func(c *Config) { c.Agents[0].SlackUser = "W0AGENT" }, func(c *Config) { c.Agents[0].SlackUser = "ops-agent" },
 			"agents[0].slackUser", `must be the agent's Slack user ID (U… or W…), got "ops-agent"`},
 		{"redact patterns are RE2", func(c *Config) { c.Redact.Patterns = []string{`token=(?P<secret>\w+)`} },

@@ -76,7 +76,13 @@ func DetailsModal(rec *ops.Record) slack.ModalViewRequest {
 		if rule := rec.Approval.Rule; rule != "" {
 			blocks = append(blocks, section("*Approval rule*\n"+escLine(rule)))
 		}
+		if p.RunsAs != "" {
+			blocks = append(blocks, section("*Runs as*\n"+escLine(p.RunsAs)))
+		}
 		blocks = append(blocks, longText("Diff", fullDiff(p.Changes), rec.ID()+"-diff.txt")...)
+		if len(p.Drift) > 0 {
+			blocks = append(blocks, longText("Drift", driftText(p.Drift), rec.ID()+"-drift.txt")...)
+		}
 		blocks = append(blocks, longText("Manifest", p.Manifest, rec.ID()+"-manifest.yaml")...)
 	}
 	blocks = append(blocks, contextBlock(footer(rec, false)))

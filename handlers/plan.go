@@ -262,6 +262,47 @@ func diffSummary(changes []ops.Change) string {
 	return s
 }
 
+// driftSummary lists the fields changed outside HyperOps since it applied them, applied value → live value.
+func driftSummary(drift []ops.Change) string {
+	var lines []string
+	n := 0
+	for _, c := range drift {
+		for _, f := range c.Fields {
+			n++
+			if len(lines) < 4 {
+				lines = append(lines, fmt.Sprintf("• %s %s %s: %s → live %s", escLine(c.Kind), code(c.Name), code(f.Path), fieldValue(f.From), fieldValue(f.To)))
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	s := ":rotating_light: *Drift* " + plural(int64(n), "field was", "fields were") + " changed outside HyperOps since it applied them; " +
+		"this plan applies HyperOps's values, never the live ones\n" + strings.Join(lines, "\n")
+	if n > len(lines) {
+		s += fmt.Sprintf("\n_and %d more in Details_", n-len(lines))
+	}
+	return s
+}
+
+// runsAsLine names the identity the workload runs as, below the diff summary.
+func runsAsLine(runsAs string) string {
+	if runsAs == "" {
+		return ""
+	}
+	return "*Runs as* " + escLine(runsAs)
+}
+
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 var actionWords = map[ops.Action]string{ops.ActionCreate: "to create", ops.ActionUpdate: "to update", ops.ActionDelete: "to delete",
 	ops.ActionNoop: "unchanged"}
 
@@ -296,6 +337,18 @@ func fullDiff(changes []ops.Change) string {
 	var b strings.Builder
 	for _, c := range changes {
 		fmt.Fprintf(&b, "%s %s %s\n", c.Action, c.Kind, c.Name)
+		for _, f := range c.Fields {
+			fmt.Fprintf(&b, "    %s: %s → %s\n", f.Path, orEmpty(f.From), orEmpty(f.To))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// driftText is every drifted field, for Details and files: applied → live.
+func driftText(drift []ops.Change) string {
+	var b strings.Builder
+	for _, c := range drift {
+		fmt.Fprintf(&b, "%s %s (applied → live)\n", c.Kind, c.Name)
 		for _, f := range c.Fields {
 			fmt.Fprintf(&b, "    %s: %s → %s\n", f.Path, orEmpty(f.From), orEmpty(f.To))
 		}

@@ -35,7 +35,7 @@ func blockText(b slack.Block) string {
 // manifest, and short enough to read in five seconds.
 func TestPlanDecisionFirst(t *testing.T) {
 	for name, rec := range map[string]*ops.Record{"training": trainingRecord(), "inference": inferenceRecord(),
-		"capacity": capacityRecord(), "delete-storage": deleteStorageRecord()} {
+		"capacity": capacityRecord(), "delete-storage": deleteStorageRecord(), "drift": driftRecord()} {
 		t.Run(name, func(t *testing.T) {
 			m := PlanMessage(rec).Msg
 			order := map[string]int{}

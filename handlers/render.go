@@ -129,8 +129,13 @@ func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
 	}
 	var files []File
 	if p := rec.Plan; p != nil {
-		if d := diffSummary(p.Changes); d != "" && !executed(rec.Phase) {
-			blocks = append(blocks, section(d))
+		if !executed(rec.Phase) {
+			if d := joinNonEmpty(diffSummary(p.Changes), runsAsLine(p.RunsAs)); d != "" {
+				blocks = append(blocks, section(d))
+			}
+			if d := driftSummary(p.Drift); d != "" {
+				blocks = append(blocks, section(d))
+			}
 		}
 		if len(p.Warnings) > 0 {
 			blocks = append(blocks, contextBlock(":warning: "+esc(clip(strings.Join(p.Warnings, "\n:warning: "), 1500))))
@@ -266,6 +271,9 @@ func planFilesOf(rec *ops.Record) []File {
 	var files []File
 	if diff := fullDiff(p.Changes); len([]rune(diff)) > inlineLimit {
 		files = append(files, File{Name: rec.ID() + "-diff.txt", Title: "Diff of " + rec.ID(), Content: diff})
+	}
+	if drift := driftText(p.Drift); len([]rune(drift)) > inlineLimit {
+		files = append(files, File{Name: rec.ID() + "-drift.txt", Title: "Drift of " + rec.ID(), Content: drift})
 	}
 	if len([]rune(p.Manifest)) > inlineLimit {
 		files = append(files, File{Name: rec.ID() + "-manifest.yaml", Title: "Manifest of " + rec.ID(), Content: p.Manifest})

@@ -28,9 +28,13 @@ type AgentReplyBody struct {
 
 // AgentPlan is the plan as agents read it.
 type AgentPlan struct {
-	Summary         string         `json:"summary,omitempty"`
-	Hash            string         `json:"hash"`
-	Changes         []ops.Change   `json:"changes,omitempty"`
+	Summary string       `json:"summary,omitempty"`
+	Hash    string       `json:"hash"`
+	Changes []ops.Change `json:"changes,omitempty"`
+	// Drift is what was changed outside HyperOps since it applied the objects (from: applied, to: live).
+	Drift []ops.Change `json:"drift,omitempty"`
+	// RunsAs names the profile and service account the workload runs as.
+	RunsAs          string         `json:"runsAs,omitempty"`
 	ServerValidated bool           `json:"serverValidated"`
 	Cost            ops.Cost       `json:"cost"`
 	Risk            ops.Risk       `json:"risk"`
@@ -70,7 +74,7 @@ func AgentBody(rec *ops.Record, requestID string, err error) AgentReplyBody {
 		body.Owner = rec.Owner.ID
 		body.Result = rec.Result
 		if p := rec.Plan; p != nil {
-			ap := &AgentPlan{Summary: p.Summary, Hash: p.Hash, Changes: p.Changes, ServerValidated: p.ServerValidated, Cost: p.Cost, Risk: p.Risk,
+			ap := &AgentPlan{Summary: p.Summary, Hash: p.Hash, Changes: p.Changes, Drift: p.Drift, RunsAs: p.RunsAs, ServerValidated: p.ServerValidated, Cost: p.Cost, Risk: p.Risk,
 				Approvals: AgentApprovals{Required: rec.Approval.Required, Received: rec.Approval.Received()}}
 			if !rec.Approval.ExpiresAt.IsZero() {
 				t := rec.Approval.ExpiresAt.UTC()

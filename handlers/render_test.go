@@ -101,6 +101,7 @@ func TestGoldenMessages(t *testing.T) {
 	cases := map[string]Rendered{
 		"plan_training":       PlanMessage(trainingRecord()),
 		"plan_inference":      PlanMessage(inferenceRecord()),
+		"plan_drift":          PlanMessage(driftRecord()),
 		"plan_capacity":       PlanMessage(capacityRecord()),
 		"plan_delete_storage": PlanMessage(deleteStorageRecord()),
 		"plan_denied":         PlanMessage(denied),
@@ -138,6 +139,7 @@ func TestGoldenMessages(t *testing.T) {
 		t.Errorf("a long manifest must go to a file, got %d files", len(cases["plan_long_manifest"].Files))
 	}
 	t.Run("details_modal", func(t *testing.T) { golden(t, "details_modal", DetailsModal(trainingRecord())) })
+	t.Run("details_modal_drift", func(t *testing.T) { golden(t, "details_modal_drift", DetailsModal(driftRecord())) })
 	t.Run("deny_modal", func(t *testing.T) {
 		golden(t, "deny_modal", DenyModal(trainingRecord(), `{"id":"train-20250308-001"}`))
 	})

@@ -20,6 +20,7 @@ func trainingRecord() *ops.Record {
 		Params:    ops.Params{"name": "llm-ft", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v17", "replicas": int64(2), "gpus": int64(8)},
 		Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
 	p := &ops.Plan{Summary: "Job ml-platform/llm-ft: 2 replica(s) × 8 GPU(s)", ServerValidated: true, Hash: "8f65f0f2a1b2c3d4e5f6",
+		RunsAs:   "profile trainer (service account llm-trainer)",
 		Changes:  []ops.Change{{Action: ops.ActionCreate, Kind: "Job", Name: "llm-ft"}},
 		Manifest: strings.Repeat("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: llm-ft\n", 11), Cost: ops.Cost{Source: ops.BuiltinPriceSource}}
 	p.Cost.AddHourly("training llm-ft: 16 GPUs of ml.p5.48xlarge", 2, 113.068, "node")
@@ -38,6 +39,27 @@ func inferenceRecord() *ops.Record {
 		Changes: []ops.Change{{Action: ops.ActionCreate, Kind: "Deployment", Name: "fraud-scorer"}, {Action: ops.ActionCreate, Kind: "Service", Name: "fraud-scorer"}}}
 	p.Cost.AddHourly("inference fraud-scorer: 3 GPUs of ml.g5.12xlarge", 0.75, 7.09, "node")
 	p.Risk.Add(ops.RiskMedium, "requested by an agent")
+	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 3, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
+	return withApproval(rec, 1)
+}
+
+// driftRecord scales an inference server whose live Deployment was edited outside HyperOps: the plan builds from
+// what HyperOps applied and reports the drift.
+func driftRecord() *ops.Record {
+	req := ops.Request{ID: "req-5ca1ed0000000001", Operation: "scale-inference", Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
+		Params: ops.Params{"name": "fraud-scorer", "replicas": int64(4)}, Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
+	applied := "123456789012.dkr.ecr.us-west-2.amazonaws.com/scorer:v3"
+	p := &ops.Plan{ServerValidated: true, Hash: "5ca1ab1e77", Manifest: "apiVersion: apps/v1\nkind: Deployment\n",
+		RunsAs: "profile default (service account default)",
+		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Deployment", Name: "fraud-scorer", Fields: []ops.FieldChange{
+			{Path: "spec.replicas", From: "3", To: "4"}, {Path: "spec.template.spec.containers[0].image", From: "quay.io/evil/miner:1", To: applied}}},
+			{Action: ops.ActionNoop, Kind: "Service", Name: "fraud-scorer"}},
+		Drift: []ops.Change{{Action: ops.ActionUpdate, Kind: "Deployment", Name: "fraud-scorer", Fields: []ops.FieldChange{
+			{Path: "metadata.annotations.hyperops.io/inference-spec", From: `{"image":"` + applied + `","replicas":3}`, To: `{"image":"quay.io/evil/miner:1","replicas":3}`},
+			{Path: "spec.template.spec.containers[0].image", From: applied, To: "quay.io/evil/miner:1"}}}}}
+	p.Cost.AddHourly("inference fraud-scorer: 1 GPU of ml.g5.12xlarge", 0.25, 7.09, "node")
+	p.Risk.Add(ops.RiskHigh, "drift: Deployment fraud-scorer was changed outside HyperOps since req-5c1d2e3f4a5b6c7d applied it (2 fields); "+
+		"the plan applies HyperOps's values, never the live ones")
 	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 3, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
 	return withApproval(rec, 1)
 }

@@ -48,16 +48,26 @@ type Plan struct {
 	// change in the cluster between approval and execution makes the plan stale.
 	Observed string `json:"observed,omitempty"`
 	// ServerValidated is true when the API server accepted a server-side dry run of every object.
-	ServerValidated bool      `json:"serverValidated,omitempty"`
-	Warnings        []string  `json:"warnings,omitempty"`
-	Cost            Cost      `json:"cost"`
-	Risk            Risk      `json:"risk"`
-	Hash            string    `json:"hash"`
-	CreatedAt       time.Time `json:"createdAt"`
+	ServerValidated bool `json:"serverValidated,omitempty"`
+	// Applies names the objects whose whole desired state Actions defines. Once the write is accepted the record
+	// is what HyperOps vouches for them: a later change of such an object is built from this record, never from
+	// the live object (ops/state indexes records by the objects they apply).
+	Applies []ObjectRef `json:"applies,omitempty"`
+	// Drift lists fields of objects HyperOps applied that were changed outside it since: per field, From is what
+	// HyperOps applied and To what the cluster has now. Executing the plan never carries the live values forward.
+	Drift []Change `json:"drift,omitempty"`
+	// RunsAs names the execution profile and its service account the workload runs as, e.g.
+	// "profile default (service account trainer)"; empty for operations that run nothing.
+	RunsAs    string    `json:"runsAs,omitempty"`
+	Warnings  []string  `json:"warnings,omitempty"`
+	Cost      Cost      `json:"cost"`
+	Risk      Risk      `json:"risk"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
-// HashPlan computes the hash of what is approved: operation, target, normalized parameters, the changes and the
-// observed state they diff against.
+// HashPlan computes the hash of what is approved: operation, target, normalized parameters, the changes, the
+// observed state they diff against and the drift reported from it.
 func HashPlan(req Request, p *Plan) string {
 	c := struct {
 		Op       string          `json:"o"`
@@ -68,7 +78,8 @@ func HashPlan(req Request, p *Plan) string {
 		Observed string          `json:"s"`
 		Manifest string          `json:"m"`
 		Actions  json.RawMessage `json:"x,omitempty"`
-	}{req.Operation, req.Target, req.Params, req.Profile, p.Changes, p.Observed, p.Manifest, p.Actions}
+		Drift    []Change        `json:"d,omitempty"`
+	}{req.Operation, req.Target, req.Params, req.Profile, p.Changes, p.Observed, p.Manifest, p.Actions, p.Drift}
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

@@ -106,7 +106,7 @@ func InputSchema(spec ops.Spec, bounds Bounds, targets Targets) Schema {
 		}}
 	props[argTarget] = target
 	props[argProfile] = Schema{"type": "string",
-		"description": "execution profile registered in config, chosen by name; identities and privileges come only from profiles"}
+		"description": "execution profile registered in config, chosen by name (default: default); identities and privileges come only from profiles, and only from those that list this agent"}
 	rid := Schema{"type": "string", "pattern": `^[A-Za-z0-9._:-]{1,128}$`,
 		"description": "idempotency key: the same id with the same arguments returns the same request (retry freely); " +
 			"the same id with other arguments is refused E_IDEMPOTENCY_CONFLICT"}

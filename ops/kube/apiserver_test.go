@@ -49,7 +49,9 @@ func TestAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cs: cs, reg: &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond}, cat: ops.NewCatalog()}
+	applied := newMemApplied()
+	e := &env{cs: cs, applied: applied, cat: ops.NewCatalog(),
+		reg: &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: applied}}
 	e.reg.register(e.cat)
 	c, _ := cs.Get(testCluster)
 

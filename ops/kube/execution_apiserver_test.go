@@ -110,6 +110,56 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	// The annotation-tampering case of issue 14, end to end: the engine records what the deploy applied in Redis,
+	// someone edits the live Deployment, and the scale applies HyperOps's values and reports the drift.
+	t.Run("a tampered inference-spec annotation is never applied; the plan reports drift", func(t *testing.T) {
+		store, _, _ := redisStore(t)
+		vouching := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
+		vcat := ops.NewCatalog()
+		vouching.register(vcat)
+		e := ops.NewEngine(vcat, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		deploy := *request("deploy-inference", deployParams(map[string]any{"name": "vouched", "replicas": "2"}))
+		deploy.ID = "vouched-deploy"
+		if rec, err := e.Submit(ctx, deploy); err != nil || rec.Phase != ops.PhaseSucceeded {
+			t.Fatalf("deploy: %v, record %+v", err, rec)
+		}
+		deps := cp.Client().AppsV1().Deployments(testNS)
+		settled(ctx, t, cp, "vouched")
+		dep, err := deps.Get(ctx, "vouched", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dep.Annotations[AnnotationInferenceSpec] = `{"name":"vouched","image":"` + evilImage + `","replicas":2,"gpus":8,"port":9000}`
+		dep.Spec.Template.Spec.Containers[0].Image = evilImage
+		if _, err := deps.Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		settled(ctx, t, cp, "vouched")
+		scale := *request("scale-inference", map[string]any{"name": "vouched", "replicas": "3"})
+		scale.ID = "vouched-scale"
+		rec, err := e.Submit(ctx, scale)
+		if err != nil || rec.Phase != ops.PhaseSucceeded {
+			t.Fatalf("scale: %v, record %+v", err, rec)
+		}
+		if got := driftPaths(rec.Plan); strings.Join(got, ",") != annotation+","+imagePath {
+			t.Errorf("drift = %v, want exactly the annotation and the image", got)
+		}
+		if !hasDriftReason(rec.Plan) {
+			t.Errorf("risk = %+v, want a drift reason at high", rec.Plan.Risk)
+		}
+		live, err := deps.Get(ctx, "vouched", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := live.Spec.Template.Spec.Containers[0]
+		if c.Image != allowedImg || *live.Spec.Replicas != 3 || strings.Contains(live.Annotations[AnnotationInferenceSpec], "evil") {
+			t.Fatalf("live: image %s, replicas %d, annotation %s", c.Image, *live.Spec.Replicas, live.Annotations[AnnotationInferenceSpec])
+		}
+		if g := c.Resources.Limits.Name(ResourceGPU, "").Value(); g != 1 {
+			t.Fatalf("live GPUs %d, want the deployed 1", g)
+		}
+	})
+
 	t.Run("lost lock: the stale holder's write is refused", func(t *testing.T) {
 		store, rdb, prefix := redisStore(t)
 		deploy, err := catalog.Lookup("deploy-inference")
@@ -243,6 +293,29 @@ func (g *gatedOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, e
 }
 
 // redisStore is the real Redis store with its client (to delete a lock's key as an expiry would) and key prefix.
+// settled waits until the deployment controller stopped writing the Deployment's status (the same resourceVersion
+// twice, half a second apart, with the rollout observed): an apply carries the resourceVersion it read, so a status
+// write in between would make it a conflict.
+func settled(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, name string) {
+	t.Helper()
+	last := ""
+	for {
+		dep, err := cp.Client().AppsV1().Deployments(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dep.Status.ObservedGeneration == dep.Generation && dep.ResourceVersion == last {
+			return
+		}
+		last = dep.ResourceVersion
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Deployment %s did not settle: %v", name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func redisStore(t *testing.T) (*state.Store, redis.UniversalClient, string) {
 	t.Helper()
 	url, prefix := redistest.Shared(t)

@@ -122,3 +122,12 @@ func checkCommand(argv []string) error {
 	}
 	return nil
 }
+
+// runsAs names a workload's identity for the plan: the profile (default when the request names none) and the
+// service account it maps to.
+func runsAs(profile, sa string) string {
+	if profile == "" {
+		profile = config.DefaultProfile
+	}
+	return fmt.Sprintf("profile %s (service account %s)", profile, sa)
+}

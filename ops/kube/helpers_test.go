@@ -71,6 +71,8 @@ type env struct {
 	reg  *registry
 	cat  *ops.Catalog
 	logs *stubLogs
+	// applied plays ops/state's index of what HyperOps applied; execute fills it as the engine would.
+	applied *memApplied
 	// dryRuns counts dry-run requests the fakes answered.
 	mu      sync.Mutex
 	dryRuns int
@@ -115,7 +117,8 @@ func newEnv(t *testing.T, objs []runtime.Object, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.cs = cs
-	e.reg = &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 5 * time.Millisecond}
+	e.applied = newMemApplied()
+	e.reg = &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 5 * time.Millisecond, applied: e.applied}
 	e.cat = ops.NewCatalog()
 	e.reg.register(e.cat)
 	return e
@@ -278,7 +281,34 @@ func (e *env) execute(t *testing.T, req *ops.Request) (*ops.Plan, *ops.Result) {
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
+	e.applied.record(&ops.Record{Request: *req, Plan: p, Phase: ops.PhaseSucceeded})
 	return p, res
+}
+
+// memApplied is AppliedRecords in memory: the last record that applied each object, kept as a stored copy.
+type memApplied struct {
+	mu   sync.Mutex
+	recs map[ops.ObjectRef]*ops.Record
+}
+
+func newMemApplied() *memApplied { return &memApplied{recs: map[ops.ObjectRef]*ops.Record{}} }
+
+func (m *memApplied) record(rec *ops.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range rec.Plan.Applies {
+		m.recs[o] = rec.Clone()
+	}
+}
+
+func (m *memApplied) LastApplied(_ context.Context, obj ops.ObjectRef) (*ops.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.recs[obj]
+	if !ok {
+		return nil, ops.ErrNotFound
+	}
+	return rec.Clone(), nil
 }
 
 func wantCode(t *testing.T, err error, code ops.Code, has ...string) {

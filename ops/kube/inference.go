@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// AnnotationInferenceSpec keeps the parameters a Deployment was deployed with, so scale and rollout rebuild the
-// whole desired object (server-side apply drops what the field manager no longer sends).
+// AnnotationInferenceSpec shows the parameters a Deployment was deployed with, for people reading the object. It
+// is never read back: scale and rollout rebuild the whole desired object (server-side apply drops what the field
+// manager no longer sends) from HyperOps's own record of what it applied (AppliedRecords), and a live annotation
+// that differs from the applied one is reported as drift.
 const AnnotationInferenceSpec = "hyperops.io/inference-spec"
 
 const lockKindInference = "inference"
@@ -138,10 +141,12 @@ func (r *registry) buildInference(ctx context.Context, t target, req *ops.Reques
 	if err != nil {
 		return nil, err
 	}
-	d := &desired{summary: fmt.Sprintf("Deployment+Service %s/%s: %d replica(s) × %d GPU(s), %s, port %d", t.ns, name, replicas, gpus, p.String("image"), port)}
+	d := &desired{summary: fmt.Sprintf("Deployment+Service %s/%s: %d replica(s) × %d GPU(s), %s, port %d", t.ns, name, replicas, gpus, p.String("image"), port),
+		spec: p, runsAs: runsAs(req.Profile, sa)}
 	d.add(ResDeployment, du)
 	d.add(ResService, su)
 	d.watch = []ops.ObjectRef{ref(t.cfg.Name, ResDeployment, t.ns, name)}
+	d.applies = d.watch
 	g, err := r.gpuNodeOf(ctx, t)
 	if err != nil {
 		return nil, err
@@ -150,24 +155,27 @@ func (r *registry) buildInference(ctx context.Context, t target, req *ops.Reques
 	return d, nil
 }
 
-// managedInference reads a Deployment HyperOps deployed and the parameters it was deployed with.
-func managedInference(ctx context.Context, t target, name string) (*unstructured.Unstructured, ops.Params, error) {
-	have, err := t.c.getObject(ctx, ResDeployment, t.ns, name)
+// rebuildInference builds the Deployment and Service of a change to an inference server: the parameters HyperOps
+// applied last (its own record, never the live object) with the one parameter the request changes, checked by
+// every guardrail deploy runs, as the configuration stands now. It returns the live Deployment and what HyperOps
+// applied too, for the plan's drift.
+func (r *registry) rebuildInference(ctx context.Context, t target, req *ops.Request, param string, value any) (
+	*unstructured.Unstructured, *vouched, *desired, error) {
+	have, v, err := r.vouchedInference(ctx, t, req.Params.String("name"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if have == nil {
-		return nil, nil, ops.Errorf(ops.CodeNotFound, "name", "deploy it first with "+ops.Ask("infer deploy"), "Deployment %s/%s not found", t.ns, name)
+	p := maps.Clone(v.params)
+	p[param] = value
+	// 0 replicas are fine here: a server scaled to zero may be scaled up or rolled.
+	if err := checkInferenceParams(t, req, p, 0); err != nil {
+		return nil, nil, nil, err
 	}
-	if err := requireManaged(ResDeployment, have); err != nil {
-		return nil, nil, err
+	d, err := r.buildInference(ctx, t, req, p, workloadGPUs(have))
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	var p ops.Params
-	if err := json.Unmarshal([]byte(have.GetAnnotations()[AnnotationInferenceSpec]), &p); err != nil {
-		return nil, nil, ops.Errorf(ops.CodeInvalidArgument, "name", "deploy it again with "+ops.Ask("infer deploy"),
-			"Deployment %s/%s lacks a readable %s annotation", t.ns, name, AnnotationInferenceSpec)
-	}
-	return have, p, nil
+	return have, v, d, nil
 }
 
 func (r *registry) scaleInference() ops.Operation {
@@ -189,24 +197,21 @@ func (r *registry) scaleInference() ops.Operation {
 		return checkLimit(t.cfg, "replicas", n, "limits.maxInferenceReplicas", t.cfg.Limits.MaxInferenceReplicas)
 	}
 	return r.applyOperation(spec, check, func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
-		have, p, err := managedInference(ctx, t, req.Params.String("name"))
-		if err != nil {
-			return nil, err
-		}
-		before, _, _ := unstructured.NestedInt64(have.Object, "spec", "replicas")
 		want, _ := req.Params.Int("replicas")
-		p["replicas"] = want
-		d, err := r.buildInference(ctx, t, req, p, workloadGPUs(have))
+		have, v, d, err := r.rebuildInference(ctx, t, req, "replicas", want)
 		if err != nil {
 			return nil, err
 		}
-		d.summary = fmt.Sprintf("scale %s/%s from %d to %d replica(s)", t.ns, p.String("name"), before, want)
+		name := req.Params.String("name")
+		before, _, _ := unstructured.NestedInt64(have.Object, "spec", "replicas")
+		d.summary = fmt.Sprintf("scale %s/%s from %d to %d replica(s)", t.ns, name, before, want)
 		switch {
 		case want == 0 && before > 0:
-			d.risk.Add(ops.RiskHigh, "scales %s to zero: it stops serving", p.String("name"))
+			d.risk.Add(ops.RiskHigh, "scales %s to zero: it stops serving", name)
 		case want < before:
-			d.risk.Add(ops.RiskHigh, "scales %s down from %d to %d: less capacity to serve", p.String("name"), before, want)
+			d.risk.Add(ops.RiskHigh, "scales %s down from %d to %d: less capacity to serve", name, before, want)
 		}
+		reportDrift(d, v, have, "spec.replicas")
 		return d, nil
 	}, nil)
 }
@@ -226,17 +231,13 @@ func (r *registry) rolloutInference() ops.Operation {
 		return checkImage(t.cfg, req.Params.String("image"))
 	}
 	build := func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
-		have, p, err := managedInference(ctx, t, req.Params.String("name"))
+		image := req.Params.String("image")
+		have, v, d, err := r.rebuildInference(ctx, t, req, "image", image)
 		if err != nil {
 			return nil, err
 		}
-		old := p.String("image")
-		p["image"] = req.Params.String("image")
-		d, err := r.buildInference(ctx, t, req, p, workloadGPUs(have))
-		if err != nil {
-			return nil, err
-		}
-		d.summary = fmt.Sprintf("roll %s/%s from %s to %s (maxUnavailable 0)", t.ns, p.String("name"), old, p.String("image"))
+		d.summary = fmt.Sprintf("roll %s/%s from %s to %s (maxUnavailable 0)", t.ns, req.Params.String("name"), v.params.String("image"), image)
+		reportDrift(d, v, have, "spec.template.spec.containers[0].image")
 		return d, nil
 	}
 	return r.applyOperation(spec, check, build, func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {

@@ -128,6 +128,14 @@ type desired struct {
 	warnings []string
 	// watch are the objects whose status the watcher should tell in the request's thread.
 	watch []ops.ObjectRef
+	// applies are the objects this plan defines in full (Plan.Applies); spec is the parameters they were built
+	// from, kept in the contract so later changes rebuild from HyperOps's record (inference).
+	applies []ops.ObjectRef
+	spec    ops.Params
+	// drift is what changed on the live objects since HyperOps applied them (Plan.Drift).
+	drift []ops.Change
+	// runsAs names the profile and service account the workload runs as (Plan.RunsAs).
+	runsAs string
 }
 
 type desiredObject struct {
@@ -146,7 +154,7 @@ func ref(cluster string, res Resource, ns, name string) ops.ObjectRef {
 // planApply diffs every desired object against the cluster and validates it with a server-side dry run (the
 // plan's only one). The objects go into the plan as its contract (Plan.Actions): Execute applies exactly those.
 func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
-	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings}
+	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings, Applies: d.applies, Drift: d.drift, RunsAs: d.runsAs}
 	observed, changes, err := observeObjects(ctx, c, d.objects)
 	if err != nil {
 		return nil, err
@@ -203,6 +211,9 @@ func observeObjects(ctx context.Context, c *Cluster, objs []desiredObject) (stri
 type contract struct {
 	Objects []contractObject `json:"objects"`
 	Watch   []ops.ObjectRef  `json:"watch,omitempty"`
+	// Spec is the parameters the objects were built from, for operations that rebuild from what HyperOps
+	// applied (inference); the record of the request that applied them is where they are read back.
+	Spec ops.Params `json:"spec,omitempty"`
 }
 
 type contractObject struct {
@@ -214,7 +225,7 @@ type contractObject struct {
 }
 
 func encodeContract(d *desired) ([]byte, error) {
-	c := contract{Watch: d.watch}
+	c := contract{Watch: d.watch, Spec: d.spec}
 	for _, o := range d.objects {
 		raw, err := o.obj.MarshalJSON()
 		if err != nil {
@@ -238,7 +249,7 @@ func decodeContract(plan *ops.Plan) (*desired, error) {
 	if err := json.Unmarshal(plan.Actions, &c); err != nil {
 		return nil, ops.Wrap(err, ops.CodeInternal, "", "submit the request again", "the approved plan's objects do not decode: %v", err)
 	}
-	d := &desired{summary: plan.Summary, watch: c.Watch}
+	d := &desired{summary: plan.Summary, watch: c.Watch, spec: c.Spec}
 	for _, o := range c.Objects {
 		res := Resource{GVR: schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}, Kind: o.Kind}
 		obj := &unstructured.Unstructured{}
@@ -516,6 +527,8 @@ func allNoop(chs []ops.Change) bool {
 type registry struct {
 	cs     *Clusters
 	pricer ops.Pricer
+	// applied finds what HyperOps applied to an object; nil refuses every change that builds from it.
+	applied AppliedRecords
 	// pollEvery is how often executions that wait (rollout, verify) look again; 0 means 2s.
 	pollEvery time.Duration
 }

@@ -3,8 +3,9 @@ package kube
 import "github.com/hyperops/hyperops/ops"
 
 // Register adds the Kubernetes operations to the catalog: status, verify, training, inference and storage.
-func Register(cat *ops.Catalog, cl *Clusters, pricer ops.Pricer) {
-	r := &registry{cs: cl, pricer: pricer}
+// applied is where scale and rollout of inference read what HyperOps applied (ops/state's Store).
+func Register(cat *ops.Catalog, cl *Clusters, pricer ops.Pricer, applied AppliedRecords) {
+	r := &registry{cs: cl, pricer: pricer, applied: applied}
 	r.register(cat)
 }
 

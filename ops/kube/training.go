@@ -160,7 +160,8 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 	if err != nil {
 		return nil, err
 	}
-	d := &desired{summary: fmt.Sprintf("%s %s/%s: %d replica(s) × %d GPU(s), %s, deadline %s", res.Kind, t.ns, name, replicas, gpus, p.String("image"), deadline)}
+	d := &desired{summary: fmt.Sprintf("%s %s/%s: %d replica(s) × %d GPU(s), %s, deadline %s", res.Kind, t.ns, name, replicas, gpus, p.String("image"), deadline),
+		runsAs: runsAs(req.Profile, sa)}
 	d.add(res, obj)
 	d.watch = []ops.ObjectRef{ref(t.cfg.Name, res, t.ns, name)}
 	g, err := r.gpuNodeOf(ctx, t)

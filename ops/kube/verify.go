@@ -83,7 +83,7 @@ func (r *registry) verifyCluster() ops.Operation {
 		if err != nil {
 			return nil, err
 		}
-		d := &desired{summary: fmt.Sprintf("smoke test Job %s/%s running %s", t.ns, name, k.image)}
+		d := &desired{summary: fmt.Sprintf("smoke test Job %s/%s running %s", t.ns, name, k.image), runsAs: runsAs(req.Profile, sa)}
 		d.add(ResJob, u)
 		return d, nil
 	}

@@ -38,9 +38,10 @@ redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 've
 return {1}
 `)
 
-// updateScript: KEYS req, idx, new phase index, audit, outbox; ARGV expected version, data, new version, phase, ttl ms,
-// score, id, phase index key prefix, trim-before score, audit maxlen, audit event. Returns 1 when stored, -1 on a
-// version mismatch, 0 when the record does not exist.
+// updateScript: KEYS req, idx, new phase index, audit, outbox, then the applied index keys of the objects the record
+// applied (applied.go); ARGV expected version, data, new version, phase, ttl ms, score, id, phase index key prefix,
+// trim-before score, audit maxlen, audit event, fence. Returns 1 when stored, -1 on a version mismatch, 0 when the
+// record does not exist.
 var updateScript = redis.NewScript(`
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return 0 end
@@ -58,6 +59,13 @@ for i = 2, 3 do
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'to', ARGV[4], 'event', ARGV[11])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'version', ARGV[3])
+for i = 6, #KEYS do
+  local cur = redis.call('GET', KEYS[i])
+  local f = cur and tonumber(string.match(cur, '^(%d+)|')) or -1
+  if f <= tonumber(ARGV[12]) then
+    redis.call('SET', KEYS[i], ARGV[12] .. '|' .. ARGV[7], 'PX', ARGV[5])
+  end
+end
 return 1
 `)
 
@@ -127,8 +135,10 @@ func (s *Store) Update(ctx context.Context, rec *ops.Record, expect int64, ev op
 		return fmt.Errorf("state: encode audit event: %w", err)
 	}
 	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey(), s.outboxKey()}
+	keys = append(keys, s.appliedKeys(rec)...)
 	n, err := updateScript.Run(ctx, s.rdb, keys, strconv.FormatInt(expect, 10), data, next.Version, string(rec.Phase),
-		ms(s.opts.RequestTTL), score(rec), rec.ID(), s.phaseKeyPrefix(), s.trimBefore(), s.opts.AuditMaxLen, evData).Int64()
+		ms(s.opts.RequestTTL), score(rec), rec.ID(), s.phaseKeyPrefix(), s.trimBefore(), s.opts.AuditMaxLen, evData,
+		rec.Fence).Int64()
 	if err != nil {
 		return unavailable("update request "+rec.ID(), err)
 	}
