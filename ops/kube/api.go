@@ -224,9 +224,12 @@ func clusterError(err error, format string, args ...any) error {
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		return ops.Wrap(err, ops.CodeInvalidArgument, "", "fix the arguments named in the message",
 			"the API server rejected %s: %s", doing, apiMessage(err))
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+	case apierrors.IsAlreadyExists(err):
 		return ops.Wrap(err, ops.CodeInvalidArgument, "name", "choose another name or stop the existing object first",
 			"could not %s: %s", doing, apiMessage(err))
+	case apierrors.IsConflict(err):
+		return ops.Wrap(err, ops.CodeLocked, "", "something else keeps changing the object; retry once it settles",
+			"could not %s: the object changed while HyperOps wrote it: %s", doing, apiMessage(err))
 	}
 	return ops.Wrap(err, ops.CodeClusterUnavailable, "", "retry; if it persists check the cluster's API server",
 		"could not %s: %s", doing, ops.RedactCredentials(err.Error()))

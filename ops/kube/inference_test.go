@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -10,8 +13,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	ktesting "k8s.io/client-go/testing"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -300,5 +305,73 @@ func TestDeployInferenceCostCountsOnlyTheChange(t *testing.T) {
 	_, p := e.plan(t, request("deploy-inference", deployParams(map[string]any{"replicas": "4", "gpus": "2"})))
 	if math.Abs(p.Cost.HourlyDelta-4*7.09/4) > 1e-9 {
 		t.Fatalf("cost = %+v, want 4 more GPUs", p.Cost)
+	}
+}
+
+// A controller's status write moves a Deployment's resourceVersion between HyperOps' read and its apply; the API
+// server answers the apply 409. The object is still ours with no later fence, so the apply is retried at the fresh
+// resourceVersion and the scale succeeds. A conflict that never clears is reported as E_LOCKED, not as a bad name.
+func TestScaleInferenceRetriesAStatusConflict(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		conflicts int
+		code      ops.Code
+	}{
+		{name: "one status write", conflicts: 1},
+		{name: "a writer that never stops", conflicts: 100, code: ops.CodeLocked},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := deployed(t)
+			req := request("scale-inference", map[string]any{"name": "ranker", "replicas": "6"})
+			op, p := e.plan(t, req)
+			var versions []string
+			var moved string // the resourceVersion after the last status write
+			left := tt.conflicts
+			e.kube.PrependReactor("patch", "deployments", func(a ktesting.Action) (bool, runtime.Object, error) {
+				pa := a.(ktesting.PatchActionImpl)
+				if len(pa.PatchOptions.DryRun) > 0 {
+					return false, nil, nil
+				}
+				var sent metav1.PartialObjectMetadata
+				if err := json.Unmarshal(pa.Patch, &sent); err != nil {
+					return true, nil, err
+				}
+				versions = append(versions, sent.ResourceVersion)
+				if left == 0 {
+					return false, nil, nil
+				}
+				left--
+				// The controller's status write: the stored object's resourceVersion moves on.
+				// (The tracker, not the clientset: a reactor runs under the clientset's lock.)
+				obj, err := e.kube.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), testNS, "ranker")
+				if err != nil {
+					return true, nil, err
+				}
+				dep := obj.(*appsv1.Deployment).DeepCopy()
+				dep.ResourceVersion = fmt.Sprintf("rv-%d", len(versions))
+				if err := e.kube.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("deployments"), dep, testNS); err != nil {
+					return true, nil, err
+				}
+				if now, err := e.kube.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), testNS, "ranker"); err == nil {
+					moved = now.(*appsv1.Deployment).ResourceVersion
+				}
+				return true, nil, apierrors.NewConflict(appsv1.Resource("deployments"), "ranker", errors.New("the object has been modified"))
+			})
+			_, err := op.Execute(context.Background(), req, p, ops.Execution{Fence: 2, Replica: "test"})
+			if tt.code != "" {
+				wantCode(t, err, tt.code, "changed while HyperOps wrote it")
+				return
+			}
+			if err != nil {
+				t.Fatalf("execute after one status conflict: %v", err)
+			}
+			if len(versions) != 2 || versions[0] == versions[1] || versions[1] != moved {
+				t.Fatalf("applies sent at resourceVersions %q, want a retry at the fresh one (%s)", versions, moved)
+			}
+			dep, _ := e.kube.AppsV1().Deployments(testNS).Get(context.Background(), "ranker", metav1.GetOptions{})
+			if *dep.Spec.Replicas != 6 {
+				t.Fatalf("replicas = %d after the retried apply, want 6", *dep.Spec.Replicas)
+			}
+		})
 	}
 }

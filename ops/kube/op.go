@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
@@ -312,7 +314,7 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 		if err := x.Check(ctx); err != nil {
 			return res, err
 		}
-		applied, err := c.applyObject(ctx, o.res, fenced(o.obj, haves[i], x.Fence), false)
+		applied, err := applyChecked(ctx, c, o.res, o.obj, haves[i], x)
 		if err != nil {
 			return res, err
 		}
@@ -326,6 +328,40 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 		res.Details = append(res.Details, ops.Detail{Label: a.Kind + " " + a.Name, Value: fmt.Sprintf("%s (generation %d)", a.Action, a.Generation)})
 	}
 	return res, nil
+}
+
+// applyChecked applies obj at the resourceVersion its ownership and fence were checked at. A running controller
+// moves an object's resourceVersion with every status write, so the API server's 409 mostly means "status changed",
+// not "someone else wrote it": the object is read again, checked again (ours, no later fence) and applied at the
+// new resourceVersion, a few times, before the conflict is reported.
+func applyChecked(ctx context.Context, c *Cluster, r Resource, obj, have *unstructured.Unstructured, x ops.Execution) (*unstructured.Unstructured, error) {
+	var applied *unstructured.Unstructured
+	err := retry.OnError(retry.DefaultRetry, apierrors.IsConflict, func() error {
+		var err error
+		applied, err = c.applyObject(ctx, r, fenced(obj, have, x.Fence), false)
+		if err == nil || !apierrors.IsConflict(err) || have == nil {
+			return err
+		}
+		fresh, gerr := c.getObject(ctx, r, obj.GetNamespace(), obj.GetName())
+		switch {
+		case gerr != nil:
+			return gerr
+		case fresh == nil:
+			return err
+		}
+		if cerr := requireManaged(r, fresh); cerr != nil {
+			return cerr
+		}
+		if cerr := checkFence(r, fresh, x.Fence); cerr != nil {
+			return cerr
+		}
+		if cerr := x.Check(ctx); cerr != nil {
+			return cerr
+		}
+		have = fresh
+		return err
+	})
+	return applied, err
 }
 
 // checkFence refuses to write an object a later lock holder (a larger fence) already wrote.
