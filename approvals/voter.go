@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,18 +107,7 @@ func (p *Policy) inGroup(ctx context.Context, group config.ApproverGroup, userID
 	if slices.Contains(group.Users, userID) {
 		return true, nil
 	}
-	var errs []error
-	for _, ug := range group.UserGroups {
-		members, err := p.userGroupMembers(ctx, ug)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if slices.Contains(members, userID) {
-			return true, nil
-		}
-	}
-	return false, errors.Join(errs...)
+	return p.inUserGroups(ctx, group.UserGroups, userID)
 }
 
 func describeGroup(g config.ApproverGroup) string {
