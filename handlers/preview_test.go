@@ -42,7 +42,13 @@ func TestPreview(t *testing.T) {
 			Title  map[string]any   `json:"title"`
 			Blocks []map[string]any `json:"blocks"`
 		}
-		if err := json.Unmarshal(raw, &g); err != nil {
+		var report []map[string]any // a capacity report's golden is its block list
+		if json.Unmarshal(raw, &report) == nil {
+			g.Msg = &struct {
+				Text   string
+				Blocks []map[string]any
+			}{Blocks: report}
+		} else if err := json.Unmarshal(raw, &g); err != nil {
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".golden")
