@@ -132,6 +132,12 @@ func trainArgs(id string, dryRun bool) map[string]any {
 }
 
 // keys lists the harness's Redis keys, to show a refused call recorded nothing.
+// stateKeys are the keys of the state store: every key of the test's prefix but the Slack client's rate limits
+// (the bot's own calls to Slack, such as reconnecting Socket Mode, add those at any time).
+func (h *harness) stateKeys() []string {
+	return slices.DeleteFunc(h.keys(), func(k string) bool { return strings.HasPrefix(k, "rate:") })
+}
+
 func (h *harness) keys() []string {
 	h.t.Helper()
 	opt, err := redis.ParseURL(h.redis.URL())
@@ -296,7 +302,14 @@ func TestMCPSchemaRejectsWhatTheEngineRejects(t *testing.T) {
 
 func TestMCPAuthentication(t *testing.T) {
 	h := startMCP(t)
-	before := h.keys()
+	// The executors and the tellers create their streams as the bot starts; once both exist, only the refused calls
+	// could add a key.
+	h.waitUntil("the execution queue and the outbox created", func() bool {
+		keys := h.keys()
+		return slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, "}:exec") }) &&
+			slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, "}:outbox") })
+	})
+	before := h.stateKeys()
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, tc := range []struct{ name, auth string }{
 		{"no token", ""},
@@ -325,7 +338,7 @@ func TestMCPAuthentication(t *testing.T) {
 	if !res.IsError || len(r.Errors) != 1 || r.Errors[0].Code != ops.CodeNotAuthorized || r.Errors[0].Field != "operation" {
 		t.Errorf("reader submitting: %+v, want E_NOT_AUTHORIZED on operation", r)
 	}
-	if after := h.keys(); !slices.Equal(before, after) {
+	if after := h.stateKeys(); !slices.Equal(before, after) {
 		t.Errorf("refused calls changed Redis: keys %v, then %v", before, after)
 	}
 	if n := testutil.ToFloat64(h.bot.Metrics().MCPCalls.WithLabelValues("submit-training-job", string(ops.CodeNotAuthorized))); n != 1 {
