@@ -79,7 +79,7 @@ func (p *Policy) kindOf(who ops.Initiator) ops.InitiatorKind {
 
 // Permit lets HyperOps itself ask for anything, and a person who may use HyperOps (CheckAccess) ask for any
 // operation (which channels accept which commands is the handlers' concern); an agent must be registered and its
-// operation globs must match the operation.
+// operation globs must match the operation. People and agents alike may only run as a profile open to them.
 func (p *Policy) Permit(ctx context.Context, req ops.Request) error {
 	switch p.kindOf(req.Initiator) {
 	case ops.System:
