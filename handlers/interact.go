@@ -104,9 +104,11 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 }
 
 // answerClick refreshes the clicked message (so an expired request loses its buttons even when nothing was stored
-// by this click) and tells the clicker why a click was refused, privately.
+// by this click) and tells the clicker why a click was refused, privately. A click that stored a change on the
+// request's own plan message leaves the refresh to the outbox, which updates that message for every stored change:
+// waiting here for chat.update's tier (50 a minute) would hold a Slack worker that the next click needs.
 func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, channel, ts, user string) error {
-	if rec != nil && rec.Version > 0 && ts != "" {
+	if rec != nil && rec.Version > 0 && ts != "" && (err != nil || !h.isPlanMessage(ctx, rec.ID(), channel, ts)) {
 		if uerr := h.poster.Update(ctx, channel, ts, PlanMessage(rec).Msg); uerr != nil {
 			h.fail(fmt.Errorf("refresh the message of %s: %w", rec.ID(), uerr))
 		}
@@ -115,6 +117,18 @@ func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, c
 		return h.poster.Ephemeral(ctx, channel, user, ErrorMessage(err))
 	}
 	return nil
+}
+
+// isPlanMessage reports whether channel/ts is a plan message of request id, one the outbox keeps up to date. When
+// the references cannot be read it says no, so the caller refreshes the message itself.
+func (h *Handler) isPlanMessage(ctx context.Context, id, channel, ts string) bool {
+	refs, err := h.refs.List(ctx, id)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(refs, func(r MessageRef) bool {
+		return r.Kind == RefPlan && r.Channel == channel && r.TS == ts
+	})
 }
 
 func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, channel, ts string) error {
