@@ -134,15 +134,6 @@ func checkChart(t *testing.T, snap fakeslack.Snapshot, report fakeslack.Message)
 	}
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func postedTimes(msgs []fakeslack.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
