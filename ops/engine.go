@@ -33,6 +33,9 @@ type EngineOptions struct {
 	Notifier Notifier
 	// ReadTimeout bounds read-only operations (default 30s).
 	ReadTimeout time.Duration
+	// PlanTTL is how long one caller may plan a received request before another caller of the same id may plan it
+	// instead (default 2m, the Slack handling timeout that bounds planning).
+	PlanTTL time.Duration
 	// Queue is the execution queue: approving enqueues, and RunExecutors takes work from it. Nil executes an
 	// approved request in the caller (tests and tools that run no executors).
 	Queue Queue
@@ -62,6 +65,9 @@ func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts 
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = 30 * time.Second
+	}
+	if opts.PlanTTL <= 0 {
+		opts.PlanTTL = 2 * time.Minute
 	}
 	if opts.Replica == "" {
 		opts.Replica = "replica-" + randomID(4)
@@ -113,7 +119,38 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Record, error) {
 		return e.existing(ctx, op, stored, req)
 	}
 	e.notify(ctx, stored, stored.History[0])
-	return e.plan(ctx, op, stored)
+	return e.planOnce(ctx, op, stored, true)
+}
+
+// planningScope is the short lock under which one caller plans a received request.
+func planningScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "planning", Name: id} }
+
+// planOnce plans a received request under a lock of its own, so the caller that created it and a caller resending
+// the id never both plan it: the resend matters when the creator heard an error although its write landed (a write
+// a replica did not acknowledge in time), which would otherwise leave the request received for good. A caller that
+// finds the lock held answers with the record as it stands; the planner's transitions reach everyone through the
+// outbox. fresh says rec was just created, so nobody can have planned it yet.
+func (e *Engine) planOnce(ctx context.Context, op Operation, rec *Record, fresh bool) (*Record, error) {
+	l, err := e.locks.Acquire(ctx, planningScope(rec.ID()), rec.ID()+"@"+e.opts.Replica+"#"+randomID(4), e.opts.PlanTTL)
+	var held *LockHeldError
+	if errors.As(err, &held) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, stateError("take the planning lock", err)
+	}
+	defer func() { _ = e.locks.Release(context.WithoutCancel(ctx), l) }()
+	if !fresh {
+		cur, err := e.store.Get(ctx, rec.ID())
+		if err != nil {
+			return rec, stateError("read the request", err)
+		}
+		if cur.Phase != PhaseReceived {
+			return cur, nil
+		}
+		rec = cur
+	}
+	return e.plan(ctx, op, rec)
 }
 
 // prepare resolves the operation, target and parameters and runs the guardrails.
@@ -181,6 +218,9 @@ func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req
 			return nil, stateError("commit the dry run", err)
 		}
 		return e.plan(ctx, op, next)
+	}
+	if stored.Phase == PhaseReceived {
+		return e.planOnce(ctx, op, stored, false)
 	}
 	return stored, nil
 }
