@@ -127,7 +127,8 @@ func planningScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "
 
 // planOnce plans a received request under a lock of its own, so the caller that created it and a caller resending
 // the id never both plan it: the resend matters when the creator heard an error although its write landed (a write
-// a replica did not acknowledge in time), which would otherwise leave the request received for good. A caller that
+// a replica did not acknowledge in time), which would otherwise leave the request received for good. A resend plans
+// only a record received at least receivedGrace ago. A caller that
 // finds the lock held answers with the record as it stands; the planner's transitions reach everyone through the
 // outbox. fresh says rec was just created, so nobody can have planned it yet.
 func (e *Engine) planOnce(ctx context.Context, op Operation, rec *Record, fresh bool) (*Record, error) {
@@ -219,11 +220,17 @@ func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req
 		}
 		return e.plan(ctx, op, next)
 	}
-	if stored.Phase == PhaseReceived {
+	// A record received a while ago whose creator is not planning it was left behind; one received just now is
+	// being planned by its creator, which takes the planning lock right after creating it.
+	if stored.Phase == PhaseReceived && e.opts.Clock.Since(stored.UpdatedAt) >= receivedGrace {
 		return e.planOnce(ctx, op, stored, false)
 	}
 	return stored, nil
 }
+
+// receivedGrace is how long a received record is left to the caller that created it before a caller resending its
+// id may plan it: far longer than the step from creating a record to taking its planning lock.
+const receivedGrace = 5 * time.Second
 
 // read runs a read-only operation at once: no approval, no lock, no stored record, so it works without Redis.
 func (e *Engine) read(ctx context.Context, op Operation, req Request) (*Record, error) {

@@ -499,7 +499,7 @@ func TestResendPlansARequestItsCreatorLeftReceived(t *testing.T) {
 		e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "ha", LockTTL: 5 * time.Second})
 		ctx := ctxT(t)
 		req := haRequest("left-1")
-		now := time.Now()
+		now := time.Now().Add(-time.Minute) // left a minute ago: its creator is not planning it
 		left := &ops.Record{Request: req, Fingerprint: req.Fingerprint(), Phase: ops.PhaseReceived, Version: 1,
 			Owner: req.Initiator, CreatedAt: now, UpdatedAt: now, History: []ops.Transition{{To: ops.PhaseReceived, At: now, By: req.Initiator}}}
 		if _, created, err := s.Create(ctx, left); err != nil || !created {
