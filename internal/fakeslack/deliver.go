@@ -110,18 +110,23 @@ func (s *Server) ClickButton(ctx context.Context, cl Click) (Delivery, error) {
 		s.mu.Unlock()
 		return Delivery{}, fmt.Errorf("clicking %s on %s/%s: button: %w", cl.ActionID, cl.Channel, cl.MessageTS, ErrNotFound)
 	}
+	return s.deliverBlockActionLocked(ctx, ch, m, cl.User, action, blockID)
+}
+
+// deliverBlockActionLocked delivers a block_actions interaction of user on message m of ch, carrying action (a
+// button or an overflow choice, as Slack sends it) in block blockID. It is called with s.mu held and releases it.
+func (s *Server) deliverBlockActionLocked(ctx context.Context, ch *channel, m *Message, user string, action map[string]any, blockID string) (Delivery, error) {
 	now := s.clock.Now()
-	actionTS := strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
 	action["block_id"] = blockID
-	action["action_ts"] = actionTS
-	trig := s.newTriggerLocked(cl.User)
-	hook := s.newResponseURLLocked(cl.Channel, cl.User, m.TS)
+	action["action_ts"] = strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
+	trig := s.newTriggerLocked(user)
+	hook := s.newResponseURLLocked(ch.id, user, m.TS)
 	container := map[string]any{"type": "message", "message_ts": m.TS, "channel_id": ch.id, "is_ephemeral": false}
 	if m.ThreadTS != "" {
 		container["thread_ts"] = m.ThreadTS
 	}
 	payload, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "user": s.userRefLocked(cl.User), "api_app_id": s.opts.AppID,
+		"type": "block_actions", "user": s.userRefLocked(user), "api_app_id": s.opts.AppID,
 		"token": "verification-token", "container": container, "trigger_id": trig,
 		"team":       map[string]any{"id": s.opts.TeamID, "domain": s.opts.TeamDomain},
 		"enterprise": nil, "is_enterprise_install": false,
@@ -131,7 +136,7 @@ func (s *Server) ClickButton(ctx context.Context, cl Click) (Delivery, error) {
 	})
 	s.mu.Unlock()
 	return s.deliver(ctx, envSpec{
-		envID: newEnvelopeID(), typ: "interactive", payload: payload, channel: cl.Channel, user: cl.User,
+		envID: newEnvelopeID(), typ: "interactive", payload: payload, channel: ch.id, user: user,
 		trigger: trig, responseURL: hook,
 	}, "")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // Choice is a user picking an option of an overflow menu on a message.
@@ -35,29 +34,7 @@ func (s *Server) ChooseOverflow(ctx context.Context, c Choice) (Delivery, error)
 		s.mu.Unlock()
 		return Delivery{}, fmt.Errorf("choosing %s of %s on %s/%s: option: %w", c.Value, c.ActionID, c.Channel, c.MessageTS, ErrNotFound)
 	}
-	now := s.clock.Now()
-	action["block_id"] = blockID
-	action["action_ts"] = strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
-	trig := s.newTriggerLocked(c.User)
-	hook := s.newResponseURLLocked(c.Channel, c.User, m.TS)
-	container := map[string]any{"type": "message", "message_ts": m.TS, "channel_id": ch.id, "is_ephemeral": false}
-	if m.ThreadTS != "" {
-		container["thread_ts"] = m.ThreadTS
-	}
-	payload, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "user": s.userRefLocked(c.User), "api_app_id": s.opts.AppID,
-		"token": "verification-token", "container": container, "trigger_id": trig,
-		"team":       map[string]any{"id": s.opts.TeamID, "domain": s.opts.TeamDomain},
-		"enterprise": nil, "is_enterprise_install": false,
-		"channel": map[string]any{"id": ch.id, "name": s.channelNameLocked(ch.id)},
-		"message": s.messageJSON(ch, m, true), "state": map[string]any{"values": map[string]any{}},
-		"response_url": hook, "actions": []any{action},
-	})
-	s.mu.Unlock()
-	return s.deliver(ctx, envSpec{
-		envID: newEnvelopeID(), typ: "interactive", payload: payload, channel: c.Channel, user: c.User,
-		trigger: trig, responseURL: hook,
-	}, "")
+	return s.deliverBlockActionLocked(ctx, ch, m, c.User, action, blockID)
 }
 
 // findOverflowOption finds an overflow menu by action_id (in actions blocks and section accessories) and the
