@@ -8,7 +8,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 # Only the packages the binary is built from: the build context also holds .cache/ (control-plane binaries for the
-# end-to-end tests), which BuildKit then never sends. A new top-level package needs a line here.
+# end-to-end tests), which BuildKit then never sends. A new top-level package needs a line here; the test
+# cmd/hyperops TestDockerfileCopiesWhatTheBinaryImports builds the binary from exactly these paths and fails if one
+# is missing. The playground (internal/: the fake Slack, the fake AWS, the control-plane launcher) stays out of the
+# image: -tags noplayground.
 COPY cmd ./cmd
 COPY config ./config
 COPY ops ./ops
@@ -16,7 +19,7 @@ COPY approvals ./approvals
 COPY handlers ./handlers
 COPY bot ./bot
 ARG VERSION=dev
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath \
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -tags noplayground \
       -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/hyperops ./cmd/hyperops
 

@@ -1,3 +1,5 @@
+//go:build !noplayground
+
 package main
 
 import (
