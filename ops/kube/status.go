@@ -39,78 +39,15 @@ func (cs *Clusters) NodeGroups(ctx context.Context, cluster string) ([]ops.NodeG
 	return nodeGroups(nodes, pods.Items), nil
 }
 
-func nodeGroupOf(n *corev1.Node) string {
-	if g := n.Labels[LabelHyperPodGroup]; g != "" {
-		return g
-	}
-	if g := n.Labels[LabelEKSNodeGroup]; g != "" {
-		return g
-	}
-	return "(no group)"
-}
-
-func podGPUs(p *corev1.Pod) int64 {
-	var n int64
-	for _, c := range p.Spec.Containers {
-		if q, ok := c.Resources.Requests[ResourceGPU]; ok {
-			n += q.Value()
-		} else if q, ok := c.Resources.Limits[ResourceGPU]; ok {
-			n += q.Value()
-		}
-	}
-	return n
-}
-
 func nodeGroups(nodes []corev1.Node, pods []corev1.Pod) []ops.NodeGroupNodes {
-	byGroup := map[string]*ops.NodeGroupNodes{}
-	groupOfNode := map[string]string{}
+	g := NewNodeGrouping(ResourceGPU)
 	for i := range nodes {
-		n := &nodes[i]
-		name := nodeGroupOf(n)
-		g, ok := byGroup[name]
-		if !ok {
-			g = &ops.NodeGroupNodes{Group: name, InstanceType: n.Labels[LabelInstanceType]}
-			byGroup[name] = g
-		}
-		groupOfNode[n.Name] = name
-		g.Nodes++
-		if nodeReady(n) {
-			g.Ready++
-		}
-		if h := n.Labels[LabelNodeHealth]; h != "" {
-			if g.Health == nil {
-				g.Health = map[string]int{}
-			}
-			g.Health[h]++
-		}
-		if q, ok := n.Status.Allocatable[ResourceGPU]; ok {
-			g.GPUAllocatable += q.Value()
-		}
+		g.AddNode(&nodes[i])
 	}
 	for i := range pods {
-		p := &pods[i]
-		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		if g, ok := byGroup[groupOfNode[p.Spec.NodeName]]; ok && p.Spec.NodeName != "" {
-			g.GPURequested += podGPUs(p)
-		}
+		g.AddPod(&pods[i])
 	}
-	out := make([]ops.NodeGroupNodes, 0, len(byGroup))
-	for _, g := range byGroup {
-		out = append(out, *g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
-	return out
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return g.Groups()
 }
 
 // ClusterStatus is get-cluster-status's machine-readable answer.
@@ -139,8 +76,8 @@ func (r *registry) getClusterStatus() ops.Operation {
 		st := ClusterStatus{Cluster: t.cfg.Name, Groups: nodeGroups(nodes, pods.Items), Workloads: map[string]map[string]int{}}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" && podGPUs(p) > 0 {
-				st.PendingForGPU = append(st.PendingForGPU, fmt.Sprintf("%s/%s (%d GPU)", p.Namespace, p.Name, podGPUs(p)))
+			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" && PodRequest(p, ResourceGPU) > 0 {
+				st.PendingForGPU = append(st.PendingForGPU, fmt.Sprintf("%s/%s (%d GPU)", p.Namespace, p.Name, PodRequest(p, ResourceGPU)))
 			}
 		}
 		for _, ns := range t.cfg.Namespaces {

@@ -202,42 +202,6 @@ func TestBuildChangeAndHistory(t *testing.T) {
 	}
 }
 
-func TestPodRequest(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	c := func(req, lim int64) corev1.Container {
-		r := corev1.ResourceRequirements{}
-		if req > 0 {
-			r.Requests = gpuList(req)
-		}
-		if lim > 0 {
-			r.Limits = gpuList(lim)
-		}
-		return corev1.Container{Resources: r}
-	}
-	tests := []struct {
-		name string
-		spec corev1.PodSpec
-		want int64
-	}{
-		{"containers add up", corev1.PodSpec{Containers: []corev1.Container{c(2, 2), c(1, 1)}}, 3},
-		{"limit stands for a missing request", corev1.PodSpec{Containers: []corev1.Container{c(0, 4)}}, 4},
-		{"a bigger init container wins", corev1.PodSpec{InitContainers: []corev1.Container{c(8, 8)}, Containers: []corev1.Container{c(2, 2)}}, 8},
-		{"a sidecar adds", corev1.PodSpec{InitContainers: []corev1.Container{func() corev1.Container {
-			s := c(1, 1)
-			s.RestartPolicy = &always
-			return s
-		}()}, Containers: []corev1.Container{c(2, 2)}}, 3},
-		{"no GPUs", corev1.PodSpec{Containers: []corev1.Container{c(0, 0)}}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := podRequest(&corev1.Pod{Spec: tt.spec}, DefaultGPUResource); got != tt.want {
-				t.Errorf("podRequest = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestSpecsFor(t *testing.T) {
 	cfg := &config.Config{Clusters: []config.Cluster{{Name: "a", Region: "us-west-2"}, {Name: "b", Region: "eu-west-1"}}}
 	tests := []struct {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/hyperops/hyperops/ops/kube"
 )
 
 var t0 = time.Date(2025, 3, 10, 16, 0, 0, 0, time.UTC)
@@ -31,7 +33,7 @@ func hpNode(name, group, instanceType string, gpus int64, ready bool, health str
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			LabelInstanceGroup: group, LabelInstanceType: instanceType, LabelNodeHealth: health,
+			kube.LabelHyperPodGroup: group, kube.LabelInstanceType: instanceType, kube.LabelNodeHealth: health,
 		}},
 		Status: corev1.NodeStatus{
 			Allocatable: gpuList(gpus), Capacity: gpuList(gpus),

@@ -12,21 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hyperops/hyperops/ops/kube"
 )
 
-// Node labels the report reads: HyperPod's, then EKS managed node groups'.
 const (
-	LabelInstanceGroup = "sagemaker.amazonaws.com/instance-group-name"
-	LabelNodeHealth    = "sagemaker.amazonaws.com/node-health-status"
-	LabelEKSNodegroup  = "eks.amazonaws.com/nodegroup"
-	LabelInstanceType  = corev1.LabelInstanceTypeStable
 	// LabelManagedBy marks the workloads HyperOps created.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "hyperops"
-	// Ungrouped names nodes that carry no instance group or node group label.
-	Ungrouped = "(ungrouped)"
 	// DefaultGPUResource is the extended resource counted as GPUs.
-	DefaultGPUResource = corev1.ResourceName("nvidia.com/gpu")
+	DefaultGPUResource = kube.ResourceGPU
 )
 
 // listPageSize bounds each List call, so a 20,000-pod cluster is read in pages rather than one huge response.
@@ -54,18 +49,15 @@ func training(kind string) bool { return kind != "Deployment" }
 // readKube lists nodes, pods, and HyperOps Jobs and Deployments, and folds them into groups, pending pods and
 // workloads.
 func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceName) (*kubeView, error) {
-	v := &kubeView{groups: map[string]*Group{}, workloads: map[workloadKey]*Workload{}}
-	var nodeGroup map[string]*Group
+	v := &kubeView{workloads: map[workloadKey]*Workload{}}
+	nodes := kube.NewNodeGrouping(gpu)
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := k.CoreV1().Nodes().List(ctx, o)
 		if err != nil {
 			return "", fmt.Errorf("list nodes: %w", err)
 		}
-		if nodeGroup == nil {
-			nodeGroup = make(map[string]*Group, len(l.Items)+remaining(l.RemainingItemCount))
-		}
 		for i := range l.Items {
-			nodeGroup[l.Items[i].Name] = v.addNode(&l.Items[i], gpu)
+			nodes.AddNode(&l.Items[i])
 		}
 		return l.Continue, nil
 	})
@@ -82,23 +74,25 @@ func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceNa
 			return "", fmt.Errorf("list pods: %w", err)
 		}
 		for i := range l.Items {
-			v.addPod(&l.Items[i], gpu, nodeGroup)
+			v.addPod(&l.Items[i], nodes)
 		}
 		return l.Continue, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	v.groups = groupsOf(nodes)
 	return v, nil
 }
 
-// remaining is the server's estimate of the items after this page (zero when it gives none), capped: it only sizes a
-// map up front.
-func remaining(n *int64) int {
-	if n == nil || *n < 0 {
-		return 0
+// groupsOf is the report's view of the cluster's node groups.
+func groupsOf(nodes *kube.NodeGrouping) map[string]*Group {
+	out := map[string]*Group{}
+	for _, n := range nodes.Groups() {
+		out[n.Group] = &Group{Name: n.Group, InstanceType: n.InstanceType, Nodes: n.Nodes, Ready: n.Ready, Health: n.Health,
+			GPUs: GPUs{Total: n.GPUAllocatable, Allocated: n.GPURequested}}
 	}
-	return int(min(*n, 1<<20))
+	return out
 }
 
 // listPages calls list with a page limit until the server says there is no more.
@@ -116,49 +110,11 @@ func listPages(ctx context.Context, list func(context.Context, metav1.ListOption
 	}
 }
 
-func (v *kubeView) addNode(n *corev1.Node, gpu corev1.ResourceName) *Group {
-	name := n.Labels[LabelInstanceGroup]
-	if name == "" {
-		name = n.Labels[LabelEKSNodegroup]
-	}
-	if name == "" {
-		name = Ungrouped
-	}
-	g := v.groups[name]
-	if g == nil {
-		g = &Group{Name: name, InstanceType: n.Labels[LabelInstanceType]}
-		v.groups[name] = g
-	}
-	g.Nodes++
-	if nodeReady(n) {
-		g.Ready++
-	}
-	if h := n.Labels[LabelNodeHealth]; h != "" {
-		if g.Health == nil {
-			g.Health = map[string]int{}
-		}
-		g.Health[h]++
-	}
-	if q, ok := n.Status.Allocatable[gpu]; ok {
-		g.GPUs.Total += q.Value()
-	}
-	return g
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func (v *kubeView) addPod(p *corev1.Pod, gpu corev1.ResourceName, nodeGroup map[string]*Group) {
+func (v *kubeView) addPod(p *corev1.Pod, nodes *kube.NodeGrouping) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return // the server already leaves finished pods out (livePods); a fake or proxy that ignores selectors may not
 	}
-	req := podRequest(p, gpu)
+	req := kube.PodRequest(p, nodes.GPU())
 	if w := v.workloadOf(p); w != nil {
 		w.Pods++
 		if p.Status.Phase == corev1.PodRunning {
@@ -166,48 +122,13 @@ func (v *kubeView) addPod(p *corev1.Pod, gpu corev1.ResourceName, nodeGroup map[
 		}
 		w.GPUs += req
 	}
-	if p.Spec.NodeName != "" {
-		if g := nodeGroup[p.Spec.NodeName]; g != nil {
-			g.GPUs.Allocated += req
-		}
+	if nodes.AddPod(p) || p.Spec.NodeName != "" {
 		return
 	}
 	if req > 0 && p.Status.Phase == corev1.PodPending {
 		since, reason := waitingSince(p)
 		v.pending.add(PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: req, Since: since, Reason: reason})
 	}
-}
-
-// podRequest is the pod's effective request of the resource, as the scheduler counts it: the larger of the sum of
-// its containers and its largest init container, plus overhead. A limit without a request counts as the request
-// (the API server defaults it so for extended resources).
-func podRequest(p *corev1.Pod, res corev1.ResourceName) int64 {
-	var sum, initMax int64
-	for i := range p.Spec.Containers {
-		sum += containerRequest(&p.Spec.Containers[i], res)
-	}
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum += containerRequest(c, res) // sidecars run alongside the containers
-			continue
-		}
-		initMax = max(initMax, containerRequest(c, res))
-	}
-	if q, ok := p.Spec.Overhead[res]; ok {
-		sum += q.Value()
-	}
-	return max(sum, initMax)
-}
-
-func containerRequest(c *corev1.Container, res corev1.ResourceName) int64 {
-	if q, ok := c.Resources.Requests[res]; ok {
-		return q.Value()
-	}
-	if q, ok := c.Resources.Limits[res]; ok {
-		return q.Value()
-	}
-	return 0
 }
 
 // waitingSince is when the scheduler last said the pod cannot be placed, and why; else when the pod was created.

@@ -1,0 +1,97 @@
+package kube
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+func gpus(n int64) corev1.ResourceList {
+	return corev1.ResourceList{ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
+}
+
+func TestPodRequest(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	c := func(req, lim int64) corev1.Container {
+		r := corev1.ResourceRequirements{}
+		if req > 0 {
+			r.Requests = gpus(req)
+		}
+		if lim > 0 {
+			r.Limits = gpus(lim)
+		}
+		return corev1.Container{Resources: r}
+	}
+	sidecar := c(1, 1)
+	sidecar.RestartPolicy = &always
+	tests := []struct {
+		name string
+		spec corev1.PodSpec
+		want int64
+	}{
+		{"containers add up", corev1.PodSpec{Containers: []corev1.Container{c(2, 2), c(1, 1)}}, 3},
+		{"limit stands for a missing request", corev1.PodSpec{Containers: []corev1.Container{c(0, 4)}}, 4},
+		{"a bigger init container wins", corev1.PodSpec{InitContainers: []corev1.Container{c(8, 8)}, Containers: []corev1.Container{c(2, 2)}}, 8},
+		{"a sidecar adds", corev1.PodSpec{InitContainers: []corev1.Container{sidecar}, Containers: []corev1.Container{c(2, 2)}}, 3},
+		{"overhead adds", corev1.PodSpec{Overhead: gpus(1), Containers: []corev1.Container{c(2, 2)}}, 3},
+		{"no GPUs", corev1.PodSpec{Containers: []corev1.Container{c(0, 0)}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PodRequest(&corev1.Pod{Spec: tt.spec}, ResourceGPU); got != tt.want {
+				t.Errorf("PodRequest = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNodeGrouping: the grouping /hp status and the capacity report both read. Nodes go by HyperPod instance group,
+// then EKS node group, else Ungrouped; GPUs count as the scheduler counts them (an init container's larger request
+// wins), only for live pods placed on a counted node.
+func TestNodeGrouping(t *testing.T) {
+	node := func(name string, labels map[string]string, ready bool, gpu int64) *corev1.Node {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Status: corev1.NodeStatus{Allocatable: gpus(gpu), Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
+	}
+	pod := func(nodeName string, phase corev1.PodPhase, init, main int64) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{NodeName: nodeName,
+			InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: gpus(init)}}},
+			Containers:     []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: gpus(main)}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	g := NewNodeGrouping("")
+	g.AddNode(node("hp-1", map[string]string{LabelHyperPodGroup: "gpu", LabelEKSNodeGroup: "ignored", LabelInstanceType: "ml.p5.48xlarge",
+		LabelNodeHealth: "Schedulable"}, true, 8))
+	g.AddNode(node("hp-2", map[string]string{LabelHyperPodGroup: "gpu", LabelInstanceType: "ml.p5.48xlarge",
+		LabelNodeHealth: "Unschedulable"}, false, 8))
+	g.AddNode(node("ng-1", map[string]string{LabelEKSNodeGroup: "cpu-ng"}, true, 0))
+	g.AddNode(node("bare", nil, true, 0))
+	placed := []bool{
+		g.AddPod(pod("hp-1", corev1.PodRunning, 4, 2)),
+		g.AddPod(pod("hp-2", corev1.PodPending, 0, 1)),
+		g.AddPod(pod("hp-1", corev1.PodSucceeded, 0, 8)),
+		g.AddPod(pod("", corev1.PodPending, 0, 8)),
+		g.AddPod(pod("gone", corev1.PodRunning, 0, 8)),
+	}
+	if want := []bool{true, true, false, false, false}; !reflect.DeepEqual(placed, want) {
+		t.Errorf("placed = %v, want %v", placed, want)
+	}
+	want := []ops.NodeGroupNodes{
+		{Group: Ungrouped, Nodes: 1, Ready: 1},
+		{Group: "cpu-ng", Nodes: 1, Ready: 1},
+		{Group: "gpu", InstanceType: "ml.p5.48xlarge", Nodes: 2, Ready: 1, Health: map[string]int{"Schedulable": 1, "Unschedulable": 1},
+			GPUAllocatable: 16, GPURequested: 5},
+	}
+	if got := g.Groups(); !reflect.DeepEqual(got, want) {
+		t.Errorf("groups:\n got %+v\nwant %+v", got, want)
+	}
+}
