@@ -257,3 +257,35 @@ func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) 
 	}
 	return ops.NewEngine(catalog, f.store, f.store, nil, ops.EngineOptions{Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second})
 }
+
+// Resume of a request interrupted with an unknown outcome runs under the lock it kept (it is the request's own) and
+// plans against what AWS shows by then: the change had been made, so nothing is sent and it ends succeeded.
+func TestResumeAfterUnknownOutcome(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerUpdateCluster, When: fakeaws.FaultAfter, Reset: true})
+	engine := f.withOps(t, func(op ops.Operation) ops.Operation {
+		return &readBackHook{Operation: op, before: func() {
+			f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerDescribeCluster, When: fakeaws.FaultBefore, Status: 500,
+				Code: "InternalFailure", Message: "reads down", Times: -1})
+		}}
+	})
+	rec, err := engine.Submit(ctxT(t), scaleRequest("resume-unknown", testCluster, "gpu", 4))
+	if err != nil || rec.Phase != ops.PhaseInterrupted {
+		t.Fatalf("Submit: %v, phase %v; want interrupted", err, rec.Phase)
+	}
+	f.srv.ClearFaults()
+	eventually(t, "the lost change to finish on AWS", func() bool {
+		hp, _ := f.srv.HyperPodCluster("ml-hp")
+		return hp.Status == fakeaws.StatusInService && hp.InstanceGroups[0].CurrentCount == 4
+	})
+	resumed, err := engine.Resume(ctxT(t), "resume-unknown", human("U0ALICE"))
+	if err != nil || resumed.Phase != ops.PhaseSucceeded {
+		t.Fatalf("Resume: %v, %+v; want succeeded", err, resumed)
+	}
+	if n := f.srv.Applied(fakeaws.OpSageMakerUpdateCluster); n != 1 {
+		t.Errorf("UpdateCluster took effect %d times, want 1", n)
+	}
+	if !f.lockFree(t, ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}) {
+		t.Error("lock still held after the resumed request succeeded")
+	}
+}
