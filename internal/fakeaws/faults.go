@@ -38,12 +38,6 @@ type Fault struct {
 	Times int
 }
 
-// mutating are the operations that change the fake's state, the ones Applied counts.
-var mutating = map[string]bool{
-	OpSageMakerUpdateCluster: true, OpSageMakerCreateCluster: true, OpSageMakerDeleteCluster: true,
-	OpEKSUpdateNodegroupConfig: true,
-}
-
 // faults holds injected faults and per-operation call and apply counts.
 type faults struct {
 	mu      sync.Mutex
