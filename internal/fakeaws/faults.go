@@ -13,7 +13,8 @@ type FaultWhen int
 const (
 	// FaultBefore refuses the call: nothing is applied.
 	FaultBefore FaultWhen = iota
-	// FaultAfter applies the call, then answers with the fault instead of the real answer: the answer is lost.
+	// FaultAfter serves the call (applying it unless the fake refuses it), then answers with the fault instead of
+	// the real answer, whatever it was: the answer is lost.
 	FaultAfter
 )
 
@@ -121,7 +122,8 @@ func (s *Server) Calls(op string) int {
 	return s.faults.calls[op]
 }
 
-// Applied is how many calls of op took effect (changed the fake's state): a refused call, a call a FaultBefore
+// Applied is how many calls of op took effect (changed the fake's state); only the writes count
+// (UpdateCluster, CreateCluster, DeleteCluster, UpdateNodegroupConfig). A refused call, a call a FaultBefore
 // struck and an EKS update repeated with a clientRequestToken already seen do not count; a call whose answer a
 // FaultAfter replaced does.
 func (s *Server) Applied(op string) int {
