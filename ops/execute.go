@@ -239,8 +239,11 @@ func (x *executor) verify(ctx, bctx context.Context, left time.Duration, rec *Re
 	if !ok {
 		return VerdictUnknown, nil, errors.New("this operation cannot read back its change")
 	}
-	if _, err := x.step(context.WithoutCancel(ctx), "the answer to the change was lost ("+AsError(writeErr).Message+
-		"); reading back whether it took effect, without sending it again", nil); err != nil {
+	// Progress, not a step: the thread tells people why the change takes a moment longer.
+	note := "the answer to the change was lost (" + AsError(writeErr).Message + "); reading back whether it took effect, without sending it again"
+	if _, err := x.update(context.WithoutCancel(ctx), func(r *Record) (*Record, error) {
+		return x.e.record(ctx, r, KindProgress, note, nil)
+	}); err != nil {
 		return VerdictUnknown, nil, stateError("record the lost answer", err)
 	}
 	vctx, cancel := x.writeContext(bctx, left)
