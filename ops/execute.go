@@ -241,8 +241,9 @@ func (x *executor) verify(ctx, bctx context.Context, left time.Duration, rec *Re
 	}
 	// Progress, not a step: the thread tells people why the change takes a moment longer.
 	note := "the answer to the change was lost (" + AsError(writeErr).Message + "); reading back whether it took effect, without sending it again"
-	if _, err := x.update(context.WithoutCancel(ctx), func(r *Record) (*Record, error) {
-		return x.e.record(ctx, r, KindProgress, note, nil)
+	dctx := context.WithoutCancel(ctx)
+	if _, err := x.update(dctx, func(r *Record) (*Record, error) {
+		return x.e.record(dctx, r, KindProgress, note, nil)
 	}); err != nil {
 		return VerdictUnknown, nil, stateError("record the lost answer", err)
 	}
