@@ -13,7 +13,8 @@ type FaultWhen int
 const (
 	// FaultBefore refuses the call: nothing is applied.
 	FaultBefore FaultWhen = iota
-	// FaultAfter applies the call, then answers with the fault instead of the real answer: the answer is lost.
+	// FaultAfter serves the call (applying it unless the fake refuses it), then answers with the fault instead of
+	// the real answer, whatever it was: the answer is lost.
 	FaultAfter
 )
 
@@ -36,12 +37,6 @@ type Fault struct {
 	Delay time.Duration
 	// Times is how many calls it applies to (0 means once); negative: every call until ClearFaults.
 	Times int
-}
-
-// mutating are the operations that change the fake's state, the ones Applied counts.
-var mutating = map[string]bool{
-	OpSageMakerUpdateCluster: true, OpSageMakerCreateCluster: true, OpSageMakerDeleteCluster: true,
-	OpEKSUpdateNodegroupConfig: true,
 }
 
 // faults holds injected faults and per-operation call and apply counts.
@@ -127,7 +122,8 @@ func (s *Server) Calls(op string) int {
 	return s.faults.calls[op]
 }
 
-// Applied is how many calls of op took effect (changed the fake's state): a refused call, a call a FaultBefore
+// Applied is how many calls of op took effect (changed the fake's state); only the writes count
+// (UpdateCluster, CreateCluster, DeleteCluster, UpdateNodegroupConfig). A refused call, a call a FaultBefore
 // struck and an EKS update repeated with a clientRequestToken already seen do not count; a call whose answer a
 // FaultAfter replaced does.
 func (s *Server) Applied(op string) int {
