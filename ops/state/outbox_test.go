@@ -7,8 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
 // failingTeller fails every Tell of the requests whose id starts with "stuck" (a Slack call that keeps failing
@@ -89,3 +93,37 @@ func TestFailingTellsDoNotHoldTellerSlots(t *testing.T) {
 		}
 	}
 }
+
+// Trimming never drops an entry still to tell: with the audit stream capped at 10, 301 changes nobody told yet
+// are all still in the outbox, and all of them are handed to a teller.
+func TestOutboxKeepsPendingEntriesPastTheAuditCap(t *testing.T) {
+	eachBackend(t, state.Options{KeyPrefix: "trim", AuditMaxLen: 10}, func(t *testing.T, s *state.Store, _ redis.UniversalClient) {
+		ctx := ctxT(t)
+		rec := record("busy", ops.PhaseReceived, "U1", time.Now())
+		if _, _, err := s.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		const updates = 300
+		for i := range updates {
+			if err := s.Update(ctx, rec, rec.Version, ops.AuditEvent{RequestID: "busy", Note: "tick"}); err != nil {
+				t.Fatalf("update %d: %v", i, err)
+			}
+		}
+		ob := s.Outbox()
+		seen := 0
+		for seen < updates+1 {
+			ds, err := ob.Next(ctx, "r1", 10*time.Millisecond, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			seen += len(ds)
+		}
+		if seen != updates+1 {
+			t.Errorf("the outbox handed out %d entries of %d changes: trimming dropped changes nobody told", seen, updates+1)
+		}
+	})
+}
+
