@@ -126,4 +126,3 @@ func TestOutboxKeepsPendingEntriesPastTheAuditCap(t *testing.T) {
 		}
 	})
 }
-
