@@ -159,6 +159,9 @@ func (tl *Teller) findPosted(ctx context.Context, rec *ops.Record, i int, name, 
 		return "", nil
 	}
 	ts, _, err := tl.h.finder.FindPosted(ctx, channel, thread, tellMeta(rec.ID(), i, name))
+	if err != nil && Classify(err) != Transient {
+		return "", nil // the conversation cannot be read (gone, or not the bot's): posting says what Slack thinks
+	}
 	if err != nil {
 		return "", fmt.Errorf("look for the %s of %s in Slack: %w", name, rec.ID(), err)
 	}

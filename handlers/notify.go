@@ -135,7 +135,7 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel,
 		return MessageRef{}, tl.fallback(ctx, rec, i, channel, slackCode, r.Msg)
 	}
 	if err != nil {
-		return MessageRef{}, fmt.Errorf("post the plan of %s: %w", rec.ID(), err)
+		return MessageRef{}, err
 	}
 	if ts == "" {
 		// Posted earlier; its ref was recorded then, unless recording it failed: find it again.
@@ -179,7 +179,7 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 		return tl.fallback(ctx, rec, i, plan.Channel, slackCode, m)
 	}
 	if err != nil {
-		return fmt.Errorf("reply about %s: %w", rec.ID(), err)
+		return err
 	}
 	if ts != "" && t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
 		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(rec).Files)); err != nil {
