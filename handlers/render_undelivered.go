@@ -46,8 +46,8 @@ func UndeliveredNotice(rec *ops.Record, t ops.Transition, channel, slackCode str
 // audit trail of the request is still in its record.
 func AuditRefusedReply(rec *ops.Record, auditChannel, slackCode string) Msg {
 	s := fmt.Sprintf(":warning: The audit channel <#%s> refused the audit line of %s: Slack answered %s. %s "+
-		"The request's full history is in %s.", auditChannel, code(rec.ID()), code(slackCode),
-		nextStep(slackCode, auditChannel)+" (or change `slack.auditChannel`).", code(ops.Ask("request show id="+rec.ID())))
+		"Or set `slack.auditChannel` to a channel the bot can post in. The request's full history is in %s.",
+		auditChannel, code(rec.ID()), code(slackCode), nextStep(slackCode, auditChannel), code(ops.Ask("request show id="+rec.ID())))
 	text := fmt.Sprintf("The audit channel %s refused the audit line of %s: Slack answered %s.", auditChannel, rec.ID(), slackCode)
 	return Msg{Text: escText(text), Blocks: []slack.Block{contextBlock(s)}, Background: true}
 }
@@ -56,7 +56,7 @@ func AuditRefusedReply(rec *ops.Record, auditChannel, slackCode string) Msg {
 func nextStep(slackCode, channel string) string {
 	switch slackCode {
 	case "is_archived", "channel_is_archived":
-		return "Unarchive <#" + channel + "> or choose another channel."
+		return "Unarchive <#" + channel + ">."
 	case "not_in_channel":
 		return "Invite the bot to <#" + channel + "> (`/invite @hyperops`)."
 	case "channel_not_found":
