@@ -56,51 +56,54 @@ func tellMeta(id string, i int, name string) slack.SlackMetadata {
 // (a 5xx or a dropped connection after Slack posted it), only if it is not found in Slack by its metadata. A
 // refusal for good is recorded as undelivered and answered with errUndelivered; a message refused for its content
 // is tried once more as plain text first. Any other error is transient: the entry is retried later.
-func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (string, error) {
+//
+// found says the part was posted by an earlier attempt (ts is then where it was found, or "" when it was recorded
+// as posted): what it shows is that attempt's.
+func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (ts string, found bool, err error) {
 	h := tl.h
 	id := rec.ID()
 	if n, _, err := h.refs.Told(ctx, id, p.name); err != nil {
-		return "", fmt.Errorf("read what was posted of %s: %w", id, err)
+		return "", false, fmt.Errorf("read what was posted of %s: %w", id, err)
 	} else if n > i {
-		return "", nil
+		return "", true, nil
 	}
 	meta := tellMeta(id, i, p.name)
 	tried, _, err := h.refs.Told(ctx, id, p.name+"/try")
 	if err != nil {
-		return "", fmt.Errorf("read what was tried of %s: %w", id, err)
+		return "", false, fmt.Errorf("read what was tried of %s: %w", id, err)
 	}
 	if tried > i && h.finder != nil {
 		ts, err := tl.findPosted(ctx, rec, i, p.name, p.channel, p.thread)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if ts != "" {
-			return ts, tl.posted(ctx, id, i, p.name)
+			return ts, true, tl.posted(ctx, id, i, p.name)
 		}
 	} else if err := h.refs.SetTold(ctx, id, p.name+"/try", i+1); err != nil {
-		return "", fmt.Errorf("record an attempt for %s: %w", id, err)
+		return "", false, fmt.Errorf("record an attempt for %s: %w", id, err)
 	}
 	m := p.msg
 	if m.Metadata == nil {
 		m.Metadata = &meta
 	}
 	m.ThreadTS = p.thread
-	ts, err := h.poster.Post(ctx, p.channel, m)
+	ts, err = h.poster.Post(ctx, p.channel, m)
 	if Classify(err) == Rejected {
 		ts, err = h.poster.Post(ctx, p.channel, PlainVersion(rec, m))
 	}
 	if err == nil {
-		return ts, tl.posted(ctx, id, i, p.name)
+		return ts, false, tl.posted(ctx, id, i, p.name)
 	}
 	if Classify(err) == Transient {
-		return "", fmt.Errorf("post the %s of %s: %w", p.name, id, err)
+		return "", false, fmt.Errorf("post the %s of %s: %w", p.name, id, err)
 	}
 	tl.undelivered(Undelivered{RequestID: id, Entry: i, Part: p.name, Channel: p.channel, Method: "chat.postMessage",
 		Code: SlackCode(err), Err: err})
 	if err := tl.posted(ctx, id, i, p.name); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return "", errUndelivered{code: SlackCode(err)}
+	return "", false, errUndelivered{code: SlackCode(err)}
 }
 
 func (tl *Teller) posted(ctx context.Context, id string, i int, name string) error {
@@ -133,7 +136,7 @@ func (tl *Teller) fallback(ctx context.Context, rec *ops.Record, i int, channel,
 		return nil
 	}
 	notice := UndeliveredNotice(rec, rec.History[i], channel, slackCode, m)
-	_, err := tl.deliver(ctx, rec, i, part{name: "notice", channel: to, thread: thread, msg: notice})
+	_, _, err := tl.deliver(ctx, rec, i, part{name: "notice", channel: to, thread: thread, msg: notice})
 	if _, ok := refused(err); ok {
 		return nil
 	}

@@ -195,3 +195,48 @@ func TestShownPlansBounded(t *testing.T) {
 		t.Error("the newest entry was dropped")
 	}
 }
+
+// findingPoster is slackPoster with the lookup the bot's client does: the channel's history with its metadata.
+type findingPoster struct{ slackPoster }
+
+func (p findingPoster) FindPosted(ctx context.Context, channel, _ string, meta slack.SlackMetadata) (string, bool, error) {
+	r, err := p.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: channel, IncludeAllMetadata: true})
+	if err != nil {
+		return "", false, err
+	}
+	for _, m := range r.Messages {
+		if m.Metadata.EventType == meta.EventType && fmt.Sprint(m.Metadata.EventPayload) == fmt.Sprint(meta.EventPayload) {
+			return m.Timestamp, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// A plan message whose answer was lost (500 after Slack posted it) is found, not posted again, and, since it shows
+// the record of that attempt, Settle brings it up to date.
+func TestLostPlanIsFoundAndUpdated(t *testing.T) {
+	ctx := context.Background()
+	srv, p := fakeSlack(t)
+	h := New(Config{}, &recordEngine{}, everyone{}, testCatalog(), findingPoster{p}, &memRefs{}, nil)
+	srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Status: http.StatusInternalServerError, After: true})
+	rec := tellingRecord(ops.PhaseReceived)
+	rec.Plan = nil
+	if err := h.Teller().Tell(ctx, rec, 0); err == nil {
+		t.Fatal("Tell succeeded although Slack answered 500")
+	}
+	rec = tellingRecord(ops.PhaseAwaitingApproval)
+	rec.History = append(rec.History, ops.Transition{From: ops.PhaseReceived, To: ops.PhaseAwaitingApproval, Kind: ops.KindPhase})
+	if err := h.Teller().Tell(ctx, rec, 0); err != nil {
+		t.Fatalf("Tell again: %v", err)
+	}
+	if err := h.Teller().Settle(ctx, rec); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	msgs := srv.Messages("C0OPS")
+	if len(msgs) != 1 {
+		t.Fatalf("C0OPS holds %d messages, want the one plan message", len(msgs))
+	}
+	if !strings.Contains(msgs[0].Text, "waiting for approval") || !strings.Contains(string(msgs[0].Blocks), ActionApprove) {
+		t.Errorf("the plan message shows %q: Settle did not bring it up to date", msgs[0].Text)
+	}
+}

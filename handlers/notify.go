@@ -83,7 +83,7 @@ func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 // thread says so, once per request.
 func (tl *Teller) audit(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef, hasPlan bool) error {
 	h := tl.h
-	_, err := tl.deliver(ctx, rec, i, part{name: "audit", channel: h.cfg.AuditChannel, msg: AuditLine(at, t)})
+	_, _, err := tl.deliver(ctx, rec, i, part{name: "audit", channel: h.cfg.AuditChannel, msg: AuditLine(at, t)})
 	slackCode, refusedForGood := refused(err)
 	if !refusedForGood {
 		return err
@@ -94,7 +94,7 @@ func (tl *Teller) audit(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 	if _, told, err := h.refs.Told(ctx, rec.ID(), "auditnotice"); err != nil || told {
 		return err
 	}
-	_, err = tl.deliver(ctx, rec, i, part{name: "auditnotice", channel: plan.Channel, thread: plan.TS,
+	_, _, err = tl.deliver(ctx, rec, i, part{name: "auditnotice", channel: plan.Channel, thread: plan.TS,
 		msg: AuditRefusedReply(rec, h.cfg.AuditChannel, slackCode)})
 	if _, ok := refused(err); ok {
 		return nil
@@ -130,7 +130,7 @@ func (h *Handler) planRoute(rec *ops.Record, t ops.Transition) (channel, thread 
 func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel, thread string) (MessageRef, error) {
 	h := tl.h
 	r := PlanMessage(rec)
-	ts, err := tl.deliver(ctx, rec, i, part{name: "plan", channel: channel, thread: thread, msg: r.Msg})
+	ts, found, err := tl.deliver(ctx, rec, i, part{name: "plan", channel: channel, thread: thread, msg: r.Msg})
 	if slackCode, ok := refused(err); ok {
 		return MessageRef{}, tl.fallback(ctx, rec, i, channel, slackCode, r.Msg)
 	}
@@ -147,7 +147,10 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel,
 	if err := h.refs.Add(ctx, rec.ID(), ref); err != nil {
 		return ref, fmt.Errorf("remember the message of %s: %w", rec.ID(), err)
 	}
-	tl.shown.put(rec.ID(), rec.Version, messageKey(r.Msg))
+	if !found {
+		// A message an earlier attempt posted shows that attempt's record: Settle brings it up to date.
+		tl.shown.put(rec.ID(), rec.Version, messageKey(r.Msg))
+	}
 	files := planFiles(r.Files)
 	if rec.Result != nil && rec.Phase.Terminal() {
 		files = r.Files
@@ -174,7 +177,7 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 		}
 	}
 	m.Background = true
-	ts, err := tl.deliver(ctx, rec, i, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
+	ts, _, err := tl.deliver(ctx, rec, i, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
 	if slackCode, ok := refused(err); ok {
 		return tl.fallback(ctx, rec, i, plan.Channel, slackCode, m)
 	}
