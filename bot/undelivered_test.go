@@ -195,3 +195,32 @@ func TestFailingRequestsDoNotStarveTheTellers(t *testing.T) {
 		t.Errorf("%d plan messages in the failing channel, want none", n)
 	}
 }
+
+// The audit line fails transiently after the thread reply went out: the retries post the audit line, never the
+// reply again.
+func TestFailingAuditLineDoesNotRepostTheReply(t *testing.T) {
+	h := startWith(t, harnessOptions{edit: func(c *config.Config) { c.Slack.AuditChannel = chApprove }})
+	const id = "audit-retry"
+	plan := h.askWidget(userAlice, chOps, id)
+	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chApprove, Status: http.StatusBadGateway, Times: 4})
+	rec := h.approveAndTell(chOps, plan, id)
+	s := h.srv.Snapshot()
+	if got, want := texts(threadReplies(s, chOps, plan.TS)), toldInThread(rec); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("thread:\n  %s\nwant every reply once:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	lines := map[string]int{}
+	for _, m := range s.Messages[chApprove] {
+		if strings.Contains(m.Text, id) {
+			lines[m.Text]++
+		}
+	}
+	for _, tr := range rec.History[1:] { // entry 0 posts the plan message, and no audit line
+		if tr.Kind != ops.KindPhase {
+			continue
+		}
+		if n := lines[handlers.AuditLine(rec, tr).Text]; n != 1 {
+			t.Errorf("audit line %q posted %d times, want once", handlers.AuditLine(rec, tr).Text, n)
+		}
+	}
+}
