@@ -132,32 +132,48 @@ func TestRefusedThreadFallsBackToTheRequester(t *testing.T) {
 	}
 }
 
-// Slack answers 500 after posting (the answer was lost, the message is there): the plan message and the reply
-// appear once each; the retry finds them by their metadata instead of posting again.
+// Slack posts the message but its answer is lost (a 500, a 503, a dropped connection): the plan message and the
+// reply appear once each; the retry finds them by their metadata instead of posting again.
 func TestLostAnswerPostsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		plan fakeslack.Fault
+		next fakeslack.Fault
+	}{
+		{"5xx", fakeslack.Fault{Status: http.StatusInternalServerError}, fakeslack.Fault{Status: http.StatusServiceUnavailable}},
+		{"reset", fakeslack.Fault{Reset: true}, fakeslack.Fault{Reset: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) { lostAnswerPostsOnce(t, c.plan, c.next) })
+	}
+}
+
+func lostAnswerPostsOnce(t *testing.T, plan, next fakeslack.Fault) {
 	h := start(t)
 	const id = "lost"
-	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, After: true})
-	plan := h.askWidget(userAlice, chOps, id)
+	for _, f := range []*fakeslack.Fault{&plan, &next} {
+		f.Method, f.Channel, f.After = "chat.postMessage", chOps, true
+	}
+	h.srv.Inject(plan)
+	msg := h.askWidget(userAlice, chOps, id)
 	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
-	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusServiceUnavailable, After: true})
-	rec := h.approveAndTell(chOps, plan, id)
+	h.srv.Inject(next)
+	rec := h.approveAndTell(chOps, msg, id)
 	s := h.srv.Snapshot()
 	if n := len(topLevel(s, chOps)); n != 1 {
 		t.Errorf("%d top-level messages, want the one plan message", n)
 	}
-	got, want := texts(threadReplies(s, chOps, plan.TS)), toldInThread(rec)
+	got, want := texts(threadReplies(s, chOps, msg.TS)), toldInThread(rec)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("thread:\n  %s\nwant every reply once:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	faulted := 0
 	for _, c := range h.srv.APICalls("chat.postMessage") {
-		if c.Status >= 500 {
+		if c.Error != "" {
 			faulted++
 		}
 	}
 	if faulted != 2 {
-		t.Errorf("%d posts answered 5xx, want the 2 injected: the test did not exercise the lost answers", faulted)
+		t.Errorf("%d posts faulted, want the 2 injected: the test did not exercise the lost answers", faulted)
 	}
 }
 
