@@ -240,3 +240,44 @@ func TestFailingAuditLineDoesNotRepostTheReply(t *testing.T) {
 		}
 	}
 }
+
+// An agent's request whose approvals channel refuses the plan for good: the agent's DM thread says so (a notice
+// with the tell metadata, not a reply body) and its machine-readable replies go on.
+func TestRefusedApprovalsChannelTellsTheAgent(t *testing.T) {
+	h := start(t)
+	h.srv.ArchiveChannel(chApprove)
+	commit := h.agentSays(strings.Replace(seedAgentRequest, `"dryRun": true`, `"dryRun": false`, 1))
+	s := h.waitFor("the notice in the agent's thread", func(s fakeslack.Snapshot) bool {
+		for _, m := range s.Messages[dmAgent] {
+			if m.ThreadTS == commit.TS && m.Metadata != nil && m.Metadata.EventType == handlers.TellEventType {
+				return true
+			}
+		}
+		return false
+	})
+	notices := 0
+	for _, m := range s.Messages[dmAgent] {
+		switch {
+		case m.ThreadTS != commit.TS || m.Metadata == nil:
+		case m.Metadata.EventType == handlers.TellEventType:
+			notices++
+			if !strings.Contains(m.Text, "is_archived") || !strings.Contains(m.Text, chApprove) || !strings.Contains(m.Text, "train-20250308-001") {
+				t.Errorf("notice %q lacks the error, the channel or the request", m.Text)
+			}
+		}
+	}
+	if notices != 1 {
+		t.Errorf("%d notices, want 1", notices)
+	}
+	h.waitFor("the agent's reply", func(s fakeslack.Snapshot) bool {
+		for _, m := range s.Messages[dmAgent] {
+			if m.ThreadTS == commit.TS && m.Metadata != nil && m.Metadata.EventType == handlers.MetadataEventType {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(topLevel(h.srv.Snapshot(), chApprove)); n != 0 {
+		t.Errorf("%d messages in the archived channel", n)
+	}
+}
