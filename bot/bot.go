@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -79,6 +80,8 @@ type Bot struct {
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
+	// mcp is the MCP server while it serves (nil when MCP is off).
+	mcp atomic.Pointer[mcpServing]
 }
 
 // notifier counts the transitions this replica stores; telling people about them is the outbox's.
@@ -273,7 +276,8 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopMCP()
-	srv := &http.Server{Handler: b.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: b.HTTPHandler(), ReadTimeout: b.opts.Config.Server.ReadTimeout.Std(),
+		IdleTimeout: b.opts.Config.Server.IdleTimeout.Std()}
 	errc := make(chan error, 1)
 	b.rt.wg.Add(1)
 	go func() {
