@@ -57,38 +57,61 @@ type LimitData struct {
 	Next      string `json:"next"`
 }
 
-// sessionSlots counts the sessions of one agent: the live ones, and those being opened (an initialize in flight),
-// so concurrent initializes cannot pass the cap together.
+// sessionSlots counts the sessions of one agent: the initialized ones, and those being opened (a request without
+// Mcp-Session-Id in flight), so concurrent initializes cannot pass the cap together. A session the SDK opened for
+// a request that was not an initialize (a client probing the protocol) never initializes and is not counted.
 type sessionSlots struct {
 	mu      sync.Mutex
 	opening int
 }
 
-// openSession admits a request that opens a session (a POST without Mcp-Session-Id) while the agent holds fewer
-// than the cap; release ends the admission once the request is answered (the session, if any, is then live).
-func (a *agentServer) openSession() (release func(), held int, ok bool) {
+// openSession admits a request that opens a session while the agent holds fewer than the cap. The admission ends
+// when the answer starts (the session, if it initialized, counts from then on) or when the request ends.
+func (a *agentServer) openSession(w http.ResponseWriter) (out *admitted, held int, ok bool) {
 	a.sessions.mu.Lock()
 	defer a.sessions.mu.Unlock()
-	held = a.sessions.opening
-	for range a.srv.Sessions() {
-		held++
-	}
+	held = a.sessions.opening + a.liveSessions()
 	if held >= a.s.limits.SessionsPerAgent {
 		return nil, held, false
 	}
 	a.sessions.opening++
-	return func() {
-		a.sessions.mu.Lock()
-		a.sessions.opening--
-		a.sessions.mu.Unlock()
-	}, held, true
+	var once sync.Once
+	return &admitted{ResponseWriter: w, release: func() {
+		once.Do(func() {
+			a.sessions.mu.Lock()
+			a.sessions.opening--
+			a.sessions.mu.Unlock()
+		})
+	}}, held, true
 }
 
-// liveSessions is how many sessions of the agent are open.
+// admitted releases a session admission as its answer starts: by then an initialize has initialized its session,
+// and a client that reads the answer and initializes again is not counted twice.
+type admitted struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (w *admitted) WriteHeader(code int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *admitted) Write(b []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the event stream.
+func (w *admitted) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// liveSessions is how many initialized sessions the agent has open.
 func (a *agentServer) liveSessions() int {
 	n := 0
-	for range a.srv.Sessions() {
-		n++
+	for ss := range a.srv.Sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
 	}
 	return n
 }

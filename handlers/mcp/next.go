@@ -14,13 +14,15 @@ import (
 // arguments, e.g. "{command} request show id=x" is `get_request {"requestId":"x"}`. ops writes its hints in the
 // slash grammar and only the Slack side knows the slash command, so MCP replies never pass the placeholder on.
 type asker struct {
-	tools map[[2]string]string // (topic, verb) → the catalog operation's tool
+	tools  map[[2]string]string // (topic, verb) → the catalog operation's tool
+	topics map[string]bool
 }
 
 func newAsker(specs []ops.Spec) asker {
-	a := asker{tools: map[[2]string]string{}}
+	a := asker{tools: map[[2]string]string{}, topics: map[string]bool{}}
 	for _, s := range specs {
 		if s.Topic != "" {
+			a.topics[s.Topic] = true
 			if _, dup := a.tools[[2]string{s.Topic, s.Verb}]; !dup {
 				a.tools[[2]string{s.Topic, s.Verb}] = s.Name
 			}
@@ -61,7 +63,8 @@ func (a asker) hint(s string) (string, int) {
 			verb, used = words[1].text, 2
 		}
 	case len(words) > 1 && !words[1].arg:
-		if _, ok := a.tools[[2]string{topic, words[1].text}]; ok || topic == "request" {
+		// A topic the catalog does not have reads as "topic verb" too, to name it whole.
+		if _, ok := a.tools[[2]string{topic, words[1].text}]; ok || topic == "request" || !a.topics[topic] {
 			verb, used = words[1].text, 2
 		}
 	}

@@ -162,12 +162,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
-			release, held, ok := as.openSession()
+			aw, held, ok := as.openSession(w)
 			if !ok {
 				as.refuseSession(w, r, held)
 				return
 			}
-			defer release()
+			defer aw.release()
+			w = aw
 		}
 		bound.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, as)))
 	})
