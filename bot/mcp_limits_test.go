@@ -306,7 +306,7 @@ func TestMCPSubscriptionsBelongToTheirSession(t *testing.T) {
 	h.waitPhase("sub-x", ops.PhaseSucceeded)
 	h.waitUntil("the finished request no longer read", func() bool { return h.bot.MCPLoad().Followed == 0 })
 	// Subscribing to a request that already ended adds nothing to read.
-	if err := subscribe(h, sA, "sub-x"); err != nil {
+	if err := subscribe(h, sB, "sub-x"); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.bot.MCPLoad().Followed; n != 0 {
