@@ -178,6 +178,7 @@ func New(opts Options) (*Bot, error) {
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
+	b.registerMCPGauges()
 	b.teller = &teller{Teller: h.Teller(), m: m, log: log}
 	if opts.Clusters != nil {
 		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}

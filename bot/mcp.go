@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/config"
@@ -42,6 +43,7 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
 		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
 		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
+		OnLimit:   func(key string) { b.metrics.MCPLimited.WithLabelValues(key).Inc() },
 		PollEvery: b.opts.MCPPollEvery})
 	serving := &mcpServing{srv: srv}
 	b.mcp.Store(serving)
@@ -109,6 +111,19 @@ func (b *Bot) MCPLoad() MCPLoad {
 		return MCPLoad{}
 	}
 	return MCPLoad{Connections: m.conns.Load(), Sessions: m.srv.Sessions(), Followed: m.srv.Followed()}
+}
+
+// registerMCPGauges publishes what the MCP listener holds, next to the limits that bound it.
+func (b *Bot) registerMCPGauges() {
+	gauge := func(name, help string, v func(MCPLoad) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(b.MCPLoad()) })
+	}
+	b.metrics.Registry.MustRegister(
+		gauge("hyperops_mcp_connections", "Connections the MCP listener holds open.", func(l MCPLoad) float64 { return float64(l.Connections) }),
+		gauge("hyperops_mcp_sessions", "Initialized MCP sessions, over all agents (each agent: at most mcp.maxSessionsPerAgent).",
+			func(l MCPLoad) float64 { return float64(l.Sessions) }),
+		gauge("hyperops_mcp_followed_requests", "Requests the MCP resource subscriptions read each poll.",
+			func(l MCPLoad) float64 { return float64(l.Followed) }))
 }
 
 func (b *Bot) whereabouts() *slackWhereabouts {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
@@ -182,6 +183,9 @@ func TestMCPSessionsPerAgentAreCapped(t *testing.T) {
 	if n := h.bot.MCPLoad().Sessions; n != max {
 		t.Errorf("%d live sessions after %d more initialize calls, want the cap %d", n, storm, max)
 	}
+	if n := testutil.ToFloat64(h.bot.Metrics().MCPLimited.WithLabelValues("mcp.maxSessionsPerAgent")); n != storm {
+		t.Errorf("hyperops_mcp_limited_total{mcp.maxSessionsPerAgent} = %v, want %d", n, storm)
+	}
 	tr.CloseIdleConnections()
 	h.goroutinesAtMost("after the storm", full+5)
 	if _, err := h.connect(tokenOps, nil); err == nil || !strings.Contains(err.Error(), "mcp.maxSessionsPerAgent") {
@@ -251,6 +255,9 @@ func TestMCPWaitsPerAgentAreCapped(t *testing.T) {
 	}
 	if err := subscribe(h, s2, "cap-c"); err == nil || !strings.Contains(err.Error(), "mcp.maxWaitsPerAgent") {
 		t.Fatalf("subscription over the cap: %v, want the limit named", err)
+	}
+	if n := testutil.ToFloat64(h.bot.Metrics().MCPLimited.WithLabelValues("mcp.maxWaitsPerAgent")); n != 2 {
+		t.Errorf("hyperops_mcp_limited_total{mcp.maxWaitsPerAgent} = %v, want 2", n)
 	}
 	if err := s1.Unsubscribe(h.ctx(), &mcp.UnsubscribeParams{URI: "hyperops://requests/cap-a"}); err != nil {
 		t.Fatal(err)

@@ -120,6 +120,7 @@ func (a *agentServer) liveSessions() int {
 // and the next step, so the SDK clients show it (they hide the body of a 429). A body that is not one request
 // gets a plain HTTP 429 with the same text.
 func (a *agentServer) refuseSession(w http.ResponseWriter, r *http.Request, held int) {
+	a.s.opts.OnLimit("mcp.maxSessionsPerAgent")
 	max := a.s.limits.SessionsPerAgent
 	data := LimitData{Limit: "sessions per agent", ConfigKey: "mcp.maxSessionsPerAgent", Max: max, Held: held,
 		Next: fmt.Sprintf("reuse an open session (its Mcp-Session-Id), close the ones you no longer use (HTTP DELETE, "+
@@ -167,6 +168,7 @@ func (a *agentServer) holdWait() (release func(), err error) {
 func (s *subscriptions) roomLocked(a *agentServer) error {
 	max := a.s.limits.WaitsPerAgent
 	if held := s.heldLocked(); held >= max {
+		a.s.opts.OnLimit("mcp.maxWaitsPerAgent")
 		return ops.Errorf(ops.CodeBusy, "", fmt.Sprintf("let one of your waits end or unsubscribe a request you no longer follow, "+
 			"read the request with %s instead, or ask the platform team to raise mcp.maxWaitsPerAgent", ToolGetRequest),
 			"agent %s already follows %d requests on this replica (%d wait_request calls in flight, %d subscriptions), "+

@@ -51,6 +51,8 @@ type Options struct {
 	Targets Targets
 	// OnCall is told about every tool call: the tool and the code of its first error, or "OK" (metrics).
 	OnCall func(tool, code string)
+	// OnLimit is told about every refusal over a limit, by its configuration key (metrics).
+	OnLimit func(configKey string)
 	// Limits bound the sessions and waits of each agent (zero fields: the config defaults).
 	Limits Limits
 	// PollEvery is how often wait_request and resource subscriptions re-read a request (default 250ms).
@@ -89,6 +91,9 @@ func New(opts Options) *Server {
 	}
 	if opts.OnCall == nil {
 		opts.OnCall = func(string, string) {}
+	}
+	if opts.OnLimit == nil {
+		opts.OnLimit = func(string) {}
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
