@@ -77,6 +77,7 @@ func (h *harness) goroutinesAtMost(what string, n int) {
 func TestMCPConnectionsAreClosed(t *testing.T) {
 	h := startMCPWith(t, harnessOptions{edit: func(c *config.Config) {
 		c.MCP.ReadTimeout, c.MCP.IdleTimeout = config.Duration(time.Second), config.Duration(time.Second)
+		c.MCP.MaxSessionsPerAgent = 1
 	}})
 	h.waitUntil("no MCP connection yet", func() bool { return h.bot.MCPLoad().Connections == 0 })
 	base := goruntime.NumGoroutine()
@@ -93,6 +94,9 @@ func TestMCPConnectionsAreClosed(t *testing.T) {
 		}
 	}
 	slow := []string{"", "POST " + hmcp.Path + " HTTP/1.1\r\nHost: x\r\n",
+		// a body that stops halfway, with a valid token: closed after mcp.readTimeout, and no session is left opening
+		"POST " + hmcp.Path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+			"Authorization: Bearer " + tokenOps + "\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":",
 		// kept alive after an answer (GET without a session is 400): closed after mcp.idleTimeout
 		"GET " + hmcp.Path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer " + tokenOps + "\r\n\r\n"}
 	for _, sent := range slow {
@@ -116,6 +120,7 @@ func TestMCPConnectionsAreClosed(t *testing.T) {
 	if n := h.bot.MCPLoad().Sessions; n != 0 {
 		t.Errorf("%d sessions after unauthenticated calls, want 0", n)
 	}
+	h.session(tokenOps, nil) // the one place the stalled body took was given back
 }
 
 // initialize opens a session the way a leaking client does: initialize, and never initialized nor DELETE.
