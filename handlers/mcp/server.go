@@ -146,7 +146,8 @@ type agentKey struct{}
 
 // authenticate admits a request only with the bearer token of a registered agent. Anything else is 401 with
 // WWW-Authenticate and nothing else: no engine call, nothing recorded. The SDK's bearer middleware then binds
-// each MCP session to its agent, so one agent's session id is of no use with another agent's token.
+// each MCP session to its agent, so one agent's session id is of no use with another agent's token. A request that
+// opens a session is admitted only under the agent's Limits.SessionsPerAgent.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	bound := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		as, _ := ctx.Value(agentKey{}).(*agentServer)
