@@ -1,8 +1,10 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -179,4 +181,152 @@ func BenchmarkMCPDryRun(b *testing.B) {
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 	fmt.Fprintf(os.Stdout, "\nMCP dry-run tool call over %d calls: p50 %s · p99 %s\n", len(lat), p50, p99)
+}
+
+// stormSize is how many unauthenticated connections, and how many initialize calls from one token, the storm sends.
+const stormSize = 10_000
+
+// BenchmarkMCPStorm sends 10,000 unauthenticated connections and then 10,000 initialize calls from one agent's token
+// (a client that never closes a session), and times a legitimate agent's dry run (another token, a session opened
+// before) during and after the storm. It reports the heap and goroutines before and after, what the listener still
+// holds, and the dry run's latency (target < 1 s during the storm).
+func BenchmarkMCPStorm(b *testing.B) {
+	h := startMCP(b)
+	s, err := h.connect(tokenOps, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dryRun := func(i int) time.Duration {
+		args := map[string]any{"name": "w1", "count": 2, "requestId": fmt.Sprintf("storm-dry-%d", i), "dryRun": true}
+		t0 := time.Now()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "scale-widget", Arguments: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := decodeReply(b, res); r.Phase != ops.PhaseDone {
+			b.Fatalf("dry run answered %+v", r.AgentReplyBody)
+		}
+		return time.Since(t0)
+	}
+	dryRun(0)
+	before := h.footprint(b)
+	var during, after []time.Duration
+	var refused, opened int
+	for b.Loop() {
+		stop := make(chan struct{})
+		done := make(chan []time.Duration)
+		go func() {
+			var lat []time.Duration
+			for i := 1; ; i++ {
+				select {
+				case <-stop:
+					done <- lat
+					return
+				default:
+				}
+				lat = append(lat, dryRun(i))
+			}
+		}()
+		stormUnauthenticated(b, h.mcpAddr)
+		opened, refused = stormInitialize(b, h, tokenReader)
+		close(stop)
+		during = append(during, <-done...)
+	}
+	b.StopTimer()
+	h.waitUntilWithin(b, "the storm's connections closed", time.Minute, func() bool { return h.bot.MCPLoad().Connections <= 1 })
+	for i := range 50 {
+		after = append(after, dryRun(1_000_000+i))
+	}
+	end := h.footprint(b)
+	load := h.bot.MCPLoad()
+	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(mib(before.heap), "heap-before-MiB")
+	b.ReportMetric(mib(end.heap), "heap-after-MiB")
+	b.ReportMetric(float64(before.goroutines), "goroutines-before")
+	b.ReportMetric(float64(end.goroutines), "goroutines-after")
+	b.ReportMetric(float64(load.Sessions), "sessions-after")
+	b.ReportMetric(ms(percentile(during, 50)), "dryrun-during-p50-ms")
+	b.ReportMetric(ms(percentile(during, 99)), "dryrun-during-p99-ms")
+	b.ReportMetric(ms(percentile(after, 50)), "dryrun-after-p50-ms")
+	fmt.Fprintf(os.Stdout, "\nMCP storm: %d unauthenticated connections, then %d initialize calls from one token (%d sessions opened, %d refused over mcp.maxSessionsPerAgent)\n",
+		stormSize, stormSize, opened, refused)
+	fmt.Fprintf(os.Stdout, "heap %.1f MiB → %.1f MiB · goroutines %d → %d · after: %d connections, %d sessions\n",
+		mib(before.heap), mib(end.heap), before.goroutines, end.goroutines, load.Connections, load.Sessions)
+	fmt.Fprintf(os.Stdout, "another agent's dry run: during the storm p50 %s p99 %s max %s (%d calls) · after p50 %s p99 %s\n",
+		percentile(during, 50), percentile(during, 99), percentile(during, 100), len(during), percentile(after, 50), percentile(after, 99))
+}
+
+// stormUnauthenticated opens stormSize connections, 256 at a time, each sending an initialize without a token; every
+// one must be answered 401 and closed by the server.
+func stormUnauthenticated(b *testing.B, addr string) {
+	work := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for range 256 {
+		wg.Go(func() {
+			for range work {
+				if err := unauthenticated(addr); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for range stormSize {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		b.Fatal(first)
+	}
+}
+
+// stormInitialize sends stormSize initialize calls with token, 64 at a time, never closing a session.
+func stormInitialize(b *testing.B, h *harness, token string) (opened, refused int) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	work := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range 64 {
+		wg.Go(func() {
+			for range work {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.mcpEndpoint(), strings.NewReader(initializeBody))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := c.Do(req)
+				if err != nil {
+					cancel()
+					b.Error(err)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				cancel()
+				mu.Lock()
+				if resp.Header.Get("Mcp-Session-Id") != "" {
+					opened++
+				} else if strings.Contains(string(body), "mcp.maxSessionsPerAgent") {
+					refused++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for range stormSize {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	if opened+refused != stormSize {
+		b.Fatalf("%d opened + %d refused of %d initialize calls", opened, refused, stormSize)
+	}
+	return opened, refused
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -81,6 +82,8 @@ type Bot struct {
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
+	// mcp is the MCP server while it serves (nil when MCP is off).
+	mcp atomic.Pointer[mcpServing]
 }
 
 // notifier counts the transitions this replica stores; telling people about them is the outbox's.
@@ -182,6 +185,7 @@ func New(opts Options) (*Bot, error) {
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
+	b.registerMCPGauges()
 	b.teller = &teller{Teller: h.Teller(), m: m, log: log}
 	if opts.Clusters != nil {
 		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}
@@ -280,7 +284,8 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopMCP()
-	srv := &http.Server{Handler: b.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: b.HTTPHandler(), ReadTimeout: b.opts.Config.Server.ReadTimeout.Std(),
+		IdleTimeout: b.opts.Config.Server.IdleTimeout.Std()}
 	errc := make(chan error, 1)
 	b.rt.wg.Add(1)
 	go func() {

@@ -1,14 +1,17 @@
 package bot
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/config"
@@ -38,10 +41,17 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 		b.opts.Log.Warn().Msg("mcp.listen is set but no agent has mcp.tokenSHA256: every MCP call is refused 401")
 	}
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
-		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg),
+		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
 		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
+		OnLimit:   func(key string) { b.metrics.MCPLimited.WithLabelValues(key).Inc() },
 		PollEvery: b.opts.MCPPollEvery})
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	serving := &mcpServing{srv: srv}
+	b.mcp.Store(serving)
+	// ReadTimeout bounds reading a request (headers and body) and not the answer: net/http lifts the deadline once
+	// the body is read, so a wait_request or an event stream may take longer. IdleTimeout closes kept-alive
+	// connections that send nothing more.
+	hs := &http.Server{Handler: srv.Handler(), ReadTimeout: cfg.MCP.ReadTimeout.Std(), IdleTimeout: cfg.MCP.IdleTimeout.Std(),
+		ConnState: serving.track}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -71,9 +81,54 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 	}, nil
 }
 
+// mcpServing is the MCP server a bot serves, and how many connections its listener holds open.
+type mcpServing struct {
+	srv   *hmcp.Server
+	conns atomic.Int64
+}
+
+func (m *mcpServing) track(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		m.conns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		m.conns.Add(-1)
+	}
+}
+
+// MCPLoad is what the MCP listener holds: open connections, live sessions, and requests its subscriptions read
+// each poll. All zero when MCP is off.
+type MCPLoad struct {
+	Connections int64
+	Sessions    int
+	Followed    int
+}
+
+// MCPLoad reports what the MCP listener holds now.
+func (b *Bot) MCPLoad() MCPLoad {
+	m := b.mcp.Load()
+	if m == nil {
+		return MCPLoad{}
+	}
+	return MCPLoad{Connections: m.conns.Load(), Sessions: m.srv.Sessions(), Followed: m.srv.Followed()}
+}
+
+// registerMCPGauges publishes what the MCP listener holds, next to the limits that bound it.
+func (b *Bot) registerMCPGauges() {
+	gauge := func(name, help string, v func(MCPLoad) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(b.MCPLoad()) })
+	}
+	b.metrics.Registry.MustRegister(
+		gauge("hyperops_mcp_connections", "Connections the MCP listener holds open.", func(l MCPLoad) float64 { return float64(l.Connections) }),
+		gauge("hyperops_mcp_sessions", "Initialized MCP sessions, over all agents (each agent: at most mcp.maxSessionsPerAgent).",
+			func(l MCPLoad) float64 { return float64(l.Sessions) }),
+		gauge("hyperops_mcp_followed_requests", "Requests the MCP resource subscriptions read each poll.",
+			func(l MCPLoad) float64 { return float64(l.Followed) }))
+}
+
 func (b *Bot) whereabouts() *slackWhereabouts {
 	return &slackWhereabouts{refs: storeRefs{b.store}, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
-		approvals: b.opts.Config.Slack.ApprovalsChannel}
+		approvals: b.opts.Config.Slack.ApprovalsChannel, links: newPermalinks(maxPermalinks)}
 }
 
 // slackWhereabouts tells an MCP agent where its request waits: the plan message in the approvals channel (its
@@ -84,14 +139,7 @@ type slackWhereabouts struct {
 	cfg   map[string]config.ApproverGroup
 	// approvals is where an agent's plan message goes: the answer until the message is posted (by the outbox).
 	approvals string
-	links     sync.Map // channel/ts → *permalink; a message's permalink never changes
-}
-
-// permalink is one message's link, fetched once however many callers ask at the same time.
-type permalink struct {
-	once sync.Once
-	link string
-	err  error
+	links     *permalinks
 }
 
 // Where implements hmcp.Whereabouts.
@@ -124,14 +172,70 @@ func (w *slackWhereabouts) Where(ctx context.Context, rec *ops.Record) (*hmcp.Wa
 }
 
 func (w *slackWhereabouts) permalink(ctx context.Context, channel, ts string) (string, error) {
-	key := channel + "/" + ts
-	v, _ := w.links.LoadOrStore(key, &permalink{})
-	p := v.(*permalink)
+	p := w.links.get(channel + "/" + ts)
 	p.once.Do(func() { p.link, p.err = w.slack.Permalink(ctx, channel, ts) })
 	if p.err != nil {
-		w.links.CompareAndDelete(key, p) // the next caller asks Slack again
+		w.links.forget(p) // the next caller asks Slack again
 	}
 	return p.link, p.err
+}
+
+// maxPermalinks is how many message links are remembered: the plan messages of the requests agents follow now,
+// with room to spare. A link evicted is asked of Slack again.
+const maxPermalinks = 1024
+
+// permalinks remembers the links of the messages asked most recently (a message's permalink never changes).
+type permalinks struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *permalink, the most recently asked first
+	byKey map[string]*list.Element
+}
+
+// permalink is one message's link, fetched once however many callers ask at the same time.
+type permalink struct {
+	key  string
+	once sync.Once
+	link string
+	err  error
+}
+
+func newPermalinks(max int) *permalinks {
+	return &permalinks{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+// get returns the entry of a message, new if it is not remembered, evicting the least recently asked over max.
+func (c *permalinks) get(key string) *permalink {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byKey[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*permalink)
+	}
+	p := &permalink{key: key}
+	c.byKey[key] = c.order.PushFront(p)
+	for c.order.Len() > c.max {
+		old := c.order.Remove(c.order.Back()).(*permalink)
+		delete(c.byKey, old.key)
+	}
+	return p
+}
+
+// forget drops p if it is still the entry of its message.
+func (c *permalinks) forget(p *permalink) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byKey[p.key]; ok && e.Value == p {
+		c.order.Remove(e)
+		delete(c.byKey, p.key)
+	}
+}
+
+// len is how many links are remembered.
+func (c *permalinks) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
 }
 
 // Permalink returns the link to a message (chat.getPermalink).

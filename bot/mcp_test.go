@@ -114,11 +114,19 @@ func decodeReply(t testing.TB, res *mcp.CallToolResult) hmcp.WaitReply {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
+	// Every MCP reply of every test: ops' slash placeholder never reaches an agent.
+	if strings.Contains(string(b), ops.Command) {
+		t.Errorf("structuredContent holds %s: %s", ops.Command, b)
+	}
 	if len(res.Content) != 1 {
 		t.Fatalf("content = %v, want one text paragraph", res.Content)
 	}
-	if _, ok := res.Content[0].(*mcp.TextContent); !ok {
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
 		t.Fatalf("content is %T, want text", res.Content[0])
+	}
+	if strings.Contains(tc.Text, ops.Command) {
+		t.Errorf("summary holds %s: %s", ops.Command, tc.Text)
 	}
 	return r
 }

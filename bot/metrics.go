@@ -32,6 +32,7 @@ type Metrics struct {
 	EngineErrors   prometheus.Counter
 	Panics         prometheus.Counter
 	MCPCalls       *prometheus.CounterVec
+	MCPLimited     *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on a new registry; queueDepth reports the worker queue's length.
@@ -60,6 +61,9 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 	m.Panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_handler_panics_total", Help: "Envelopes whose handling panicked (logged with the stack)."})
 	m.MCPCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_mcp_calls_total",
 		Help: "MCP tool calls, by tool and the code of the answer (OK or the first error code)."}, []string{"tool", "code"})
+	m.MCPLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_mcp_limited_total",
+		Help: "MCP initialize calls, waits and subscriptions refused over a limit, by its configuration key."}, []string{"limit"})
+	m.Registry.MustRegister(m.MCPLimited)
 	m.Registry.MustRegister(m.Panics, m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
 		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.Undelivered, m.EngineErrors, m.MCPCalls)
 	return m

@@ -429,12 +429,30 @@ type Report struct {
 type Server struct {
 	// Listen is host:port (default ":8080").
 	Listen string `yaml:"listen"`
+	// ReadTimeout bounds reading one request, headers and body (default 10s).
+	ReadTimeout Duration `yaml:"readTimeout"`
+	// IdleTimeout closes a kept-alive connection that sends no next request for this long (default 60s).
+	IdleTimeout Duration `yaml:"idleTimeout"`
 }
 
 // MCP configures the Model Context Protocol server (streamable HTTP at path /mcp) for registered agents.
 type MCP struct {
 	// Listen is host:port of its own listener; empty (the default) turns MCP off.
 	Listen string `yaml:"listen"`
+	// ReadTimeout bounds reading one request, headers and body (default 10s). It does not bound the answer: a
+	// wait_request or an event stream may take longer.
+	ReadTimeout Duration `yaml:"readTimeout"`
+	// IdleTimeout closes a kept-alive connection that sends no next request for this long (default 60s).
+	IdleTimeout Duration `yaml:"idleTimeout"`
+	// SessionIdleTimeout ends an MCP session that sends no request for this long (default 10m); the client
+	// initializes a new one.
+	SessionIdleTimeout Duration `yaml:"sessionIdleTimeout"`
+	// MaxSessionsPerAgent caps the live sessions of one agent on one replica (default 256); an initialize over it
+	// is refused with HTTP 429.
+	MaxSessionsPerAgent int `yaml:"maxSessionsPerAgent"`
+	// MaxWaitsPerAgent caps what follows requests for one agent on one replica: wait_request calls in flight and
+	// resource subscriptions together (default 128). A call over it is refused with E_BUSY.
+	MaxWaitsPerAgent int `yaml:"maxWaitsPerAgent"`
 }
 
 // The log formats.

@@ -36,6 +36,11 @@ const (
 	DefaultCapacityBudget    = Duration(2 * time.Hour)
 	DefaultBootstrapBudget   = Duration(4 * time.Hour)
 	DefaultHoldUnknown       = Duration(24 * time.Hour)
+	DefaultReadTimeout       = Duration(10 * time.Second)
+	DefaultIdleTimeout       = Duration(time.Minute)
+	DefaultMCPSessionIdle    = Duration(10 * time.Minute)
+	DefaultMCPSessions       = 256
+	DefaultMCPWaits          = 128
 )
 
 // DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
@@ -66,6 +71,9 @@ func (c *Config) ApplyDefaults() {
 		setDefault(&c.Reports[i].Samples, DefaultReportSamples)
 	}
 	setDefault(&c.Server.Listen, DefaultListen)
+	setDefault(&c.Server.ReadTimeout, DefaultReadTimeout)
+	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
+	c.MCP.applyDefaults()
 	setDefault(&c.Log.Level, DefaultLogLevel)
 	setDefault(&c.Log.Format, DefaultLogFormat)
 	setDefault(&c.Execution.Workers, DefaultExecWorkers)
@@ -89,6 +97,14 @@ func (s *Slack) applyDefaults() {
 	if s.APIURL != "" && !strings.HasSuffix(s.APIURL, "/") {
 		s.APIURL += "/"
 	}
+}
+
+func (m *MCP) applyDefaults() {
+	setDefault(&m.ReadTimeout, DefaultReadTimeout)
+	setDefault(&m.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&m.SessionIdleTimeout, DefaultMCPSessionIdle)
+	setDefault(&m.MaxSessionsPerAgent, DefaultMCPSessions)
+	setDefault(&m.MaxWaitsPerAgent, DefaultMCPWaits)
 }
 
 func (r *Redis) applyDefaults() {

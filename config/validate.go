@@ -136,6 +136,8 @@ func (p *Pricing) validate(l *problemList) {
 }
 
 func (s *Server) validate(l *problemList) {
+	checkAtLeast(l, "server.readTimeout", s.ReadTimeout, Duration(time.Second), DefaultReadTimeout)
+	checkAtLeast(l, "server.idleTimeout", s.IdleTimeout, Duration(time.Second), DefaultIdleTimeout)
 	_, port, err := net.SplitHostPort(s.Listen)
 	if err != nil {
 		l.add("server.listen", "must be host:port or :port (e.g. \":8080\"), got %q", s.Listen)
@@ -143,6 +145,13 @@ func (s *Server) validate(l *problemList) {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		l.add("server.listen", "port must be a number from 0 to 65535, got %q", port)
+	}
+}
+
+// checkAtLeast reports a duration below its floor (a negative one, or one too short to be of use).
+func checkAtLeast(l *problemList, at string, d, floor, def Duration) {
+	if d < floor {
+		l.add(at, "must be at least %s (0 means the default %s), got %s", time.Duration(floor), time.Duration(def), time.Duration(d))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var iamRoleARN = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
@@ -82,6 +83,15 @@ func checkUniqueValues(l *problemList, list, what string, values []string) {
 }
 
 func (m *MCP) validate(l *problemList, server Server) {
+	checkAtLeast(l, "mcp.readTimeout", m.ReadTimeout, Duration(time.Second), DefaultReadTimeout)
+	checkAtLeast(l, "mcp.idleTimeout", m.IdleTimeout, Duration(time.Second), DefaultIdleTimeout)
+	checkAtLeast(l, "mcp.sessionIdleTimeout", m.SessionIdleTimeout, Duration(time.Second), DefaultMCPSessionIdle)
+	if m.MaxSessionsPerAgent < 1 {
+		l.add("mcp.maxSessionsPerAgent", "must be at least 1 (0 means the default %d), got %d", DefaultMCPSessions, m.MaxSessionsPerAgent)
+	}
+	if m.MaxWaitsPerAgent < 1 {
+		l.add("mcp.maxWaitsPerAgent", "must be at least 1 (0 means the default %d), got %d", DefaultMCPWaits, m.MaxWaitsPerAgent)
+	}
 	if m.Listen == "" {
 		return
 	}

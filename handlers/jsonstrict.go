@@ -18,7 +18,11 @@ const maxJSONDepth = 16
 // decodeObject reads exactly one JSON object: a key given twice anywhere is refused naming its path (encoding/json
 // would silently keep the last), so is anything after the object (`{…}}]]`), and so is nesting deeper than
 // maxJSONDepth. Numbers stay json.Number.
-func decodeObject(raw []byte) (map[string]any, error) {
+func decodeObject(raw []byte) (map[string]any, error) { return DecodeObject(raw) }
+
+// DecodeObject is the strict reading of an agent's JSON object that the DM contract uses (decodeObject), for the
+// other surfaces that take one, such as MCP tool arguments: a key given twice is refused the same way everywhere.
+func DecodeObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := dec.Token()

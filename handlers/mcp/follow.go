@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hyperops/hyperops/handlers"
@@ -83,11 +84,9 @@ type followArgs struct {
 
 func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
 	var fa followArgs
-	var m map[string]json.RawMessage
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fa, ops.Errorf(ops.CodeInvalidArgument, "", "send the arguments as one JSON object", "arguments are not a JSON object: %v", err)
-		}
+	m, err := decodeArgs(raw)
+	if err != nil {
+		return fa, err
 	}
 	var errs ops.Errors
 	for k := range m {
@@ -163,6 +162,7 @@ func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest
 		b.History = nil
 		out.Requests = append(out.Requests, b)
 	}
+	out = inMCPTerms(out, a.s.ask)
 	text := fmt.Sprintf("%d request(s) of agent %s.", len(out.Requests), a.agent.Name())
 	for _, b := range out.Requests {
 		text += fmt.Sprintf(" %s (%s): %s.", b.RequestID, b.Operation, b.Phase)
@@ -192,6 +192,12 @@ func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest)
 		r := a.reply(ctx, nil, fa.RequestID, err)
 		return result(r, WaitReply{Reply: r, Until: until}), nil
 	}
+	release, err := a.holdWait()
+	if err != nil {
+		r := a.reply(ctx, nil, fa.RequestID, err)
+		return result(r, WaitReply{Reply: r, Until: until}), nil
+	}
+	defer release()
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
 	defer cancel()
 	token := req.Params.GetProgressToken()
@@ -270,18 +276,23 @@ func (a *agentServer) readResource(ctx context.Context, req *mcp.ReadResourceReq
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
-// subscriptions are the requests some session of this agent subscribed to, with the version last told.
+// subscriptions are what follows the agent's requests: the requests each session subscribed to (a session's own:
+// another session's unsubscribe or close leaves them alone), the version last told of each request that may still
+// change, and the wait_request calls in flight. Together they are capped (Limits.WaitsPerAgent).
 type subscriptions struct {
-	mu   sync.Mutex
-	byID map[string]*subscription
+	mu        sync.Mutex
+	bySession map[*mcp.ServerSession]map[string]bool
+	told      map[string]int64
+	// subscribed counts the entries of bySession; waiting the wait_request calls in flight.
+	subscribed int
+	waiting    int
 }
 
-type subscription struct {
-	sessions int
-	version  int64
+func newSubscriptions() *subscriptions {
+	return &subscriptions{bySession: map[*mcp.ServerSession]map[string]bool{}, told: map[string]int64{}}
 }
 
-func newSubscriptions() *subscriptions { return &subscriptions{byID: map[string]*subscription{}} }
+func (s *subscriptions) heldLocked() int { return s.subscribed + s.waiting }
 
 func (a *agentServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	id, ok := idOfURI(req.Params.URI)
@@ -294,53 +305,122 @@ func (a *agentServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) 
 	}
 	a.subs.mu.Lock()
 	defer a.subs.mu.Unlock()
-	s := a.subs.byID[id]
-	if s == nil {
-		s = &subscription{version: rec.Version}
-		a.subs.byID[id] = s
+	ids := a.subs.bySession[req.Session]
+	if ids[id] {
+		return nil // subscribed already: still one subscription
 	}
-	s.sessions++
+	if err := a.subs.roomLocked(a); err != nil {
+		return limitError(err, "waits per agent", "mcp.maxWaitsPerAgent", a.s.limits.WaitsPerAgent, a.subs.heldLocked())
+	}
+	if ids == nil {
+		ids = map[string]bool{}
+		a.subs.bySession[req.Session] = ids
+	}
+	ids[id] = true
+	a.subs.subscribed++
+	// A request that ended changes no more: it stays subscribed (and counted) but is not read again.
+	if _, watched := a.subs.told[id]; !watched && !rec.Phase.Terminal() {
+		a.subs.told[id] = rec.Version
+	}
 	return nil
+}
+
+// limitError is a refusal over a limit as a JSON-RPC error, for the methods whose answer is not a tool result.
+func limitError(err error, limit, key string, max, held int) error {
+	e := ops.AsError(err)
+	data, _ := json.Marshal(LimitData{Limit: limit, ConfigKey: key, Max: max, Held: held, Next: e.Next})
+	return &jsonrpc.Error{Code: CodeLimit, Message: e.Message + ": " + e.Next, Data: data}
 }
 
 func (a *agentServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	id, _ := idOfURI(req.Params.URI)
 	a.subs.mu.Lock()
 	defer a.subs.mu.Unlock()
-	if s := a.subs.byID[id]; s != nil {
-		if s.sessions--; s.sessions <= 0 {
-			delete(a.subs.byID, id)
-		}
-	}
+	a.subs.dropLocked(req.Session, id)
 	return nil
 }
 
-// tellSubscribers sends notifications/resources/updated for every subscribed request whose version changed. A
-// request that ended is told once more and then forgotten.
-func (a *agentServer) tellSubscribers(ctx context.Context) {
+// dropLocked ends one session's subscription to a request, and stops reading the request when no session is left
+// subscribed to it.
+func (s *subscriptions) dropLocked(ss *mcp.ServerSession, id string) {
+	ids := s.bySession[ss]
+	if !ids[id] {
+		return
+	}
+	delete(ids, id)
+	s.subscribed--
+	if len(ids) == 0 {
+		delete(s.bySession, ss)
+	}
+	for _, other := range s.bySession {
+		if other[id] {
+			return
+		}
+	}
+	delete(s.told, id)
+}
+
+// pruneClosed drops the subscriptions of sessions that ended (closed by the client, or idle too long).
+func (a *agentServer) pruneClosed() {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range a.srv.Sessions() {
+		live[ss] = true
+	}
 	a.subs.mu.Lock()
-	ids := make([]string, 0, len(a.subs.byID))
-	for id := range a.subs.byID {
+	defer a.subs.mu.Unlock()
+	for ss, ids := range a.subs.bySession {
+		if live[ss] {
+			continue
+		}
+		for id := range ids {
+			a.subs.dropLocked(ss, id)
+		}
+	}
+}
+
+// tellSubscribers sends notifications/resources/updated for every subscribed request whose version changed. A
+// request that ended is told once more and then no longer read; one that is gone from the store is not read again.
+func (a *agentServer) tellSubscribers(ctx context.Context) {
+	a.pruneClosed()
+	a.subs.mu.Lock()
+	ids := make([]string, 0, len(a.subs.told))
+	for id := range a.subs.told {
 		ids = append(ids, id)
 	}
 	a.subs.mu.Unlock()
 	for _, id := range ids {
 		rec, err := a.s.opts.Engine.Get(ctx, id)
 		if err != nil {
+			if ops.AsError(err).Code == ops.CodeNotFound {
+				a.subs.mu.Lock()
+				delete(a.subs.told, id)
+				a.subs.mu.Unlock()
+			}
 			continue
 		}
 		a.subs.mu.Lock()
-		s := a.subs.byID[id]
-		changed := s != nil && rec.Version > s.version
+		v, watched := a.subs.told[id]
+		changed := watched && rec.Version > v
 		if changed {
-			s.version = rec.Version
-			if rec.Phase.Terminal() {
-				delete(a.subs.byID, id)
-			}
+			a.subs.told[id] = rec.Version
+		}
+		if watched && rec.Phase.Terminal() {
+			delete(a.subs.told, id)
 		}
 		a.subs.mu.Unlock()
 		if changed {
 			_ = a.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: requestURI(id)})
 		}
 	}
+}
+
+// Followed is how many requests the agents' subscriptions still read each poll (for tests and metrics).
+func (s *Server) Followed() int {
+	n := 0
+	for _, a := range s.agents {
+		a.subs.mu.Lock()
+		n += len(a.subs.told)
+		a.subs.mu.Unlock()
+	}
+	return n
 }

@@ -40,7 +40,7 @@ func (a *agentServer) reply(ctx context.Context, rec *ops.Record, id string, err
 			r.Waiting = w
 		}
 	}
-	return r
+	return inMCPTerms(r, a.s.ask)
 }
 
 // failed reports whether the call did not get what it asked for (a refusal or a failed read).

@@ -51,6 +51,10 @@ type Options struct {
 	Targets Targets
 	// OnCall is told about every tool call: the tool and the code of its first error, or "OK" (metrics).
 	OnCall func(tool, code string)
+	// OnLimit is told about every refusal over a limit, by its configuration key (metrics).
+	OnLimit func(configKey string)
+	// Limits bound the sessions and waits of each agent (zero fields: the config defaults).
+	Limits Limits
 	// PollEvery is how often wait_request and resource subscriptions re-read a request (default 250ms).
 	PollEvery time.Duration
 	// Version is reported to clients as the server's version.
@@ -62,16 +66,19 @@ type Options struct {
 // Server is the MCP server of every registered agent: each agent sees its own tools.
 type Server struct {
 	opts   Options
+	limits Limits
+	ask    asker
 	agents []*agentServer
 	http   http.Handler
 }
 
 // agentServer is one agent's MCP server: its tools, its resources and its subscriptions.
 type agentServer struct {
-	s     *Server
-	agent Agent
-	srv   *mcp.Server
-	subs  *subscriptions
+	s        *Server
+	agent    Agent
+	srv      *mcp.Server
+	subs     *subscriptions
+	sessions sessionSlots
 }
 
 // New builds the server; it serves nothing until its Handler is mounted.
@@ -85,10 +92,13 @@ func New(opts Options) *Server {
 	if opts.OnCall == nil {
 		opts.OnCall = func(string, string) {}
 	}
+	if opts.OnLimit == nil {
+		opts.OnLimit = func(string) {}
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), ask: newAsker(opts.Catalog.Specs())}
 	for _, a := range opts.Agents {
 		s.agents = append(s.agents, s.newAgentServer(a))
 	}
@@ -97,7 +107,7 @@ func New(opts Options) *Server {
 			return as.srv
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: 30 * time.Minute})
+	}, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: s.limits.SessionIdle})
 	mux := http.NewServeMux()
 	mux.Handle(Path, s.authenticate(streamable))
 	s.http = mux
@@ -136,7 +146,8 @@ type agentKey struct{}
 
 // authenticate admits a request only with the bearer token of a registered agent. Anything else is 401 with
 // WWW-Authenticate and nothing else: no engine call, nothing recorded. The SDK's bearer middleware then binds
-// each MCP session to its agent, so one agent's session id is of no use with another agent's token.
+// each MCP session to its agent, so one agent's session id is of no use with another agent's token. A request that
+// opens a session is admitted only under the agent's Limits.SessionsPerAgent.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	bound := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		as, _ := ctx.Value(agentKey{}).(*agentServer)
@@ -156,8 +167,29 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			unauthorized(w, `Bearer realm="hyperops", error="invalid_token", error_description="unknown token"`)
 			return
 		}
+		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
+			aw, held, ok := as.openSession(w)
+			if !ok {
+				as.refuseSession(w, r, held)
+				return
+			}
+			defer aw.release()
+			w = aw
+		}
 		bound.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, as)))
 	})
+}
+
+// sessionIDHeader names an open session; a POST without it opens one.
+const sessionIDHeader = "Mcp-Session-Id"
+
+// Sessions is how many MCP sessions are open, over all agents.
+func (s *Server) Sessions() int {
+	n := 0
+	for _, a := range s.agents {
+		n += a.liveSessions()
+	}
+	return n
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -169,7 +201,10 @@ func bearer(r *http.Request) (string, bool) {
 	return h[len(prefix):], true
 }
 
+// unauthorized answers 401 and closes the connection: a client without a valid token has nothing to keep it open
+// for, and a kept-alive connection per refused caller would pile up.
 func unauthorized(w http.ResponseWriter, challenge string) {
 	w.Header().Set("WWW-Authenticate", challenge)
+	w.Header().Set("Connection", "close")
 	http.Error(w, "unauthorized: send Authorization: Bearer <the agent's HyperOps MCP token>", http.StatusUnauthorized)
 }

@@ -154,13 +154,9 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 
 // decode turns tool arguments into the DM contract's JSON object and decodes it with handlers.DecodeAgentRequest.
 func (a *agentServer) decode(operation string, raw json.RawMessage) (*handlers.AgentRequest, error) {
-	args := map[string]any{}
-	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil {
-			return nil, ops.Errorf(ops.CodeInvalidArgument, "", "send the arguments as one JSON object", "arguments are not a JSON object: %v", err)
-		}
+	args, err := decodeArgs(raw)
+	if err != nil {
+		return nil, err
 	}
 	doc := map[string]any{"operation": operation}
 	controls, workload := map[string]any{}, map[string]any{}
@@ -185,6 +181,17 @@ func (a *agentServer) decode(operation string, raw json.RawMessage) (*handlers.A
 		return nil, fmt.Errorf("encode the request: %w", err)
 	}
 	return handlers.DecodeAgentRequest(b, a.s.opts.Catalog)
+}
+
+// decodeArgs reads tool arguments as the DM contract reads a request (handlers.DecodeObject): one JSON object, each
+// key once (the SDK's own decoding into a map would keep the last of two), numbers as json.Number. No arguments are
+// an empty object.
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	return handlers.DecodeObject(trimmed)
 }
 
 // settled waits a little for a request another call is still planning (a client's retry racing its first call),
