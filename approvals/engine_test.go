@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/jonboulle/clockwork"
 )
@@ -183,7 +184,12 @@ type engineFixture struct {
 
 func newEngine(t *testing.T) *engineFixture {
 	t.Helper()
-	p, _, clock := newPolicy(t, nil)
+	return newEngineWith(t, nil)
+}
+
+func newEngineWith(t *testing.T, mutate func(*config.Config)) *engineFixture {
+	t.Helper()
+	p, _, clock := newPolicy(t, mutate)
 	f := &engineFixture{clock: clock, high: &scaleOp{name: "scale-inference", level: ops.RiskHigh},
 		critical: &scaleOp{name: "delete-inference", level: ops.RiskCritical}}
 	catalog := ops.NewCatalog()
@@ -296,5 +302,40 @@ func TestEngineDenyWithReason(t *testing.T) {
 	}
 	if last := rec.History[len(rec.History)-1]; !strings.Contains(last.Note, "too expensive this week") {
 		t.Errorf("transition note %q lacks the reason", last.Note)
+	}
+}
+
+// Only approvers (and the operators group) take a request over: the requester, who is no approver, cannot take it
+// back from the lead who took it over (and so cannot resume it), but may still stop it.
+func TestEngineTakeOverNeedsAnApprover(t *testing.T) {
+	ctx := context.Background()
+	f := newEngineWith(t, func(c *config.Config) { c.Approvals.Operators = "sre" })
+	f.submit(t, "req-take", "scale-inference")
+	alice, lead := human("U0ALICE"), human("U0LEAD1")
+	steps := []struct {
+		who   ops.Initiator
+		want  ops.Code
+		owner string
+		text  []string
+	}{
+		{alice, "", "U0ALICE", nil}, // already hers: nothing changes
+		{human("U0BOB"), ops.CodeNotAuthorized, "U0ALICE", []string{"only approvers", "approver group leads or in operators group sre"}},
+		{lead, "", "U0LEAD1", nil},
+		{alice, ops.CodeNotAuthorized, "U0LEAD1", []string{"only approvers", "use Stop"}},
+		{human("U0SRE1"), "", "U0SRE1", nil}, // an operator, not in leads
+		{lead, "", "U0LEAD1", nil},
+	}
+	for i, s := range steps {
+		got, err := f.engine.TakeOver(ctx, "req-take", s.who)
+		wantCode(t, err, s.want, s.text...)
+		if got.Owner.ID != s.owner {
+			t.Fatalf("step %d (%s): owner %s, want %s", i, s.who.ID, got.Owner.ID, s.owner)
+		}
+	}
+	_, err := f.engine.Resume(ctx, "req-take", alice)
+	wantCode(t, err, ops.CodeNotAuthorized)
+	rec, err := f.engine.Stop(ctx, "req-take", alice)
+	if err != nil || rec.Phase != ops.PhaseCancelled {
+		t.Fatalf("the requester's Stop: %v, %+v; want it cancelled", err, rec)
 	}
 }

@@ -161,7 +161,7 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 // TakeOver makes a person the owner of a request (typically one an agent started); it is recorded.
 func (e *Engine) TakeOver(ctx context.Context, id string, who Initiator) (*Record, error) {
 	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
-		if err := e.checkSteward(ctx, rec, who); err != nil {
+		if err := e.checkTakeOver(ctx, rec, who); err != nil {
 			return rec, err
 		}
 		if rec.Owner.ID == who.ID {
@@ -201,6 +201,34 @@ func (e *Engine) checkSteward(ctx context.Context, rec *Record, who Initiator) e
 	var ue *Error
 	if errors.As(err, &ue) && ue.Code == CodeSelfApproval {
 		return nil // the requester may always stop their own request
+	}
+	return err
+}
+
+// TakeOverPolicy is a Policy that also decides who may take a request over. Without it, whoever may vote on the
+// request may.
+type TakeOverPolicy interface {
+	// CheckTakeOver reports whether who may become the owner of rec (E_NOT_AUTHORIZED otherwise).
+	CheckTakeOver(ctx context.Context, rec *Record, who Initiator) error
+}
+
+// checkTakeOver allows people who may approve the request, never its requester for being its requester: a
+// requester who is no approver could otherwise take a request back from the lead who took it over, and resume it.
+func (e *Engine) checkTakeOver(ctx context.Context, rec *Record, who Initiator) error {
+	if who.Kind != Human {
+		return Errorf(CodeNotAuthorized, "", "ask a person to do it", "only people can stop or take over requests")
+	}
+	if e.policy == nil || rec.Owner.ID == who.ID {
+		return nil
+	}
+	if tp, ok := e.policy.(TakeOverPolicy); ok {
+		return tp.CheckTakeOver(ctx, rec, who)
+	}
+	err := e.policy.CheckVoter(ctx, rec, who)
+	var ue *Error
+	if errors.As(err, &ue) && ue.Code == CodeSelfApproval {
+		return Errorf(CodeNotAuthorized, "", "ask an approver to take it over; to end it, use Stop",
+			"only approvers take over requests, and you asked for %s", rec.ID())
 	}
 	return err
 }
