@@ -219,6 +219,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
 	rec := f.submit(t, "req-scale", "scale-inference")
+	hash := rec.Approval.PlanHash
 	if rec.Approval.Approvers != "leads" || rec.Approval.Required != 1 || !rec.Approval.ExpiresAt.Equal(epoch.Add(time.Hour)) {
 		t.Fatalf("approval %+v, want 1 of leads expiring at %v", rec.Approval, epoch.Add(time.Hour))
 	}
@@ -235,7 +236,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 		{human("U0LEAD2"), "", ops.PhaseSucceeded, 1}, // a second click changes nothing
 	}
 	for _, s := range steps {
-		got, err := f.engine.Approve(ctx, "req-scale", s.voter)
+		got, err := f.engine.Approve(ctx, "req-scale", s.voter, hash)
 		wantCode(t, err, s.want)
 		if got.Phase != s.phase || f.high.executed.Load() != s.runs {
 			t.Fatalf("after %s: phase %s with %d execution(s), want %s with %d", s.voter.ID, got.Phase, f.high.executed.Load(), s.phase, s.runs)
@@ -246,7 +247,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 func TestEngineQuorum(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
-	f.submit(t, "req-delete", "delete-inference")
+	hash := f.submit(t, "req-delete", "delete-inference").Approval.PlanHash
 	steps := []struct {
 		voter    string
 		received int
@@ -258,7 +259,7 @@ func TestEngineQuorum(t *testing.T) {
 		{"U0LEADG", 2, ops.PhaseSucceeded, 1},
 	}
 	for _, s := range steps {
-		got, err := f.engine.Approve(ctx, "req-delete", human(s.voter))
+		got, err := f.engine.Approve(ctx, "req-delete", human(s.voter), hash)
 		if err != nil {
 			t.Fatalf("%s: %v", s.voter, err)
 		}
@@ -272,9 +273,9 @@ func TestEngineQuorum(t *testing.T) {
 func TestEngineApprovalAfterExpiry(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
-	f.submit(t, "req-late", "scale-inference")
+	hash := f.submit(t, "req-late", "scale-inference").Approval.PlanHash
 	f.clock.Advance(time.Hour)
-	got, err := f.engine.Approve(ctx, "req-late", human("U0LEAD1"))
+	got, err := f.engine.Approve(ctx, "req-late", human("U0LEAD1"), hash)
 	wantCode(t, err, ops.CodeApprovalExpired)
 	if got.Phase != ops.PhaseExpired || f.high.executed.Load() != 0 {
 		t.Fatalf("phase %s with %d execution(s), want expired with none", got.Phase, f.high.executed.Load())
@@ -337,5 +338,23 @@ func TestEngineTakeOverNeedsAnApprover(t *testing.T) {
 	rec, err := f.engine.Stop(ctx, "req-take", alice)
 	if err != nil || rec.Phase != ops.PhaseCancelled {
 		t.Fatalf("the requester's Stop: %v, %+v; want it cancelled", err, rec)
+	}
+}
+
+// A vote names the plan the voter saw: one for another plan, or for none (a button from before votes carried the
+// plan hash), is refused with E_STALE_PLAN and counts for nothing.
+func TestEngineApproveNamesThePlan(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	hash := f.submit(t, "req-seen", "scale-inference").Approval.PlanHash
+	for _, seen := range []string{"", "0ld" + hash} {
+		got, err := f.engine.Approve(ctx, "req-seen", human("U0LEAD1"), seen)
+		wantCode(t, err, ops.CodeStalePlan, "the plan changed, look again")
+		if got.Phase != ops.PhaseAwaitingApproval || len(got.Approval.Votes) != 0 || f.high.executed.Load() != 0 {
+			t.Fatalf("vote for plan %q: phase %s, votes %+v; want awaiting approval with none", seen, got.Phase, got.Approval.Votes)
+		}
+	}
+	if got, err := f.engine.Approve(ctx, "req-seen", human("U0LEAD1"), hash); err != nil || got.Phase != ops.PhaseSucceeded {
+		t.Fatalf("vote for the current plan: %v, %s", err, got.Phase)
 	}
 }

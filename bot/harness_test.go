@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
@@ -431,7 +432,8 @@ func requestID(t *testing.T, m fakeslack.Message) string {
 	}
 	for _, b := range blocks {
 		if els, ok := b["elements"].([]any); ok && b["type"] == "actions" {
-			return els[0].(map[string]any)["value"].(string)
+			id, _ := handlers.ButtonTarget(els[0].(map[string]any)["value"].(string))
+			return id
 		}
 	}
 	t.Fatalf("no buttons on message %s", m.TS)

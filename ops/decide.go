@@ -9,23 +9,25 @@ import (
 // maxCASAttempts bounds retries of a compare-and-set lost to a concurrent writer.
 const maxCASAttempts = 8
 
-// Approve records voter's approval. When the quorum is reached the request is executed (by exactly one caller).
-// Voting twice is harmless; a request already approved or executed is returned as it is.
-func (e *Engine) Approve(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, true, "")
+// Approve records voter's approval of the plan with hash planHash, the one the voter was shown. When the quorum is
+// reached the request is executed (by exactly one caller). A vote for another plan than the current one (or for
+// none: "") is refused with E_STALE_PLAN, so nobody approves a plan they did not see. Voting twice is harmless; a
+// request already approved or executed is returned as it is.
+func (e *Engine) Approve(ctx context.Context, id string, voter Initiator, planHash string) (*Record, error) {
+	return e.decide(ctx, id, voter, true, "", planHash)
 }
 
-// Deny ends the request: one authorized Deny is enough.
+// Deny ends the request: one authorized Deny is enough, whichever plan the voter saw.
 func (e *Engine) Deny(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, false, "")
+	return e.decide(ctx, id, voter, false, "", "")
 }
 
 // DenyWithReason is Deny with the reason the approver gave: it is kept on the vote and in the transition's note.
 func (e *Engine) DenyWithReason(ctx context.Context, id string, voter Initiator, reason string) (*Record, error) {
-	return e.decide(ctx, id, voter, false, reason)
+	return e.decide(ctx, id, voter, false, reason, "")
 }
 
-func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason string) (*Record, error) {
+func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason, seen string) (*Record, error) {
 	for range maxCASAttempts {
 		rec, err := e.Get(ctx, id)
 		if err != nil {
@@ -48,6 +50,9 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 			if err := e.policy.CheckVoter(ctx, rec, voter); err != nil {
 				return rec, err
 			}
+		}
+		if approve && seen != rec.Approval.PlanHash {
+			return rec, stalePlanError(rec, seen)
 		}
 		if hasVoted(rec, voter.ID) && approve {
 			return rec, nil
@@ -78,6 +83,17 @@ func (e *Engine) notAwaiting(rec *Record, approve bool) (*Record, error) {
 	}
 	return rec, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()),
 		"request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
+}
+
+// stalePlanError refuses a vote for a plan other than the current one; seen is "" for a button from before votes
+// carried the plan hash.
+func stalePlanError(rec *Record, seen string) *Error {
+	why := fmt.Sprintf("the plan of %s changed since you saw it", rec.ID())
+	if seen == "" {
+		why = fmt.Sprintf("this button does not say which plan of %s you saw", rec.ID())
+	}
+	return Errorf(CodeStalePlan, "", "review the current plan (its message now shows it) and click Approve there again",
+		"the plan changed, look again: %s, and your vote was not counted", why)
 }
 
 func expiredError(rec *Record) *Error {

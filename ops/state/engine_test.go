@@ -309,11 +309,12 @@ func TestApproveWithRedisDownExecutesNothing(t *testing.T) {
 	cl := newCluster(t)
 	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
 	ctx := ctxT(t)
-	if _, err := e.Submit(ctx, scaleRequest("pending-1", 4)); err != nil {
+	pending, err := e.Submit(ctx, scaleRequest("pending-1", 4))
+	if err != nil {
 		t.Fatal(err)
 	}
 	cl.srv.Stop()
-	if _, err := e.Approve(ctx, "pending-1", lead1); code(err) != ops.CodeStateUnavailable {
+	if _, err := e.Approve(ctx, "pending-1", lead1, pending.Approval.PlanHash); code(err) != ops.CodeStateUnavailable {
 		t.Fatalf("Approve with Redis down: %v, want E_STATE_UNAVAILABLE", err)
 	}
 	if n := cl.op.execs.Load(); n != 0 {
@@ -419,7 +420,7 @@ func TestQuorumAndStalePlan(t *testing.T) {
 			st.before()
 		}
 		before, _ := e.Get(ctx, "quorum-1")
-		returned, err := e.Approve(ctx, "quorum-1", st.voter)
+		returned, err := e.Approve(ctx, "quorum-1", st.voter, before.Approval.PlanHash)
 		if code(err) != st.wantCode {
 			t.Fatalf("%s: error %v, want code %q", st.name, err, st.wantCode)
 		}
