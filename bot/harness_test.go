@@ -423,6 +423,15 @@ func (h *harness) record(id string) *ops.Record {
 	return rec
 }
 
+// recordOrNil returns the record stored under id, or nil while there is none.
+func (h *harness) recordOrNil(id string) *ops.Record {
+	rec, err := h.bot.Engine().Get(h.ctx(), id)
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
 // requestID reads the request id from a plan message's buttons.
 func requestID(t *testing.T, m fakeslack.Message) string {
 	t.Helper()
