@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/jonboulle/clockwork"
 )
@@ -183,7 +184,12 @@ type engineFixture struct {
 
 func newEngine(t *testing.T) *engineFixture {
 	t.Helper()
-	p, _, clock := newPolicy(t, nil)
+	return newEngineWith(t, nil)
+}
+
+func newEngineWith(t *testing.T, mutate func(*config.Config)) *engineFixture {
+	t.Helper()
+	p, _, clock := newPolicy(t, mutate)
 	f := &engineFixture{clock: clock, high: &scaleOp{name: "scale-inference", level: ops.RiskHigh},
 		critical: &scaleOp{name: "delete-inference", level: ops.RiskCritical}}
 	catalog := ops.NewCatalog()
@@ -213,6 +219,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
 	rec := f.submit(t, "req-scale", "scale-inference")
+	hash := rec.Approval.PlanHash
 	if rec.Approval.Approvers != "leads" || rec.Approval.Required != 1 || !rec.Approval.ExpiresAt.Equal(epoch.Add(time.Hour)) {
 		t.Fatalf("approval %+v, want 1 of leads expiring at %v", rec.Approval, epoch.Add(time.Hour))
 	}
@@ -229,7 +236,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 		{human("U0LEAD2"), "", ops.PhaseSucceeded, 1}, // a second click changes nothing
 	}
 	for _, s := range steps {
-		got, err := f.engine.Approve(ctx, "req-scale", s.voter)
+		got, err := f.engine.Approve(ctx, "req-scale", s.voter, hash)
 		wantCode(t, err, s.want)
 		if got.Phase != s.phase || f.high.executed.Load() != s.runs {
 			t.Fatalf("after %s: phase %s with %d execution(s), want %s with %d", s.voter.ID, got.Phase, f.high.executed.Load(), s.phase, s.runs)
@@ -240,7 +247,7 @@ func TestEngineApprovalFlow(t *testing.T) {
 func TestEngineQuorum(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
-	f.submit(t, "req-delete", "delete-inference")
+	hash := f.submit(t, "req-delete", "delete-inference").Approval.PlanHash
 	steps := []struct {
 		voter    string
 		received int
@@ -252,7 +259,7 @@ func TestEngineQuorum(t *testing.T) {
 		{"U0LEADG", 2, ops.PhaseSucceeded, 1},
 	}
 	for _, s := range steps {
-		got, err := f.engine.Approve(ctx, "req-delete", human(s.voter))
+		got, err := f.engine.Approve(ctx, "req-delete", human(s.voter), hash)
 		if err != nil {
 			t.Fatalf("%s: %v", s.voter, err)
 		}
@@ -266,9 +273,9 @@ func TestEngineQuorum(t *testing.T) {
 func TestEngineApprovalAfterExpiry(t *testing.T) {
 	ctx := context.Background()
 	f := newEngine(t)
-	f.submit(t, "req-late", "scale-inference")
+	hash := f.submit(t, "req-late", "scale-inference").Approval.PlanHash
 	f.clock.Advance(time.Hour)
-	got, err := f.engine.Approve(ctx, "req-late", human("U0LEAD1"))
+	got, err := f.engine.Approve(ctx, "req-late", human("U0LEAD1"), hash)
 	wantCode(t, err, ops.CodeApprovalExpired)
 	if got.Phase != ops.PhaseExpired || f.high.executed.Load() != 0 {
 		t.Fatalf("phase %s with %d execution(s), want expired with none", got.Phase, f.high.executed.Load())
@@ -296,5 +303,58 @@ func TestEngineDenyWithReason(t *testing.T) {
 	}
 	if last := rec.History[len(rec.History)-1]; !strings.Contains(last.Note, "too expensive this week") {
 		t.Errorf("transition note %q lacks the reason", last.Note)
+	}
+}
+
+// Only approvers (and the operators group) take a request over: the requester, who is no approver, cannot take it
+// back from the lead who took it over (and so cannot resume it), but may still stop it.
+func TestEngineTakeOverNeedsAnApprover(t *testing.T) {
+	ctx := context.Background()
+	f := newEngineWith(t, func(c *config.Config) { c.Approvals.Operators = "sre" })
+	f.submit(t, "req-take", "scale-inference")
+	alice, lead := human("U0ALICE"), human("U0LEAD1")
+	steps := []struct {
+		who   ops.Initiator
+		want  ops.Code
+		owner string
+		text  []string
+	}{
+		{alice, "", "U0ALICE", nil}, // already hers: nothing changes
+		{human("U0BOB"), ops.CodeNotAuthorized, "U0ALICE", []string{"only approvers", "approver group leads or in operators group sre"}},
+		{lead, "", "U0LEAD1", nil},
+		{alice, ops.CodeNotAuthorized, "U0LEAD1", []string{"only approvers", "use Stop"}},
+		{human("U0SRE1"), "", "U0SRE1", nil}, // an operator, not in leads
+		{lead, "", "U0LEAD1", nil},
+	}
+	for i, s := range steps {
+		got, err := f.engine.TakeOver(ctx, "req-take", s.who)
+		wantCode(t, err, s.want, s.text...)
+		if got.Owner.ID != s.owner {
+			t.Fatalf("step %d (%s): owner %s, want %s", i, s.who.ID, got.Owner.ID, s.owner)
+		}
+	}
+	_, err := f.engine.Resume(ctx, "req-take", alice)
+	wantCode(t, err, ops.CodeNotAuthorized)
+	rec, err := f.engine.Stop(ctx, "req-take", alice)
+	if err != nil || rec.Phase != ops.PhaseCancelled {
+		t.Fatalf("the requester's Stop: %v, %+v; want it cancelled", err, rec)
+	}
+}
+
+// A vote names the plan the voter saw: one for another plan, or for none (a button from before votes carried the
+// plan hash), is refused with E_STALE_PLAN and counts for nothing.
+func TestEngineApproveNamesThePlan(t *testing.T) {
+	ctx := context.Background()
+	f := newEngine(t)
+	hash := f.submit(t, "req-seen", "scale-inference").Approval.PlanHash
+	for _, seen := range []string{"", "0ld" + hash} {
+		got, err := f.engine.Approve(ctx, "req-seen", human("U0LEAD1"), seen)
+		wantCode(t, err, ops.CodeStalePlan, "the plan changed, look again")
+		if got.Phase != ops.PhaseAwaitingApproval || len(got.Approval.Votes) != 0 || f.high.executed.Load() != 0 {
+			t.Fatalf("vote for plan %q: phase %s, votes %+v; want awaiting approval with none", seen, got.Phase, got.Approval.Votes)
+		}
+	}
+	if got, err := f.engine.Approve(ctx, "req-seen", human("U0LEAD1"), hash); err != nil || got.Phase != ops.PhaseSucceeded {
+		t.Fatalf("vote for the current plan: %v, %s", err, got.Phase)
 	}
 }

@@ -375,7 +375,7 @@ func TestApproverMustBeInTheRequestsChannel(t *testing.T) {
 		t.Fatalf("channel annotation = %q, want %s", got, chOps)
 	}
 	// lead3 cannot see the channel to click; a vote reaching the engine some other way is refused all the same.
-	_, err := h.bot.Engine().Approve(h.ctx(), id, ops.Initiator{Kind: ops.Human, ID: userLead3, Name: "lead3"})
+	_, err := h.bot.Engine().Approve(h.ctx(), id, ops.Initiator{Kind: ops.Human, ID: userLead3, Name: "lead3"}, h.record(id).Approval.PlanHash)
 	if ue := ops.AsError(err); err == nil || ue.Code != ops.CodeNotAuthorized || !strings.Contains(ue.Message, "not a member of channel "+chOps) {
 		t.Fatalf("lead3's vote: %v, want E_NOT_AUTHORIZED for not being in %s", err, chOps)
 	}

@@ -148,6 +148,7 @@ func New(opts Options) (*Bot, error) {
 		return nil, err
 	}
 	sc.SetRedactor(redactor)
+	handlers.SetRedactor(redactor)
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
 		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
 	sc.SetChannelLimiter(channelRates{store})

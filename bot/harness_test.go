@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
@@ -424,6 +425,15 @@ func (h *harness) record(id string) *ops.Record {
 	return rec
 }
 
+// recordOrNil returns the record stored under id, or nil while there is none.
+func (h *harness) recordOrNil(id string) *ops.Record {
+	rec, err := h.bot.Engine().Get(h.ctx(), id)
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
 // requestID reads the request id from a plan message's buttons.
 func requestID(t *testing.T, m fakeslack.Message) string {
 	t.Helper()
@@ -433,7 +443,8 @@ func requestID(t *testing.T, m fakeslack.Message) string {
 	}
 	for _, b := range blocks {
 		if els, ok := b["elements"].([]any); ok && b["type"] == "actions" {
-			return els[0].(map[string]any)["value"].(string)
+			id, _ := handlers.ButtonTarget(els[0].(map[string]any)["value"].(string))
+			return id
 		}
 	}
 	t.Fatalf("no buttons on message %s", m.TS)

@@ -95,11 +95,20 @@ func TestAgentRequestIDRace(t *testing.T) {
 		if body := replyBody(t, agentReplies(s, dms[loser].TS)[0]); body.RequestID != id || len(body.Errors) > 0 || body.Phase != ops.PhaseReceived {
 			t.Fatalf("round %d: the second DM got %+v, want the existing request %s (received, still planning) without errors", round, body, id)
 		}
-		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=4 request-id="+id)
-		conflict := "request id " + id + " was already used"
-		h.waitFor("E_IDEMPOTENCY_CONFLICT for the slash command", func(s fakeslack.Snapshot) bool {
+		// Request ids are each initiator's own: Alice's id is the agent's, so her request is recorded under a scoped id
+		// (a dry run, so nothing is written); the same id with other content is then taken, by her, and the refusal
+		// names neither the agent's operation nor the agent.
+		alices := ops.ScopedRequestID(id, userAlice)
+		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=4 dry-run request-id="+id)
+		h.waitUntil("Alice's own dry run "+alices, func() bool { r := h.recordOrNil(alices); return r != nil && r.Phase == ops.PhaseDone })
+		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=5 dry-run request-id="+id)
+		conflict := "request id " + id + " is taken: you already used it"
+		s = h.waitFor("E_IDEMPOTENCY_CONFLICT for the slash command", func(s fakeslack.Snapshot) bool {
 			return ephemeralWith(s, userAlice, conflict) && ephemeralWith(s, userAlice, string(ops.CodeIdempotencyConflict))
 		})
+		if ephemeralWith(s, userAlice, userAgent) {
+			t.Errorf("round %d: the conflict told Alice about the agent's request", round)
+		}
 		close(gate)
 
 		creator := dms[1-loser]
@@ -116,8 +125,8 @@ func TestAgentRequestIDRace(t *testing.T) {
 		if len(appr) != 1 || !hasButton(appr[0], handlers.ActionApprove) {
 			t.Errorf("round %d: %d approval messages for %s, want exactly one with Approve", round, len(appr), id)
 		}
-		if n := len(mentioning(s.Messages[chOps], id)); n != 0 {
-			t.Errorf("round %d: %d messages about %s in the slash command's channel, want none", round, n, id)
+		if n := len(mentioning(s.Messages[chOps], id)) - len(mentioning(s.Messages[chOps], alices)); n != 0 {
+			t.Errorf("round %d: %d messages about the agent's %s in the slash command's channel, want none", round, n, id)
 		}
 		for _, m := range topLevel(s, dmAgent) {
 			if m.User == "U0BOT" || m.BotID != "" {

@@ -316,6 +316,9 @@ type Approvals struct {
 	Groups map[string]ApproverGroup `yaml:"groups"`
 	// RequireChannelMembership makes approvers also be members of the approvals channel.
 	RequireChannelMembership bool `yaml:"requireChannelMembership"`
+	// Operators names a group in Groups whose members may take over any request (and then resume or stop it),
+	// besides the approvers of the request's own group. Empty (the default): only approvers take over.
+	Operators string `yaml:"operators"`
 	// Rules are tried in order; the first match wins.
 	Rules []ApprovalRule `yaml:"rules"`
 }

@@ -119,6 +119,10 @@ func (c *Config) validateApprovals(l *problemList) {
 		}
 		checkMembers(l, at, g.Users, g.UserGroups)
 	}
+	if _, ok := ap.Groups[ap.Operators]; ap.Operators != "" && !ok {
+		l.add("approvals.operators", "must name a group in approvals.groups (%s), got %q",
+			quoteList(sortedKeys(ap.Groups)), ap.Operators)
+	}
 	for i := range ap.Rules {
 		c.validateRule(l, indexPath("approvals.rules", i), &ap.Rules[i])
 	}

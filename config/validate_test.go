@@ -258,6 +258,8 @@ func TestValidationRules(t *testing.T) {
 			"mcp.listen", `must differ from server.listen (":8080")`},
 		{"rules name a defined group", func(c *Config) { rule(c).Approvers = "leads" }, func(c *Config) { rule(c).Approvers = "admins" },
 			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads"), got "admins"`},
+		{"operators name a defined group", func(c *Config) { c.Approvals.Operators = "leads" }, func(c *Config) { c.Approvals.Operators = "oncall" },
+			"approvals.operators", `must name a group in approvals.groups ("leads"), got "oncall"`},
 		{"rules use known risk levels", func(c *Config) { rule(c).Risk = []string{"medium"} }, func(c *Config) { rule(c).Risk = []string{"severe"} },
 			"approvals.rules[1].risk[0]", `must be one of low, medium, high, critical, got "severe"`},
 		{"required is not negative", func(c *Config) { rule(c).Required = 0 }, func(c *Config) { rule(c).Required = -1 },

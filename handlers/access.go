@@ -54,6 +54,20 @@ func (h *Handler) visible(ctx context.Context, id string, who ops.Initiator) (*o
 	return rec, nil
 }
 
+// visibleByRequestID reads the request who knows by id, refusing it unless who may see it: their own request sent
+// with that request id (stored under ops.ScopedRequestID when the id was another initiator's), else the request
+// stored under id. Buttons carry stored ids and read them with visible.
+func (h *Handler) visibleByRequestID(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error) {
+	rec, err := h.engine.Get(ctx, ops.ScopedRequestID(id, who.ID))
+	if err != nil || rec.Request.Initiator.ID != who.ID {
+		return h.visible(ctx, id, who)
+	}
+	if err := h.access.CheckView(ctx, rec, who); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
 // visibleOnly keeps the records who may see, in order; one whose membership cannot be read is left out.
 func (h *Handler) visibleOnly(ctx context.Context, recs []*ops.Record, who ops.Initiator) []*ops.Record {
 	out := recs[:0:0]

@@ -326,11 +326,25 @@ func orCode(code string) string {
 	return code
 }
 
-// click presses a button of R's message in C0ML; a Deny opens its modal, which is then submitted.
+// click presses a button of R's message in C0ML as it is drawn now (an Approve button carries R's plan hash); a
+// Deny opens its modal, which is then submitted.
 func (f *matrixFixture) click(ctx context.Context, user, action string) error {
+	value := "req-r"
+	if action == ActionApprove {
+		rec, err := f.store.Get(ctx, "req-r")
+		if err != nil {
+			return err
+		}
+		value = ApproveValue(rec)
+	}
+	return f.clickValue(ctx, user, action, value)
+}
+
+// clickValue presses a button whose value is value.
+func (f *matrixFixture) clickValue(ctx context.Context, user, action, value string) error {
 	var cb slack.InteractionCallback
 	cb.Type, cb.TriggerID, cb.User.ID, cb.Channel.ID, cb.Container.MessageTs = slack.InteractionTypeBlockActions, "trig", user, "C0ML", "1.1"
-	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: action, Value: "req-r"}}
+	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: action, Value: value}}
 	if err := f.h.Interaction(ctx, cb); err != nil {
 		return err
 	}

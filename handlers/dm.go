@@ -90,7 +90,7 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 		return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, err))
 	}
 	if ar.Operation == "get-request" {
-		rec, err := h.visible(ctx, ar.RequestID, who)
+		rec, err := h.visibleByRequestID(ctx, ar.RequestID, who)
 		return h.replyAgent(ctx, dm, AgentBody(rec, ar.RequestID, err))
 	}
 	if !agent.Allows(ar.Operation) {

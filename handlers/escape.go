@@ -7,7 +7,8 @@ import (
 
 // Every string that did not come from HyperOps itself (names, images, commands, reasons, error texts from
 // Kubernetes and AWS, what a person or an agent typed) goes through one of these before it is put in mrkdwn, so it
-// can never become a live mention, link or channel ping, nor break out of the code span it is shown in.
+// can never become a live mention, link or channel ping, nor break out of the code span it is shown in. Each
+// redacts it first (SetRedactor), while it is still the raw text the secrets and patterns are written for.
 
 // mrkdwnEscaper escapes the three characters Slack's mrkdwn gives meaning to: with < and > escaped no
 // <@U…>, <!channel>, <#C…> or <https://…|…> can form.
@@ -16,19 +17,21 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // maxInline is how much of one outside value is shown inline (a name, an image, a reason); the rest is cut.
 const maxInline = 200
 
-// esc escapes outside text for mrkdwn, keeping its lines.
-func esc(s string) string { return mrkdwnEscaper.Replace(stripControls(s, true)) }
+// esc redacts and escapes outside text for mrkdwn, keeping its lines.
+func esc(s string) string { return escRedacted(redact(s)) }
+
+func escRedacted(s string) string { return mrkdwnEscaper.Replace(stripControls(s, true)) }
 
 // escLine escapes outside text for one line of mrkdwn: newlines become spaces and it is cut at maxInline.
-func escLine(s string) string { return esc(clip(oneLine(s), maxInline)) }
+func escLine(s string) string { return escRedacted(clip(oneLine(redact(s)), maxInline)) }
 
 // escText escapes a message's plain text (what notifications show), cut to what a section holds.
-func escText(s string) string { return esc(clip(s, maxSectionText)) }
+func escText(s string) string { return escRedacted(clip(redact(s), maxSectionText)) }
 
 // code renders an outside value as an inline code span: escaped, on one line, cut at maxInline, and with its
 // backticks replaced by a look-alike so it cannot close the span and let the rest render as mrkdwn.
 func code(s string) string {
-	s = clip(oneLine(s), maxInline)
+	s = clip(oneLine(redact(s)), maxInline)
 	if s == "" {
 		return "–"
 	}
@@ -37,7 +40,7 @@ func code(s string) string {
 
 // codeBlock renders outside text (a manifest, a log) as a preformatted block that a ``` inside cannot close.
 func codeBlock(s string) string {
-	s = stripControls(s, true)
+	s = stripControls(redact(s), true)
 	s = strings.ReplaceAll(s, "```", "ˋˋˋ")
 	return "```" + mrkdwnEscaper.Replace(s) + "```"
 }

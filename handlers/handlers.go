@@ -13,7 +13,8 @@ import (
 // Engine is the part of *ops.Engine the handlers drive.
 type Engine interface {
 	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
-	Approve(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
+	// Approve counts a vote for the plan with hash planHash only while it is the request's plan (E_STALE_PLAN).
+	Approve(ctx context.Context, id string, voter ops.Initiator, planHash string) (*ops.Record, error)
 	Deny(ctx context.Context, id string, voter ops.Initiator) (*ops.Record, error)
 	DenyWithReason(ctx context.Context, id string, voter ops.Initiator, reason string) (*ops.Record, error)
 	Cancel(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)

@@ -24,9 +24,11 @@ const (
 // confirmMeta is the modal's private metadata: which request, which claim, and where the button was.
 type confirmMeta struct {
 	RequestID string `json:"id"`
-	Claim     string `json:"claim"`
-	Channel   string `json:"channel"`
-	TS        string `json:"ts"`
+	// PlanHash is the plan the approver was shown when they clicked Approve.
+	PlanHash string `json:"plan,omitempty"`
+	Claim    string `json:"claim"`
+	Channel  string `json:"channel"`
+	TS       string `json:"ts"`
 }
 
 // requestActions are the buttons of a request's message.
@@ -59,11 +61,11 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 }
 
 func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
-	id := a.Value
-	action := a.ActionID
+	value, action := a.Value, a.ActionID
 	if action == ActionMore {
-		action, id, _ = strings.Cut(a.SelectedOption.Value, ":")
+		action, value, _ = strings.Cut(a.SelectedOption.Value, ":")
 	}
+	id, planHash := ButtonTarget(value)
 	voter := h.initiator(cb.User.ID, cb.User.Name)
 	channel, ts := cb.Channel.ID, cb.Container.MessageTs
 	if ts == "" {
@@ -83,9 +85,9 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 		return h.poster.OpenView(ctx, cb.TriggerID, DetailsModal(rec))
 	case ActionApprove:
 		if rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
-			return h.openConfirm(ctx, cb.TriggerID, rec, channel, ts)
+			return h.openConfirm(ctx, cb.TriggerID, rec, planHash, channel, ts)
 		}
-		rec, err = h.engine.Approve(ctx, id, voter)
+		rec, err = h.engine.Approve(ctx, id, voter, planHash)
 	case ActionDeny:
 		if rec.Phase == ops.PhaseAwaitingApproval {
 			return h.openDeny(ctx, cb.TriggerID, rec, channel, ts)
@@ -131,8 +133,8 @@ func (h *Handler) isPlanMessage(ctx context.Context, id, channel, ts string) boo
 	})
 }
 
-func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, channel, ts string) error {
-	meta, _ := json.Marshal(confirmMeta{RequestID: rec.ID(), Claim: claimName(rec), Channel: channel, TS: ts})
+func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, planHash, channel, ts string) error {
+	meta, _ := json.Marshal(confirmMeta{RequestID: rec.ID(), PlanHash: planHash, Claim: claimName(rec), Channel: channel, TS: ts})
 	return h.poster.OpenView(ctx, trigger, ConfirmDeleteModal(rec, string(meta)))
 }
 
@@ -177,6 +179,6 @@ func (h *Handler) confirmDelete(ctx context.Context, cb slack.InteractionCallbac
 	var meta confirmMeta
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
 	voter := h.initiator(cb.User.ID, cb.User.Name)
-	rec, err := h.engine.Approve(ctx, meta.RequestID, voter)
+	rec, err := h.engine.Approve(ctx, meta.RequestID, voter, meta.PlanHash)
 	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, voter.ID)
 }

@@ -413,7 +413,11 @@ var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny
 	ActionTakeOver: "Take over", ActionResume: "Resume"}
 
 func button(rec *ops.Record, id string) *slack.ButtonBlockElement {
-	b := slack.NewButtonBlockElement(id, rec.ID(), plain(buttonLabels[id]))
+	value := rec.ID()
+	if id == ActionApprove {
+		value = ApproveValue(rec)
+	}
+	b := slack.NewButtonBlockElement(id, value, plain(buttonLabels[id]))
 	switch id {
 	case ActionApprove, ActionTakeOver:
 		b.Style = slack.StylePrimary
@@ -424,6 +428,20 @@ func button(rec *ops.Record, id string) *slack.ButtonBlockElement {
 		b.Confirm = approveConfirm(rec)
 	}
 	return b
+}
+
+// planSeparator joins a request id and a plan hash in an Approve button's value; request ids never hold it.
+const planSeparator = "@"
+
+// ApproveValue is the value of request rec's Approve button: its id and the hash of the plan the message shows, so
+// that a click approves that plan and no later one.
+func ApproveValue(rec *ops.Record) string { return rec.ID() + planSeparator + rec.Approval.PlanHash }
+
+// ButtonTarget reads a request button's value: the request id, and for an Approve button the plan hash it was drawn with
+// ("" on buttons posted before the value carried it, which the engine refuses like a changed plan).
+func ButtonTarget(value string) (id, planHash string) {
+	id, planHash, _ = strings.Cut(value, planSeparator)
+	return id, planHash
 }
 
 // approveConfirm is the dialog Slack shows before a high or critical risk approval is sent.

@@ -332,9 +332,9 @@ func reportClip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// reportEscape escapes the three characters mrkdwn gives meaning to.
+// reportEscape redacts s and escapes the three characters mrkdwn gives meaning to.
 func reportEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return mrkdwnEscaper.Replace(redact(s))
 }
 
 func reportOr(s, def string) string {

@@ -183,7 +183,10 @@ func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Init
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, "id",
 			"add id=<request id> (see "+h.cfg.Command+" requests)", "%s request %s needs id=", h.cfg.Command, inv.Command.Verb)))
 	}
-	rec, err := h.visible(ctx, id, who)
+	rec, err := h.visibleByRequestID(ctx, id, who)
+	if err == nil {
+		id = rec.ID()
+	}
 	switch {
 	case err != nil:
 	case inv.Command.Verb == "cancel":

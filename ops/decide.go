@@ -9,23 +9,25 @@ import (
 // maxCASAttempts bounds retries of a compare-and-set lost to a concurrent writer.
 const maxCASAttempts = 8
 
-// Approve records voter's approval. When the quorum is reached the request is executed (by exactly one caller).
-// Voting twice is harmless; a request already approved or executed is returned as it is.
-func (e *Engine) Approve(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, true, "")
+// Approve records voter's approval of the plan with hash planHash, the one the voter was shown. When the quorum is
+// reached the request is executed (by exactly one caller). A vote for another plan than the current one (or for
+// none: "") is refused with E_STALE_PLAN, so nobody approves a plan they did not see. Voting twice is harmless; a
+// request already approved or executed is returned as it is.
+func (e *Engine) Approve(ctx context.Context, id string, voter Initiator, planHash string) (*Record, error) {
+	return e.decide(ctx, id, voter, true, "", planHash)
 }
 
-// Deny ends the request: one authorized Deny is enough.
+// Deny ends the request: one authorized Deny is enough, whichever plan the voter saw.
 func (e *Engine) Deny(ctx context.Context, id string, voter Initiator) (*Record, error) {
-	return e.decide(ctx, id, voter, false, "")
+	return e.decide(ctx, id, voter, false, "", "")
 }
 
 // DenyWithReason is Deny with the reason the approver gave: it is kept on the vote and in the transition's note.
 func (e *Engine) DenyWithReason(ctx context.Context, id string, voter Initiator, reason string) (*Record, error) {
-	return e.decide(ctx, id, voter, false, reason)
+	return e.decide(ctx, id, voter, false, reason, "")
 }
 
-func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason string) (*Record, error) {
+func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason, seen string) (*Record, error) {
 	for range maxCASAttempts {
 		rec, err := e.Get(ctx, id)
 		if err != nil {
@@ -48,6 +50,9 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 			if err := e.policy.CheckVoter(ctx, rec, voter); err != nil {
 				return rec, err
 			}
+		}
+		if approve && seen != rec.Approval.PlanHash {
+			return rec, stalePlanError(rec, seen)
 		}
 		if hasVoted(rec, voter.ID) && approve {
 			return rec, nil
@@ -78,6 +83,17 @@ func (e *Engine) notAwaiting(rec *Record, approve bool) (*Record, error) {
 	}
 	return rec, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()),
 		"request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
+}
+
+// stalePlanError refuses a vote for a plan other than the current one; seen is "" for a button from before votes
+// carried the plan hash.
+func stalePlanError(rec *Record, seen string) *Error {
+	why := fmt.Sprintf("the plan of %s changed since you saw it", rec.ID())
+	if seen == "" {
+		why = fmt.Sprintf("this button does not say which plan of %s you saw", rec.ID())
+	}
+	return Errorf(CodeStalePlan, "", "review the current plan (its message now shows it) and click Approve there again",
+		"the plan changed, look again: %s, and your vote was not counted", why)
 }
 
 func expiredError(rec *Record) *Error {
@@ -167,7 +183,7 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 // TakeOver makes a person the owner of a request (typically one an agent started); it is recorded.
 func (e *Engine) TakeOver(ctx context.Context, id string, who Initiator) (*Record, error) {
 	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
-		if err := e.checkSteward(ctx, rec, who); err != nil {
+		if err := e.checkTakeOver(ctx, rec, who); err != nil {
 			return rec, err
 		}
 		if rec.Owner.ID == who.ID {
@@ -207,6 +223,34 @@ func (e *Engine) checkSteward(ctx context.Context, rec *Record, who Initiator) e
 	var ue *Error
 	if errors.As(err, &ue) && ue.Code == CodeSelfApproval {
 		return nil // the requester may always stop their own request
+	}
+	return err
+}
+
+// TakeOverPolicy is a Policy that also decides who may take a request over. Without it, whoever may vote on the
+// request may.
+type TakeOverPolicy interface {
+	// CheckTakeOver reports whether who may become the owner of rec (E_NOT_AUTHORIZED otherwise).
+	CheckTakeOver(ctx context.Context, rec *Record, who Initiator) error
+}
+
+// checkTakeOver allows people who may approve the request, never its requester for being its requester: a
+// requester who is no approver could otherwise take a request back from the lead who took it over, and resume it.
+func (e *Engine) checkTakeOver(ctx context.Context, rec *Record, who Initiator) error {
+	if who.Kind != Human {
+		return Errorf(CodeNotAuthorized, "", "ask a person to do it", "only people can stop or take over requests")
+	}
+	if e.policy == nil || rec.Owner.ID == who.ID {
+		return nil
+	}
+	if tp, ok := e.policy.(TakeOverPolicy); ok {
+		return tp.CheckTakeOver(ctx, rec, who)
+	}
+	err := e.policy.CheckVoter(ctx, rec, who)
+	var ue *Error
+	if errors.As(err, &ue) && ue.Code == CodeSelfApproval {
+		return Errorf(CodeNotAuthorized, "", "ask an approver to take it over; to end it, use Stop",
+			"only approvers take over requests, and you asked for %s", rec.ID())
 	}
 	return err
 }

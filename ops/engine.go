@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Record, error) {
 		History:     []Transition{{To: PhaseReceived, At: now, By: req.Initiator}},
 		Annotations: maps.Clone(req.Annotations),
 	}
-	stored, created, err := e.store.Create(ctx, rec)
+	stored, created, err := e.create(ctx, rec)
 	if err != nil {
 		return nil, stateError("record the request", err)
 	}
@@ -132,6 +133,40 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Record, error) {
 	}
 	e.notify(ctx, stored, stored.History[0])
 	return e.planOnce(ctx, op, stored, true)
+}
+
+// ScopedRequestID is the id a request is stored under when the request id its client gave is already another
+// initiator's: that id, a colon and 10 hex digits of the initiator's id. Request ids are each initiator's own (two
+// agents may both send "r1"), while the stored id, the one people see, stays unique.
+func ScopedRequestID(clientID, initiatorID string) string {
+	sum := sha256.Sum256([]byte(initiatorID))
+	return clientID + ":" + hex.EncodeToString(sum[:5])
+}
+
+// create stores rec under its request id, or under ScopedRequestID when that id is another initiator's. It returns
+// the initiator's own record when there is one under either id (created=false): their scoped record is looked for
+// first, so a resend never creates a second record once the other initiator's has expired.
+func (e *Engine) create(ctx context.Context, rec *Record) (*Record, bool, error) {
+	who := rec.Request.Initiator.ID
+	scoped := rec.Clone()
+	scoped.Request.ID = ScopedRequestID(rec.ID(), who)
+	got, err := e.store.Get(ctx, scoped.ID())
+	switch {
+	case err == nil && got.Request.Initiator.ID == who:
+		return got, false, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return nil, false, err
+	}
+	stored, created, err := e.store.Create(ctx, rec)
+	if err != nil || created || stored.Request.Initiator.ID == who {
+		return stored, created, err
+	}
+	stored, created, err = e.store.Create(ctx, scoped)
+	if err == nil && !created && stored.Request.Initiator.ID != who {
+		return nil, false, Errorf(CodeIdempotencyConflict, "requestId", "use another requestId",
+			"request id %s is taken", rec.ID())
+	}
+	return stored, created, err
 }
 
 // planningScope is the short lock under which one caller plans a received request.
@@ -214,9 +249,10 @@ func validateRequestID(id string) error {
 // existing answers a request id that is already recorded.
 func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req Request) (*Record, error) {
 	if stored.Fingerprint != req.Fingerprint() {
+		// Only the initiator's own request can be here (create): its id is taken, by them, for other content.
 		return nil, Errorf(CodeIdempotencyConflict, "requestId",
 			"use a new requestId for a different request, or resend exactly the original to read its state",
-			"request id %s was already used for a different request (%s by %s)", req.ID, stored.Request.Operation, stored.Request.Initiator.ID)
+			"request id %s is taken: you already used it for a request with other content", req.ID)
 	}
 	// A finished dry run may be committed under the same id: the plan is made again, as it may have changed.
 	if stored.Request.DryRun && !req.DryRun && stored.Phase == PhaseDone {

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -22,12 +23,13 @@ var credentialShapes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)\b(?:aws_?secret_?access_?key|secret_?access_?key|aws_?session_?token)["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{16,})`),
 	// Authorization headers and bearer tokens.
 	regexp.MustCompile(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?(?:bearer|basic|token)?|\bbearer)\s*(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`),
-	// The password of a URL (redis://user:password@host).
-	regexp.MustCompile(`\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<secret>[^\s@/]+)@`),
+	// The password of a URL (redis://user:password@host, HTTPS://user:password@host: schemes are case-insensitive).
+	regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<secret>[^\s@/]+)@`),
 	// JSON Web Tokens (Kubernetes service account tokens among them).
 	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
-	// PEM private keys.
+	// PEM private keys; a key whose BEGIN line fell outside the text (a log window) from the start to its END line.
 	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`),
+	regexp.MustCompile(`\A[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`),
 	// GitHub tokens.
 	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`),
 }
@@ -58,6 +60,10 @@ func NewRedactor(secrets, patterns []string, maxChars int) (*Redactor, error) {
 		if q, err := json.Marshal(s); err == nil && string(q[1:len(q)-1]) != s {
 			r.secrets = append(r.secrets, string(q[1:len(q)-1]))
 		}
+		// In Slack mrkdwn text that escaped it before this redactor saw it (the Slack client's last pass).
+		if m := mrkdwnEscaped.Replace(s); m != s {
+			r.secrets = append(r.secrets, m)
+		}
 	}
 	for i, p := range patterns {
 		re, err := regexp.Compile(p)
@@ -71,6 +77,9 @@ func NewRedactor(secrets, patterns []string, maxChars int) (*Redactor, error) {
 	}
 	return r, nil
 }
+
+// mrkdwnEscaped escapes like Slack mrkdwn does: &, < and >.
+var mrkdwnEscaped = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // RedactorFor builds the redactor of a configuration: its secrets and its redact section.
 func RedactorFor(cfg *config.Config) (*Redactor, error) {
@@ -89,17 +98,39 @@ func (r *Redactor) Redact(s string) string {
 	if r == nil {
 		r = shapesOnly
 	}
+	s = r.plain(s)
+	return replaceSecret(base64Run, s, r.hidesSecret)
+}
+
+// plain removes the secrets, credential shapes and patterns that appear as they are.
+func (r *Redactor) plain(s string) string {
 	for _, sec := range r.secrets {
 		s = strings.ReplaceAll(s, sec, Redacted)
 	}
 	for _, re := range r.patterns {
-		s = replaceSecret(re, s)
+		s = replaceSecret(re, s, nil)
 	}
 	return s
 }
 
-// replaceSecret replaces each match of re in s, or only its group named secret when the pattern has one.
-func replaceSecret(re *regexp.Regexp, s string) string {
+// base64Run is a run of base64 (standard or URL alphabet) long enough to hold a credential: a Kubernetes Secret's
+// data, a basic-auth header, a token encoded once more by a tool.
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+
+// hidesSecret reports whether a base64 run decodes to text holding a secret or a credential shape.
+func (r *Redactor) hidesSecret(run string) bool {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(run); err == nil {
+			text := string(b)
+			return r.plain(text) != text
+		}
+	}
+	return false
+}
+
+// replaceSecret replaces each match of re in s, or only its group named secret when the pattern has one; with keep
+// set, only the matches it reports.
+func replaceSecret(re *regexp.Regexp, s string, keep func(string) bool) string {
 	g := re.SubexpIndex("secret")
 	matches := re.FindAllStringSubmatchIndex(s, -1)
 	if len(matches) == 0 {
@@ -112,7 +143,7 @@ func replaceSecret(re *regexp.Regexp, s string) string {
 		if g > 0 && m[2*g] >= 0 {
 			start, end = m[2*g], m[2*g+1]
 		}
-		if start < last || start == end {
+		if start < last || start == end || (keep != nil && !keep(s[start:end])) {
 			continue
 		}
 		b.WriteString(s[last:start])

@@ -7,13 +7,15 @@ import (
 )
 
 func TestRedactorRemovesSecrets(t *testing.T) {
-	r, err := NewRedactor([]string{"hunter2-redis", "s3cr\"et"}, []string{`(?i)password\s*=\s*(?P<secret>\S+)`, `ACME-[0-9]{6}`}, 0)
+	r, err := NewRedactor([]string{"hunter2-redis", "s3cr\"et", "p&ss<w>rd-42"}, []string{`(?i)password\s*=\s*(?P<secret>\S+)`, `ACME-[0-9]{6}`}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ name, in, want string }{
 		{"configured secret", "connecting with hunter2-redis now", "connecting with [REDACTED] now"},
 		{"secret escaped in JSON", `{"msg":"s3cr\"et"}`, `{"msg":"[REDACTED]"}`},
+		{"secret with & < >", "auth p&ss<w>rd-42 refused", "auth [REDACTED] refused"},
+		{"secret with & < > escaped for mrkdwn", "auth p&amp;ss&lt;w&gt;rd-42 refused", "auth [REDACTED] refused"},
 		{"slack bot token", "token xoxb-123-456-abcdef leaked", "token [REDACTED] leaked"},
 		{"slack app token", "xapp-1-A0-123-abc", "[REDACTED]"},
 		{"AWS access key id", "key AKIAIOSFODNN7EXAMPLE used", "key [REDACTED] used"},
@@ -24,6 +26,14 @@ func TestRedactorRemovesSecrets(t *testing.T) {
 		{"private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nnext", "[REDACTED]\nnext"},
 		{"configured pattern, group only", "db password = swordfish ok", "db password = [REDACTED] ok"},
 		{"configured pattern, whole match", "ticket ACME-123456 opened", "ticket [REDACTED] opened"},
+		{"private key whose BEGIN is outside the window", "Pe8sQ2xv\nMIIEabc\n-----END RSA PRIVATE KEY-----\nnext", "[REDACTED]\nnext"},
+		{"private key, an END left after a whole one", "tail\n-----END PRIVATE KEY-----\nok -----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----", "[REDACTED]\nok [REDACTED]"},
+		{"upper-case URL scheme", "GET HTTPS://admin:pw123@api:6443/x", "GET HTTPS://admin:[REDACTED]@api:6443/x"},
+		{"mixed-case URL scheme", "Redis://app:pw123@redis:6379", "Redis://app:[REDACTED]@redis:6379"},
+		{"base64 of a slack token", "data: {token: eG94Yi0xMjMtNDU2LWFiY2RlZg==}", "data: {token: [REDACTED]}"},
+		{"base64 of an AWS credentials file", "credentials: W2RlZmF1bHRdCmF3c19hY2Nlc3Nfa2V5X2lkID0gQUtJQUlPU0ZPRE5ON0VYQU1QTEUKYXdzX3NlY3JldF9hY2Nlc3Nfa2V5ID0gd0phbHJYVXRuRkVNSS9LN01ERU5HL2JQeFJmaUNZRVhBTVBMRUtFWQo= end", "credentials: [REDACTED] end"},
+		{"unpadded URL base64 of a configured secret", "env cmVkaXM6Ly9hcHA6aHVudGVyMi1yZWRpc0ByZWRpczo2Mzc5", "env [REDACTED]"},
+		{"base64 of ordinary text is left alone", "config: cmVwbGljYXM6IDMgaW1hZ2U6IHNjb3Jlcjp2Mw==", "config: cmVwbGljYXM6IDMgaW1hZ2U6IHNjb3Jlcjp2Mw=="},
 		{"ordinary text is left alone", "epoch 3 loss 0.12 basic configuration http://host:8080/p@x", "epoch 3 loss 0.12 basic configuration http://host:8080/p@x"},
 	}
 	for _, tt := range tests {

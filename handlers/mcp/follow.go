@@ -111,6 +111,10 @@ func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
 // own reads a request and refuses another initiator's: an agent sees its own requests (its DMs' included), also
 // after a person took one over.
 func (a *agentServer) own(ctx context.Context, id string) (*ops.Record, error) {
+	// The agent's own request with this id is stored under a scoped id when another initiator had the id first.
+	if rec, err := a.s.opts.Engine.Get(ctx, ops.ScopedRequestID(id, a.agent.Initiator.ID)); err == nil && rec.Request.Initiator.ID == a.agent.Initiator.ID {
+		return rec, nil
+	}
 	rec, err := a.s.opts.Engine.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -389,7 +393,7 @@ func (a *agentServer) tellSubscribers(ctx context.Context) {
 	}
 	a.subs.mu.Unlock()
 	for _, id := range ids {
-		rec, err := a.s.opts.Engine.Get(ctx, id)
+		rec, err := a.own(ctx, id)
 		if err != nil {
 			if ops.AsError(err).Code == ops.CodeNotFound {
 				a.subs.mu.Lock()

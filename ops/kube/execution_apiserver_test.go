@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/redis/go-redis/v9"
 
@@ -238,6 +241,149 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 			t.Fatalf("the stale holder changed the objects:\nbefore %+v\nafter  %+v", before, after)
 		}
 	})
+
+	t.Run("an apply refused at its second object reports what it applied, and a new request converges", func(t *testing.T) {
+		halfwayApply(ctx, t, cp, catalog, c)
+	})
+}
+
+// halfwayApply makes the API server refuse (422) the real apply of the Service of deploy-inference "halfway" (not
+// its dry run, so planning passes), after the Deployment was applied.
+func halfwayApply(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, catalog *ops.Catalog, c *Cluster) {
+	store, _, _ := redisStore(t)
+	e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+	unrefuse := refuseService(ctx, t, cp, "halfway")
+	req := *request("deploy-inference", deployParams(map[string]any{"name": "halfway"}))
+	req.ID = "halfway-1"
+	rec, err := e.Submit(ctx, req)
+	wantCode(t, err, ops.CodeInvalidArgument, "1 of 2 objects applied", "not applied Service halfway", "new requestId")
+	if rec == nil || rec.Phase != ops.PhaseFailed || len(rec.Errors) == 0 {
+		t.Fatalf("record %+v, want failed with its error", rec)
+	}
+	dep, err := c.getObject(ctx, ResDeployment, testNS, "halfway")
+	if err != nil || dep == nil {
+		t.Fatalf("the Deployment applied before the refusal: %v, %v", dep, err)
+	}
+	recorded := rec.Errors[len(rec.Errors)-1].Message
+	if want := fmt.Sprintf("Deployment halfway (create, uid %s, generation %d)", dep.GetUID(), dep.GetGeneration()); !strings.Contains(recorded, want) {
+		t.Errorf("the recorded error %q does not name what was applied (%s)", recorded, want)
+	}
+	if svc, err := c.getObject(ctx, ResService, testNS, "halfway"); err != nil || svc != nil {
+		t.Fatalf("the refused Service exists: %v, %v", svc, err)
+	}
+
+	unrefuse()
+	req.ID = "halfway-2"
+	rec, err = e.Submit(ctx, req)
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("the new request: %v, record %+v", err, rec)
+	}
+	// The applied Deployment is as planned but for the request id it carries; the Service is what is left to create.
+	if ch := rec.Plan.Changes; len(ch) != 2 || ch[1].Action != ops.ActionCreate || !onlyRequestID(ch[0]) {
+		t.Errorf("the new plan %+v, want the Deployment changed only in its request id and the Service created", ch)
+	}
+	after, err := c.getObject(ctx, ResDeployment, testNS, "halfway")
+	if err != nil || after.GetUID() != dep.GetUID() {
+		t.Errorf("the Deployment was replaced: %v (uid %s, was %s)", err, after.GetUID(), dep.GetUID())
+	}
+	if svc, err := c.getObject(ctx, ResService, testNS, "halfway"); err != nil || svc == nil {
+		t.Fatalf("the Service after the new request: %v, %v", svc, err)
+	}
+}
+
+// onlyRequestID reports whether ch changes nothing but the request id an object carries.
+func onlyRequestID(ch ops.Change) bool {
+	for _, f := range ch.Fields {
+		if !strings.HasSuffix(f.Path, "hyperops.io/request-id") {
+			return false
+		}
+	}
+	return ch.Action == ops.ActionNoop || ch.Action == ops.ActionUpdate
+}
+
+// refuseService installs a ValidatingAdmissionPolicy that refuses, as invalid (422), creating or updating the
+// Service name for real while letting server-side dry runs through, waits until the API server enforces it, and
+// returns the function that removes it again (and waits until it is gone).
+func refuseService(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, name string) func() {
+	t.Helper()
+	ar := cp.Client().AdmissionregistrationV1()
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+				}}}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("request.dryRun == true || object.metadata.name != %q", name),
+				Reason:     ptr.To(metav1.StatusReasonInvalid),
+				Message:    "refused by the test's admission policy",
+			}},
+		},
+	}
+	if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+	}
+	if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func() error {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		_, err := cp.Client().CoreV1().Services(testNS).Create(ctx, svc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		// A dry run passes by design; the real create is what the policy refuses.
+		_, err = cp.Client().CoreV1().Services(testNS).Create(ctx, svc, metav1.CreateOptions{})
+		if err == nil {
+			_ = cp.Client().CoreV1().Services(testNS).Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		return err
+	}
+	pollUntil(ctx, t, "the admission policy to refuse Service "+name, func() bool { return apierrors.IsInvalid(probe()) })
+	return func() {
+		if err := ar.ValidatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ar.ValidatingAdmissionPolicies().Delete(ctx, policy.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(ctx, t, "the admission policy to be gone", func() bool {
+			_, err := cp.Client().CoreV1().Services(testNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return false
+			}
+			// Gone when a real create passes: undo it, so the request creates the Service itself.
+			if _, err := cp.Client().CoreV1().Services(testNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+				return false
+			}
+			return cp.Client().CoreV1().Services(testNS).Delete(ctx, name, metav1.DeleteOptions{}) == nil
+		})
+	}
+}
+
+// pollUntil polls cond every 100 ms (each poll is API calls) until it holds or ctx ends.
+func pollUntil(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // objectView is what a stale write could change on an object (its status, and so its resourceVersion, moves on

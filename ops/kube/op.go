@@ -312,11 +312,11 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 			continue
 		}
 		if err := x.Check(ctx); err != nil {
-			return res, err
+			return res, partialApply(err, out, d.objects[i:])
 		}
 		applied, err := applyChecked(ctx, c, o.res, o.obj, haves[i], x)
 		if err != nil {
-			return res, err
+			return res, partialApply(err, out, d.objects[i:])
 		}
 		ops.Progress(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
 		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration(), string(applied.GetUID())})
@@ -328,6 +328,32 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 		res.Details = append(res.Details, ops.Detail{Label: a.Kind + " " + a.Name, Value: fmt.Sprintf("%s (generation %d)", a.Action, a.Generation)})
 	}
 	return res, nil
+}
+
+// partialApply reports an apply that stopped at rest[0] after out was applied: it keeps the cause's code and field
+// and says exactly which objects are in the cluster as planned (with their uid and generation) and which were not
+// written, so nobody has to guess what half an application left behind. A new request with the same parameters
+// converges: its plan finds the applied objects unchanged and applies only the rest.
+func partialApply(cause error, out []applyResult, rest []desiredObject) error {
+	if len(out) == 0 {
+		return cause // nothing was written: the cause says all there is
+	}
+	ue := ops.AsError(cause)
+	applied := make([]string, len(out))
+	for i, a := range out {
+		applied[i] = fmt.Sprintf("%s %s (%s, uid %s, generation %d)", a.Kind, a.Name, a.Action, a.UID, a.Generation)
+	}
+	notApplied := make([]string, len(rest))
+	for i, o := range rest {
+		notApplied[i] = o.res.Kind + " " + o.obj.GetName()
+	}
+	c := *ue
+	c.Message = fmt.Sprintf("%d of %d objects applied before %s was refused: applied %s; not applied %s. The refusal: %s",
+		len(out), len(out)+len(rest), notApplied[0], strings.Join(applied, ", "), strings.Join(notApplied, ", "), ue.Message)
+	c.Next = "fix the cause (" + orDefault(ue.Next, "see the cause") + "), then submit the same request again with a new requestId: " +
+		"its plan finds the applied objects unchanged and applies only the rest"
+	c.Err = cause
+	return &c
 }
 
 // applyChecked applies obj at the resourceVersion its ownership and fence were checked at. A running controller

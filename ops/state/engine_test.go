@@ -211,7 +211,6 @@ func TestSameRequestIDDifferentContent(t *testing.T) {
 	}{
 		{"same content", scaleRequest("req-1", 4), ""},
 		{"other count", scaleRequest("req-1", 8), ops.CodeIdempotencyConflict},
-		{"other initiator", func() ops.Request { r := scaleRequest("req-1", 4); r.Initiator = lead1; return r }(), ops.CodeIdempotencyConflict},
 	}
 	for _, c := range cases {
 		rec, err := e.Submit(ctx, c.req)
@@ -221,10 +220,72 @@ func TestSameRequestIDDifferentContent(t *testing.T) {
 		if c.want == "" && (rec == nil || rec.Version != first.Version) {
 			t.Errorf("%s: got %+v, want the stored record unchanged", c.name, rec)
 		}
+		if msg := fmt.Sprint(err); c.want != "" && !strings.Contains(msg, "request id req-1 is taken: you already used it") {
+			t.Errorf("%s: error %q, want it to say the id is taken by you", c.name, msg)
+		}
+	}
+	// Another initiator's "req-1" is its own request, under a scoped id; the conflict it then meets names nothing
+	// of the first requester's.
+	other := scaleRequest("req-1", 8)
+	other.Initiator = lead1
+	rec, err := e.Submit(ctx, other)
+	if err != nil || rec.ID() != ops.ScopedRequestID("req-1", lead1.ID) || rec.Request.Initiator.ID != lead1.ID {
+		t.Fatalf("the other initiator's req-1: %v, %+v; want its own record %s", err, rec, ops.ScopedRequestID("req-1", lead1.ID))
+	}
+	other.Params = ops.Params{"group": "gpu", "count": 16}
+	_, err = e.Submit(ctx, other)
+	if msg := fmt.Sprint(err); code(err) != ops.CodeIdempotencyConflict || strings.Contains(msg, requester.ID) || strings.Contains(msg, "count") {
+		t.Errorf("the other initiator's conflict: %q, want E_IDEMPOTENCY_CONFLICT naming nothing of %s's request", msg, requester.ID)
 	}
 	stored, err := e.Get(ctx, "req-1")
 	if err != nil || stored.Request.Params.IntOr("count", 0) != 4 || stored.Version != first.Version {
 		t.Fatalf("stored record changed: %+v, %v", stored, err)
+	}
+}
+
+// Two agents both using request id "r1", each sending it many times through two replicas at once: two records,
+// one each, with unique stored ids, each planned once; each agent's resend returns its own.
+func TestRequestIDsAreEachInitiatorsOwn(t *testing.T) {
+	cl := newCluster(t)
+	engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
+	ctx := ctxT(t)
+	agents := []ops.Initiator{{Kind: ops.Agent, ID: "U0AGENTA"}, {Kind: ops.Agent, ID: "U0AGENTB"}}
+	const sends = 60
+	got := make([]*ops.Record, sends)
+	errs := make([]error, sends)
+	var wg sync.WaitGroup
+	for i := range sends {
+		wg.Go(func() {
+			req := scaleRequest("r1", 4+i%2)
+			req.Initiator = agents[i%2]
+			got[i], errs[i] = engines[(i/2)%2].Submit(ctx, req)
+		})
+	}
+	wg.Wait()
+	ids := map[string]string{}
+	for i := range sends {
+		if errs[i] != nil || got[i] == nil || got[i].Request.Initiator.ID != agents[i%2].ID {
+			t.Fatalf("send %d of %s: %v, %+v; want its own record", i, agents[i%2].ID, errs[i], got[i])
+		}
+		if prev, ok := ids[agents[i%2].ID]; ok && prev != got[i].ID() {
+			t.Fatalf("%s got records %s and %s", agents[i%2].ID, prev, got[i].ID())
+		}
+		ids[agents[i%2].ID] = got[i].ID()
+	}
+	if ids[agents[0].ID] == ids[agents[1].ID] {
+		t.Fatalf("both agents' requests are stored as %s", ids[agents[0].ID])
+	}
+	for _, id := range ids {
+		if id != "r1" && !strings.HasPrefix(id, "r1:") {
+			t.Errorf("stored id %s, want r1 or r1 scoped", id)
+		}
+	}
+	recs, err := engines[0].List(ctx, ops.ListQuery{Limit: 100})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("List = %d records, %v; want two", len(recs), err)
+	}
+	if n := cl.op.plans.Load(); n != 2 {
+		t.Errorf("planned %d times, want once per agent", n)
 	}
 }
 
@@ -309,11 +370,12 @@ func TestApproveWithRedisDownExecutesNothing(t *testing.T) {
 	cl := newCluster(t)
 	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
 	ctx := ctxT(t)
-	if _, err := e.Submit(ctx, scaleRequest("pending-1", 4)); err != nil {
+	pending, err := e.Submit(ctx, scaleRequest("pending-1", 4))
+	if err != nil {
 		t.Fatal(err)
 	}
 	cl.srv.Stop()
-	if _, err := e.Approve(ctx, "pending-1", lead1); code(err) != ops.CodeStateUnavailable {
+	if _, err := e.Approve(ctx, "pending-1", lead1, pending.Approval.PlanHash); code(err) != ops.CodeStateUnavailable {
 		t.Fatalf("Approve with Redis down: %v, want E_STATE_UNAVAILABLE", err)
 	}
 	if n := cl.op.execs.Load(); n != 0 {
@@ -419,7 +481,7 @@ func TestQuorumAndStalePlan(t *testing.T) {
 			st.before()
 		}
 		before, _ := e.Get(ctx, "quorum-1")
-		returned, err := e.Approve(ctx, "quorum-1", st.voter)
+		returned, err := e.Approve(ctx, "quorum-1", st.voter, before.Approval.PlanHash)
 		if code(err) != st.wantCode {
 			t.Fatalf("%s: error %v, want code %q", st.name, err, st.wantCode)
 		}
