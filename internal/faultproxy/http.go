@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -257,18 +259,30 @@ func (k *Kube) record(c Call, act Action, status int, body []byte) {
 		return
 	}
 	w := Write{Call: c, Status: status, Fault: act}
-	var meta struct {
+	w.ResourceVersion, w.Generation = objectMeta(body)
+	k.mu.Lock()
+	k.writes = append(k.writes, w)
+	k.mu.Unlock()
+}
+
+// objectMeta reads the resourceVersion and generation of an object as the server sent it: protobuf or JSON for a
+// built-in kind, JSON for a custom resource.
+func objectMeta(body []byte) (string, int64) {
+	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil); err == nil {
+		if m, err := meta.Accessor(obj); err == nil {
+			return m.GetResourceVersion(), m.GetGeneration()
+		}
+	}
+	var v struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
 			Generation      int64  `json:"generation"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(body, &meta) == nil {
-		w.ResourceVersion, w.Generation = meta.Metadata.ResourceVersion, meta.Metadata.Generation
+	if json.Unmarshal(body, &v) == nil {
+		return v.Metadata.ResourceVersion, v.Metadata.Generation
 	}
-	k.mu.Lock()
-	k.writes = append(k.writes, w)
-	k.mu.Unlock()
+	return "", 0
 }
 
 func (k *Kube) hold(ctx context.Context) {

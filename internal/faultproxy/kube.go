@@ -1,9 +1,15 @@
 package faultproxy
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Call is what the Kubernetes proxy makes of one request: the API verb and the object it is about.
@@ -58,8 +64,28 @@ func callOf(r *http.Request) Call {
 		c.Subresource = parts[2]
 	}
 	c.Verb = verbOf(r.Method, c.Name != "", r.URL.Query())
-	c.DryRun = r.URL.Query().Get("dryRun") != ""
+	c.DryRun = r.URL.Query().Get("dryRun") != "" || deleteDryRun(r)
 	return c
+}
+
+// deleteDryRun reads a DELETE's body (its DeleteOptions, where client-go puts dryRun) and puts it back.
+func deleteDryRun(r *http.Request) bool {
+	if r.Method != http.MethodDelete || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var opts metav1.DeleteOptions
+	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &opts); err == nil {
+		if o, ok := obj.(*metav1.DeleteOptions); ok {
+			return len(o.DryRun) > 0
+		}
+	}
+	return json.Unmarshal(body, &opts) == nil && len(opts.DryRun) > 0
 }
 
 func verbOf(method string, named bool, q url.Values) string {

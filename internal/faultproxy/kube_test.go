@@ -54,6 +54,11 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
+	case "delete":
+		if !c.DryRun {
+			delete(a.objs, c.Name)
+		}
+		_ = json.NewEncoder(w).Encode(metav1.Status{Status: "Success"})
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}
@@ -155,6 +160,21 @@ func TestKubeHoldBeforeAndAfter(t *testing.T) {
 	}
 }
 
+// Effective counts distinct resourceVersions: a write the server accepted without changing the object is not
+// another effective one.
+func TestEffective(t *testing.T) {
+	ws := []Write{
+		{Call: Call{Verb: "patch", DryRun: true}, Status: 200, ResourceVersion: "5"},
+		{Call: Call{Verb: "patch"}, Status: 200, ResourceVersion: "6"},
+		{Call: Call{Verb: "patch"}, Status: 200, ResourceVersion: "6"},
+		{Call: Call{Verb: "patch"}, Status: 409},
+		{Call: Call{Verb: "patch", Subresource: "status"}, Status: 200, ResourceVersion: "7"},
+	}
+	if n := Effective(ws); n != 1 {
+		t.Fatalf("Effective = %d, want 1", n)
+	}
+}
+
 // Dry runs pass a write rule untouched and never count as effective.
 func TestKubeDryRunsPass(t *testing.T) {
 	k, cs, _ := kubeProxy(t)
@@ -165,6 +185,31 @@ func TestKubeDryRunsPass(t *testing.T) {
 	}
 	if n := Effective(k.Writes("configmaps", "ns", "")); n != 0 {
 		t.Fatalf("a dry run counted as %d effective writes", n)
+	}
+}
+
+// A dry-run delete carries dryRun in its body (DeleteOptions); the proxy sees it there.
+func TestKubeDeleteDryRunPasses(t *testing.T) {
+	k, cs, api := kubeProxy(t)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ConfigMaps("ns").Create(ctx, configMap("keep"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k.Inject(Rule{Verb: "delete", Resource: "configmaps", Action: Answer, Status: http.StatusForbidden})
+	proto, err := kubernetes.NewForConfig(&rest.Config{Host: k.URL(), ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []kubernetes.Interface{cs, proto} {
+		if err := c.CoreV1().ConfigMaps("ns").Delete(ctx, "keep", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("dry-run delete: %v", err)
+		}
+	}
+	if err := cs.CoreV1().ConfigMaps("ns").Delete(ctx, "keep", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("delete: %v, want the injected 403", err)
+	}
+	if _, ok := api.objs["keep"]; !ok {
+		t.Fatal("the object is gone")
 	}
 }
 
