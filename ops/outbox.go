@@ -67,6 +67,7 @@ func tellScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "tell
 // backoff; it never touches an execution. It returns when every telling goroutine has stopped.
 func (e *Engine) RunTellers(ctx context.Context, ob Outbox, t Teller, opts TellerOptions) {
 	opts = opts.withDefaults(e)
+	memo := &toldMemo{told: map[string]int{}}
 	sem := make(chan struct{}, opts.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -87,7 +88,7 @@ func (e *Engine) RunTellers(ctx context.Context, ob Outbox, t Teller, opts Telle
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				e.tellRequest(ctx, ob, t, opts, id, group)
+				e.tellRequest(ctx, ob, t, opts, memo, id, group)
 			})
 		}
 	}
@@ -103,10 +104,10 @@ func byRequest(ds []*Delivery) map[string][]*Delivery {
 
 // tellRequest tells what is new about one request, retrying with backoff until it is told or ctx ends (the entries
 // then stay pending and another replica claims them).
-func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, id string, ds []*Delivery) {
+func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string, ds []*Delivery) {
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
-		err := e.tellOnce(ctx, ob, t, opts, id)
+		err := e.tellOnce(ctx, ob, t, opts, memo, id)
 		if err == nil {
 			if err := ob.Done(context.WithoutCancel(ctx), ds...); err != nil {
 				e.report(id, fmt.Errorf("settle the outbox: %w", err))
@@ -123,7 +124,39 @@ func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts Tell
 
 var errTellBusy = errors.New("ops: another replica is telling this request")
 
-func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, id string) (err error) {
+// toldMemo is what this replica told but could not yet count in the store (the count's write failed after the
+// reply was posted): its retry starts after those entries instead of posting them again.
+type toldMemo struct {
+	mu   sync.Mutex
+	told map[string]int
+}
+
+// from is where telling id resumes: after what the store counts, or what this replica knows it told.
+func (m *toldMemo) from(id string, stored int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.told[id]; n > stored {
+		return n
+	}
+	delete(m.told, id)
+	return stored
+}
+
+func (m *toldMemo) set(id string, n int) {
+	m.mu.Lock()
+	m.told[id] = n
+	m.mu.Unlock()
+}
+
+func (m *toldMemo) forget(id string, n int) {
+	m.mu.Lock()
+	if m.told[id] <= n {
+		delete(m.told, id)
+	}
+	m.mu.Unlock()
+}
+
+func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string) (err error) {
 	// The owner is unique per attempt, so two goroutines of one replica never both hold it.
 	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
@@ -143,16 +176,23 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 			err = fmt.Errorf("panic while telling: %v", v)
 		}
 	}()
-	told, err := ob.Told(ctx, id)
+	stored, err := ob.Told(ctx, id)
 	if err != nil {
 		return err
 	}
+	told := memo.from(id, stored)
 	rec, err := e.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if told > stored {
+		if err := ob.SetTold(ctx, id, told); err != nil {
+			return err
+		}
+		memo.forget(id, told)
 	}
 	if told >= len(rec.History) {
 		return t.Settle(ctx, rec) // told already; an earlier Settle may have failed
@@ -162,6 +202,7 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 			return err
 		}
 		if err := ob.SetTold(ctx, id, i+1); err != nil {
+			memo.set(id, i+1)
 			return err
 		}
 	}
