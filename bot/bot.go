@@ -151,7 +151,7 @@ func New(opts Options) (*Bot, error) {
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
-		Queue: store.Queue(), Budgets: budgets(cfg),
+		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		OnError: func(id string, err error) {
 			m.EngineErrors.Inc()
 			log.Error().Err(err).Str("request", id).Msg("engine")

@@ -28,6 +28,9 @@ type Execution struct {
 	PerCluster int `yaml:"perCluster"`
 	// Budgets are how long an execution may take, per kind of operation.
 	Budgets Budgets `yaml:"budgets"`
+	// HoldUnknown is how long the lock of a request interrupted with an unknown outcome (AWS's answer lost and
+	// reading back could not tell) stays held for a person to choose Stop or Take over (default 24h).
+	HoldUnknown Duration `yaml:"holdUnknown"`
 }
 
 // Budgets are execution time budgets; an execution still running when its budget ends fails (the change may still

@@ -35,6 +35,7 @@ const (
 	DefaultKubernetesBudget  = Duration(5 * time.Minute)
 	DefaultCapacityBudget    = Duration(2 * time.Hour)
 	DefaultBootstrapBudget   = Duration(4 * time.Hour)
+	DefaultHoldUnknown       = Duration(24 * time.Hour)
 )
 
 // DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
@@ -72,6 +73,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Execution.Budgets.Kubernetes, DefaultKubernetesBudget)
 	setDefault(&c.Execution.Budgets.Capacity, DefaultCapacityBudget)
 	setDefault(&c.Execution.Budgets.Bootstrap, DefaultBootstrapBudget)
+	setDefault(&c.Execution.HoldUnknown, DefaultHoldUnknown)
 	setDefault(&c.Redact.MaxChars, DefaultRedactMaxChars)
 }
 

@@ -83,7 +83,7 @@ func (e *Execution) validate(l *problemList) {
 		at string
 		d  Duration
 	}{{"execution.budgets.kubernetes", e.Budgets.Kubernetes}, {"execution.budgets.capacity", e.Budgets.Capacity},
-		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}} {
+		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}, {"execution.holdUnknown", e.HoldUnknown}} {
 		if b.d < Duration(time.Second) {
 			l.add(b.at, "must be at least 1s (0 means the default), got %s", time.Duration(b.d))
 		}

@@ -150,8 +150,14 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 			return rec, err
 		}
 		switch rec.Phase {
-		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseInterrupted:
+		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
 			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+		case PhaseInterrupted:
+			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+			if err == nil {
+				e.releaseHeld(ctx, next)
+			}
+			return next, err
 		}
 		return rec, Errorf(CodeInvalidPhase, "", "stop the workload itself (e.g. "+Ask("train stop name=…")+")",
 			"request %s is %s", id, rec.Phase)
@@ -223,4 +229,20 @@ func (e *Engine) withRecord(ctx context.Context, id string, fn func(*Record) (*R
 		return next, err
 	}
 	return nil, Errorf(CodeStateUnavailable, "", "retry", "too much contention updating %s", id)
+}
+
+// releaseHeld frees the scope lock an interrupted request kept while its outcome was unknown. Acquiring as the
+// request refreshes the lock if it is still the request's and yields its token; another holder's is left alone.
+func (e *Engine) releaseHeld(ctx context.Context, rec *Record) {
+	op, err := e.catalog.Lookup(rec.Request.Operation)
+	if err != nil {
+		return
+	}
+	scope := lockScope(op.Spec(), rec.Request)
+	if scope.IsZero() {
+		return
+	}
+	if l, err := e.locks.Acquire(ctx, scope, rec.ID(), e.opts.LockTTL); err == nil {
+		e.release(l)
+	}
 }

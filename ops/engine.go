@@ -41,6 +41,12 @@ type EngineOptions struct {
 	Queue Queue
 	// Budgets are the execution time budgets per class (defaults DefaultBudgets).
 	Budgets map[Budget]time.Duration
+	// WriteTimeout bounds the one call that changes the world, and reading it back when its answer was lost
+	// (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// HoldTTL is how long the scope lock of a request interrupted with an unknown outcome stays held for a person
+	// to choose Stop or Take over (default DefaultHoldTTL).
+	HoldTTL time.Duration
 	// OnError is told about failures no caller is waiting for (queue, progress, panics with their stack).
 	OnError func(requestID string, err error)
 }
@@ -68,6 +74,12 @@ func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts 
 	}
 	if opts.PlanTTL <= 0 {
 		opts.PlanTTL = 2 * time.Minute
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.HoldTTL <= 0 {
+		opts.HoldTTL = DefaultHoldTTL
 	}
 	if opts.Replica == "" {
 		opts.Replica = "replica-" + randomID(4)

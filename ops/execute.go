@@ -25,9 +25,14 @@ const (
 	outcomeRetry
 )
 
-// writeTimeout bounds the one call that changes the world; it is not cut short by a hand-over, so a write in
-// flight when the replica stops is finished and recorded.
-const writeTimeout = 2 * time.Minute
+// DefaultWriteTimeout bounds the one call that changes the world (EngineOptions.WriteTimeout); it is not cut
+// short by a hand-over, so a write in flight when the replica stops is finished and recorded. Reading back a
+// write whose answer was lost has the same bound.
+const DefaultWriteTimeout = 2 * time.Minute
+
+// DefaultHoldTTL is how long the scope lock of a request interrupted with an unknown outcome stays held for a
+// person to choose Stop or Take over (EngineOptions.HoldTTL).
+const DefaultHoldTTL = 24 * time.Hour
 
 // Execute runs an approved request on this replica, or resumes an executing one whose replica went away: a
 // recorded write is only observed, a write whose outcome is unknown ends interrupted after reading the real state.
@@ -175,11 +180,25 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}); err != nil {
 			return rec, outcomeRetry, stateError("record the write", err)
 		}
-		wctx, wcancel := context.WithTimeout(WithProgress(context.WithoutCancel(bctx), func(msg string) {
-			x.progress(context.WithoutCancel(bctx), msg)
-		}), max(min(writeTimeout, left), time.Millisecond))
+		wctx, wcancel := x.writeContext(bctx, left)
 		res, wrote, err := x.write(wctx, rec, xn)
 		wcancel()
+		accepted := "change accepted"
+		if errors.Is(err, ErrOutcomeUnknown) {
+			// The answer was lost, not the change: read back, never send it blindly again.
+			v, vw, verr := x.verify(ctx, bctx, left, rec, xn, err)
+			switch v {
+			case VerdictApplied:
+				wrote, err, accepted = vw, nil, "change accepted (read back after the answer was lost)"
+			case VerdictNotApplied:
+				stop()
+				x.freeScope()
+				return x.finish(ctx, nil, notApplied(err, verr))
+			default:
+				stop()
+				return x.interruptUnknown(ctx, rec, err, verr)
+			}
+		}
 		if err != nil || res != nil {
 			stop()
 			x.freeScope()
@@ -187,7 +206,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}
 		written = wrote
 		// Recorded even when the replica is stopping meanwhile: a write sent must never look unknown.
-		if _, err := x.step(context.WithoutCancel(ctx), "change accepted", func(r *Record) {
+		if _, err := x.step(context.WithoutCancel(ctx), accepted, func(r *Record) {
 			r.Execution.WriteAccepted = e.opts.Clock.Now()
 			r.Execution.Written = wrote
 		}); err != nil {
@@ -205,6 +224,58 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 	stop()
 	x.freeScope()
 	return x.finish(ctx, res, err)
+}
+
+// writeContext bounds a write (or its read-back) by the write timeout and what is left of the budget; it is
+// detached from the execution's cancellation, so a hand-over does not cut a write in flight short.
+func (x *executor) writeContext(bctx context.Context, left time.Duration) (context.Context, context.CancelFunc) {
+	detached := WithProgress(context.WithoutCancel(bctx), func(msg string) { x.progress(context.WithoutCancel(bctx), msg) })
+	return context.WithTimeout(detached, max(min(x.e.opts.WriteTimeout, left), time.Millisecond))
+}
+
+// verify reads back, through the operation's Verifier, whether a write whose answer was lost took effect.
+func (x *executor) verify(ctx, bctx context.Context, left time.Duration, rec *Record, xn Execution, writeErr error) (Verdict, []byte, error) {
+	vf, ok := x.op.(Verifier)
+	if !ok {
+		return VerdictUnknown, nil, errors.New("this operation cannot read back its change")
+	}
+	// Progress, not a step: the thread tells people why the change takes a moment longer.
+	note := "the answer to the change was lost (" + AsError(writeErr).Message + "); reading back whether it took effect, without sending it again"
+	dctx := context.WithoutCancel(ctx)
+	if _, err := x.update(dctx, func(r *Record) (*Record, error) {
+		return x.e.record(dctx, r, KindProgress, note, nil)
+	}); err != nil {
+		return VerdictUnknown, nil, stateError("record the lost answer", err)
+	}
+	vctx, cancel := x.writeContext(bctx, left)
+	defer cancel()
+	v, written, err := vf.Verify(vctx, &rec.Request, rec.Plan, xn)
+	if v == VerdictApplied && written == nil {
+		written = []byte("null")
+	}
+	return v, written, err
+}
+
+// notApplied is the failure of a write whose read-back found nothing changed: the refusal the read-back got, or
+// the write's own error.
+func notApplied(writeErr, verifyErr error) error {
+	cause := writeErr
+	if verifyErr != nil {
+		cause = verifyErr
+	}
+	ue := *AsError(cause)
+	ue.Message += "; read back: nothing changed"
+	return &ue
+}
+
+// interruptUnknown ends an execution whose write's answer was lost and whose read-back could not tell whether it
+// took effect: people decide, and the scope lock stays held until they do.
+func (x *executor) interruptUnknown(ctx context.Context, rec *Record, writeErr, verifyErr error) (*Record, outcome, error) {
+	why := "the answer to the change was lost (" + AsError(writeErr).Message + ") and reading back could not tell whether it took effect"
+	if verifyErr != nil {
+		why += " (" + AsError(verifyErr).Message + ")"
+	}
+	return x.interrupt(ctx, rec, why+"; nothing was sent again")
 }
 
 // freeScope releases the scope before the outcome is told: whoever reads "succeeded" may submit the next change
@@ -338,22 +409,31 @@ func (x *executor) handover(ctx context.Context, rec *Record) (*Record, outcome,
 }
 
 // interrupt ends an execution whose write has an unknown outcome: the real state is read through the operation's
-// Observer and recorded; people choose Stop or Take over.
+// Observer and recorded; people choose Stop or Take over. The scope lock stays held (HoldTTL) until they do: a
+// change whose outcome nobody knows must not let the next one in. Stop releases it; Resume executes under it.
 func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Record, outcome, error) {
 	e := x.e
+	ctx = context.WithoutCancel(ctx)
+	next := "use Take over, then Resume or Stop"
+	if x.scope != nil {
+		if err := e.locks.Renew(ctx, x.scope, e.opts.HoldTTL); err == nil {
+			next += fmt.Sprintf(" (the lock on %s stays held until then)", x.scope.Scope)
+			x.scope = nil // held for the people who decide, not released when this attempt returns
+		}
+	}
 	observed, note := e.observe(ctx, rec, why)
-	next, err := x.update(ctx, func(r *Record) (*Record, error) {
+	stored, err := x.update(ctx, func(r *Record) (*Record, error) {
 		return e.move(ctx, r, PhaseInterrupted, systemActor, note, func(r *Record) {
 			if observed != nil {
 				r.Result = observed
 			}
-			r.Errors = append(r.Errors, Errorf(CodeInternal, "", "use Take over, then Resume or Stop", "execution was interrupted"))
+			r.Errors = append(r.Errors, Errorf(CodeInternal, "", next, "execution was interrupted: %s", why))
 		})
 	})
 	if err != nil {
 		return rec, outcomeRetry, stateError("record the interruption", err)
 	}
-	return next, outcomeFinished, nil
+	return stored, outcomeFinished, nil
 }
 
 // finish records the outcome of an execution.

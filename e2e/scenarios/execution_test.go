@@ -280,3 +280,32 @@ func removeNodegroupNodes(t *testing.T, w *harness.World) {
 		}
 	}
 }
+
+// Lost UpdateCluster answer (5xx after apply): one UpdateCluster reaches AWS, the request ends succeeded, told
+// once. The bot reads the change back instead of letting the SDK send UpdateCluster again (which AWS would answer
+// with ConflictException while the first one runs).
+func TestLostUpdateClusterAnswer(t *testing.T) {
+	w := world(t, harness.Options{TransitionDelay: 3 * time.Second})
+	ctx := t.Context()
+	const id = "e2e-lost-answer-1"
+	w.AWS.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerUpdateCluster, When: fakeaws.FaultAfter, Status: 500,
+		Code: "InternalFailure", Message: "We encountered an internal error. Please try again."})
+	plan := approveScale(t, w, id, 2)
+	rec, err := w.WaitPhase(ctx, 4*time.Minute, id, ops.PhaseSucceeded, ops.PhaseFailed, ops.PhaseInterrupted)
+	must(t, w, err)
+	if rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("the request whose UpdateCluster answer was lost ended %s: %v", rec.Phase, rec.Errors)
+	}
+	if n, applied := w.AWS.Calls(fakeaws.OpSageMakerUpdateCluster), w.AWS.Applied(fakeaws.OpSageMakerUpdateCluster); n != 1 || applied != 1 {
+		t.Errorf("UpdateCluster reached AWS %d times and took effect %d times, want 1 and 1", n, applied)
+	}
+	hp, _ := w.AWS.HyperPodCluster(harness.HyperPod)
+	if g := hp.InstanceGroups[0]; g.Count != 2 || hp.Status != "InService" {
+		t.Errorf("fake AWS: status %s, %s targets %d; want InService with 2", hp.Status, g.Name, g.Count)
+	}
+	for _, told := range []string{"answer to the change was lost", "so UpdateCluster took effect"} {
+		_, err = w.WaitInThread(ctx, time.Minute, harness.OpsChannel, plan.TS, told)
+		must(t, w, err)
+	}
+	toldOnce(t, w, plan, id)
+}

@@ -259,19 +259,21 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveEKSOp(w http.ResponseWriter, r *http.Request, op string, h eksHandler) {
 	body, aerr := readBody(r)
-	if aerr == nil {
-		var region string
-		if region, aerr = s.authenticate(r, body, "eks"); aerr == nil {
-			if aerr = s.faults.record(op); aerr == nil {
-				var out any
-				if out, aerr = h(r, region, body); aerr == nil {
-					writeJSON(w, "application/json", out)
-					return
-				}
-			}
-		}
+	if aerr != nil {
+		writeRESTError(w, aerr)
+		return
 	}
-	writeRESTError(w, aerr)
+	region, aerr := s.authenticate(r, body, "eks")
+	if aerr != nil {
+		writeRESTError(w, aerr)
+		return
+	}
+	s.serveOp(w, r, op, func() (any, *apiError) { return h(r, region, body) }, restAnswer)
+}
+
+var restAnswer = answer{
+	ok:  func(w http.ResponseWriter, out any) { writeJSON(w, "application/json", out) },
+	err: writeRESTError,
 }
 
 func eksNotFound(format string, args ...any) *apiError {
@@ -463,6 +465,7 @@ func (s *Server) eksUpdateNodegroupConfig(r *http.Request, region string, body [
 	if in.ClientRequestToken != nil {
 		g.tokens[*in.ClientRequestToken] = u.ID
 	}
+	s.faults.apply(OpEKSUpdateNodegroupConfig)
 	g.minSize, g.maxSize, g.status, g.modifiedAt = minSize, maxSize, eksUpdating, now
 	s.retargetNodegroup(c, g, desired)
 	s.startNodegroupTransition(c, g, u)

@@ -55,16 +55,12 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request, target str
 		writeJSONRPCError(w, aerr)
 		return
 	}
-	if aerr := s.faults.record(target); aerr != nil {
-		writeJSONRPCError(w, aerr)
-		return
-	}
-	out, aerr := handler(r.Context(), region, body)
-	if aerr != nil {
-		writeJSONRPCError(w, aerr)
-		return
-	}
-	writeJSON(w, "application/x-amz-json-1.1", out)
+	s.serveOp(w, r, target, func() (any, *apiError) { return handler(r.Context(), region, body) }, rpcAnswer)
+}
+
+var rpcAnswer = answer{
+	ok:  func(w http.ResponseWriter, out any) { writeJSON(w, "application/x-amz-json-1.1", out) },
+	err: writeJSONRPCError,
 }
 
 // decodeInput unmarshals an awsJson request body; an empty body is an empty input.

@@ -434,6 +434,7 @@ func (s *Server) smUpdateCluster(_ context.Context, region string, body []byte) 
 	}
 	c.status, c.failureMessage = StatusUpdating, ""
 	s.startHyperPodTransition(c)
+	s.faults.apply(OpSageMakerUpdateCluster)
 	return struct{ ClusterArn string }{c.arn}, nil
 }
 
@@ -522,6 +523,7 @@ func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) 
 	}
 	s.hyperpod[regionKey(region, c.name)] = c
 	s.startHyperPodTransition(c)
+	s.faults.apply(OpSageMakerCreateCluster)
 	return struct{ ClusterArn string }{c.arn}, nil
 }
 
@@ -576,5 +578,6 @@ func (s *Server) smDeleteCluster(_ context.Context, region string, body []byte) 
 		g.retarget(0, s.clock.Now())
 	}
 	s.startHyperPodTransition(c)
+	s.faults.apply(OpSageMakerDeleteCluster)
 	return struct{ ClusterArn string }{c.arn}, nil
 }

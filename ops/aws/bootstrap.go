@@ -323,7 +323,7 @@ func (o *bootstrapOp) Write(ctx context.Context, req *ops.Request, plan *ops.Pla
 	if err := x.Check(ctx); err != nil {
 		return nil, err
 	}
-	out, err := b.t.sm.CreateCluster(ctx, a.input())
+	out, err := b.t.sm.CreateCluster(ctx, a.input(), refusedOnly)
 	switch {
 	case err == nil:
 		ops.Progress(ctx, "CreateCluster accepted: %s (%s)", a.ClusterName, awssdk.ToString(out.ClusterArn))
@@ -332,7 +332,63 @@ func (o *bootstrapOp) Write(ctx context.Context, req *ops.Request, plan *ops.Pla
 		ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
 		return []byte(`{"sent":false}`), nil
 	}
-	return nil, awsError(serviceSageMaker, "CreateCluster", err)
+	return nil, writeError(serviceSageMaker, "CreateCluster", err)
+}
+
+// Verify reads back whether a CreateCluster whose answer was lost took effect: DescribeCluster shows the cluster
+// with the plan's orchestrator and instance groups, or no cluster at all. CreateCluster is never sent again.
+func (o *bootstrapOp) Verify(ctx context.Context, req *ops.Request, plan *ops.Plan, _ ops.Execution) (ops.Verdict, []byte, error) {
+	a, err := plannedBootstrap(plan)
+	if err != nil {
+		return ops.VerdictUnknown, nil, err
+	}
+	b, err := o.resolve(req)
+	if err != nil {
+		return ops.VerdictUnknown, nil, err
+	}
+	var arn string
+	v, err := o.c.readBack(ctx, func(ctx context.Context) (ops.Verdict, error) {
+		d, err := o.c.describeHyperPod(ctx, b.t)
+		switch {
+		case apiCode(err) == "ResourceNotFound":
+			return ops.VerdictNotApplied, nil
+		case err != nil:
+			return ops.VerdictUnknown, err
+		}
+		if diff := a.differs(d); diff != "" {
+			return ops.VerdictUnknown, ops.Errorf(ops.CodeAWSError, "template",
+				"compare the cluster with the template, then Take over and Resume, or Stop",
+				"HyperPod cluster %s exists but not as planned: %s", a.ClusterName, diff)
+		}
+		arn = awssdk.ToString(d.ClusterArn)
+		return ops.VerdictApplied, nil
+	})
+	if v != ops.VerdictApplied {
+		return v, nil, err
+	}
+	ops.Progress(ctx, "read back: HyperPod cluster %s exists as planned (%s), so CreateCluster took effect", a.ClusterName, arn)
+	w, err := json.Marshal(map[string]any{"sent": true, "arn": arn})
+	return v, w, err
+}
+
+// differs says how a described cluster differs from the planned CreateCluster ("" when it is ours).
+func (a bootstrapAction) differs(d *sagemaker.DescribeClusterOutput) string {
+	if d.Orchestrator == nil || d.Orchestrator.Eks == nil || awssdk.ToString(d.Orchestrator.Eks.ClusterArn) != a.EKSClusterARN {
+		return "it is not orchestrated by " + a.EKSClusterARN
+	}
+	for _, g := range a.Groups {
+		name := awssdk.ToString(g.InstanceGroupName)
+		i := slices.IndexFunc(d.InstanceGroups, func(x smtypes.ClusterInstanceGroupDetails) bool { return awssdk.ToString(x.InstanceGroupName) == name })
+		if i < 0 {
+			return "it has no instance group " + name
+		}
+		got := d.InstanceGroups[i]
+		if string(got.InstanceType) != string(g.InstanceType) || awssdk.ToInt32(got.TargetCount) != awssdk.ToInt32(g.InstanceCount) {
+			return fmt.Sprintf("instance group %s is %d × %s, planned %d × %s", name, awssdk.ToInt32(got.TargetCount), got.InstanceType,
+				awssdk.ToInt32(g.InstanceCount), g.InstanceType)
+		}
+	}
+	return ""
 }
 
 // Await waits for the cluster to be InService; it sends nothing.

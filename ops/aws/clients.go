@@ -23,6 +23,9 @@ const PricingRegion = "us-east-1"
 const (
 	DefaultPollInterval = 15 * time.Second
 	DefaultWaitTimeout  = 4 * time.Hour
+	// DefaultVerifyWait is how long reading back a write whose answer was lost waits for AWS to show the change
+	// before concluding it was not made.
+	DefaultVerifyWait = 30 * time.Second
 )
 
 // Clients are the SDK clients HyperOps uses, one SageMaker and one EKS client per registered cluster (in the
@@ -38,6 +41,9 @@ type Clients struct {
 	PollInterval time.Duration
 	// WaitTimeout bounds how long an execution waits for AWS to finish a change (default DefaultWaitTimeout).
 	WaitTimeout time.Duration
+	// VerifyWait bounds how long reading back a write whose answer was lost waits for AWS to show it (default
+	// DefaultVerifyWait).
+	VerifyWait time.Duration
 }
 
 type regional struct {
@@ -129,4 +135,11 @@ func (c *Clients) waitTimeout() time.Duration {
 		return c.WaitTimeout
 	}
 	return DefaultWaitTimeout
+}
+
+func (c *Clients) verifyWait() time.Duration {
+	if c.VerifyWait > 0 {
+		return c.VerifyWait
+	}
+	return DefaultVerifyWait
 }

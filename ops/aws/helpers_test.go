@@ -52,6 +52,7 @@ type fixtureOptions struct {
 	hyperPodStatus  string        // status the ml-hp cluster is seeded with (default InService)
 	transitionDelay time.Duration // fake's delay before nodes move (default 20ms)
 	gpuCount        int           // ml-hp gpu group's seeded count (default 2)
+	writeTimeout    time.Duration // the engine's write timeout (default the engine's)
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -84,10 +85,11 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f.clients = NewWithAWSConfig(f.cfg, testAWSConfig())
 	f.clients.PollInterval = 5 * time.Millisecond
 	f.clients.WaitTimeout = 20 * time.Second
+	f.clients.VerifyWait = 200 * time.Millisecond
 	f.catalog = ops.NewCatalog()
 	Register(f.catalog, f.clients, ops.NewPriceTable(nil), f.nodes)
 	f.engine = ops.NewEngine(f.catalog, f.store, f.store, nil, ops.EngineOptions{
-		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second,
+		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second, WriteTimeout: o.writeTimeout,
 		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},
 	})
 	return f

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -338,23 +339,98 @@ func (o *scaleOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x
 	if a.HyperPod != nil {
 		_, err := t.sm.UpdateCluster(ctx, &sagemaker.UpdateClusterInput{
 			ClusterName: awssdk.String(a.AWSCluster), InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{a.HyperPod.ClusterInstanceGroupSpecification},
-		})
+		}, refusedOnly)
 		if err != nil {
-			return nil, awsError(serviceSageMaker, "UpdateCluster", err)
+			return nil, writeError(serviceSageMaker, "UpdateCluster", err)
 		}
 		ops.Progress(ctx, "UpdateCluster accepted: %s %d → %d × %s", a.Group, a.From, a.To, a.InstanceType)
 		return json.Marshal(scaleWritten{Sent: true})
 	}
+	id, err := updateNodegroup(ctx, t, a, req, x)
+	if err != nil {
+		return nil, err
+	}
+	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", a.Group, a.From, a.To, id)
+	return json.Marshal(scaleWritten{Sent: true, UpdateID: id})
+}
+
+// updateNodegroup sends the plan's UpdateNodegroupConfig with the request's and fence's clientRequestToken, so the
+// SDK's retries and a read-back's re-send are the same request to EKS.
+func updateNodegroup(ctx context.Context, t *target, a scaleAction, req *ops.Request, x ops.Execution) (string, error) {
 	out, err := t.eks.UpdateNodegroupConfig(ctx, &eks.UpdateNodegroupConfigInput{
 		ClusterName: awssdk.String(a.AWSCluster), NodegroupName: awssdk.String(a.Group), ScalingConfig: a.EKS,
 		ClientRequestToken: awssdk.String(clientToken(req.ID, x.Fence)),
 	})
 	if err != nil {
-		return nil, awsError(serviceEKS, "UpdateNodegroupConfig", err)
+		return "", writeError(serviceEKS, "UpdateNodegroupConfig", err)
 	}
-	id := awssdk.ToString(out.Update.Id)
-	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", a.Group, a.From, a.To, id)
-	return json.Marshal(scaleWritten{Sent: true, UpdateID: id})
+	return awssdk.ToString(out.Update.Id), nil
+}
+
+// Verify reads back whether a scaling whose answer was lost took effect, without sending UpdateCluster again.
+// HyperPod: DescribeCluster shows the group's TargetCount at the planned count once UpdateCluster was applied.
+// EKS: UpdateNodegroupConfig sent again with the same clientRequestToken returns the update the lost call made,
+// or makes it now; either way it is one change.
+func (o *scaleOp) Verify(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (ops.Verdict, []byte, error) {
+	a, err := planned(plan)
+	if err != nil {
+		return ops.VerdictUnknown, nil, err
+	}
+	t, err := o.c.cluster(req.Target.Cluster)
+	if err != nil {
+		return ops.VerdictUnknown, nil, err
+	}
+	switch {
+	case a.EKS != nil:
+		return o.resendNodegroup(ctx, t, a, req, x)
+	case a.HyperPod == nil:
+		return ops.VerdictApplied, []byte(`{"sent":false}`), nil
+	}
+	v, err := o.c.readBack(ctx, func(ctx context.Context) (ops.Verdict, error) {
+		out, err := o.c.describeHyperPod(ctx, t)
+		if err != nil {
+			return ops.VerdictUnknown, err
+		}
+		return hyperPodVerdict(hyperPodGroup(out, a.Group), a)
+	})
+	if v != ops.VerdictApplied {
+		return v, nil, err
+	}
+	ops.Progress(ctx, "read back: %s of %s targets %d, so UpdateCluster took effect", a.Group, a.AWSCluster, a.To)
+	w, err := json.Marshal(scaleWritten{Sent: true})
+	return v, w, err
+}
+
+// hyperPodVerdict judges a group as DescribeCluster shows it after an UpdateCluster whose answer was lost.
+func hyperPodVerdict(g *groupState, a scaleAction) (ops.Verdict, error) {
+	next := "check the group with " + ops.Ask("capacity show") + ", then Take over and Resume, or Stop"
+	switch {
+	case g == nil:
+		return ops.VerdictUnknown, ops.Errorf(ops.CodeAWSError, "group", next, "instance group %s is no longer in %s", a.Group, a.AWSCluster)
+	case g.Target == a.To:
+		return ops.VerdictApplied, nil
+	case g.Target == a.From && g.ClusterStatus == statusInService:
+		return ops.VerdictNotApplied, nil
+	}
+	return ops.VerdictUnknown, ops.Errorf(ops.CodeAWSError, "group", next,
+		"instance group %s targets %d (cluster %s): neither the %d it had nor the %d planned", a.Group, g.Target, g.ClusterStatus, a.From, a.To)
+}
+
+// resendNodegroup is the EKS read-back: the same request again, under the same lock and token.
+func (o *scaleOp) resendNodegroup(ctx context.Context, t *target, a scaleAction, req *ops.Request, x ops.Execution) (ops.Verdict, []byte, error) {
+	if err := x.Check(ctx); err != nil {
+		return ops.VerdictUnknown, nil, err
+	}
+	id, err := updateNodegroup(ctx, t, a, req, x)
+	switch {
+	case errors.Is(err, ops.ErrOutcomeUnknown):
+		return ops.VerdictUnknown, nil, err
+	case err != nil:
+		return ops.VerdictNotApplied, nil, err // a refusal: the token was new to EKS, so the lost call changed nothing
+	}
+	ops.Progress(ctx, "UpdateNodegroupConfig sent again with the same clientRequestToken: update %s", id)
+	w, err := json.Marshal(scaleWritten{Sent: true, UpdateID: id})
+	return ops.VerdictApplied, w, err
 }
 
 // Await watches the group until AWS reports the change done (or failed), reporting each step. It sends nothing,

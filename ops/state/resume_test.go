@@ -299,6 +299,12 @@ func TestResumeUnknownWriteInterrupts(t *testing.T) {
 		t.Errorf("%d awaits of a write whose outcome is unknown, want 0", n)
 	}
 
+	// Nobody knows what the write did: its scope stays locked (well past the 600 ms lock TTL) until a person decides.
+	scope := ops.LockScope{Cluster: "c1", Kind: "step", Name: "g1"}
+	locks := r.store(t)
+	if holder, held, err := locks.Holder(ctx, scope); err != nil || !held || holder != "unknown-1" {
+		t.Fatalf("after the interruption %s is held by %q (%v, %v), want unknown-1 until Stop or Take over", scope, holder, held, err)
+	}
 	taken, err := survivor.TakeOver(ctx, "unknown-1", lead1)
 	if err != nil || taken.Owner.ID != lead1.ID || taken.Phase != ops.PhaseInterrupted {
 		t.Fatalf("Take over: %+v, %v", taken, err)
@@ -306,6 +312,9 @@ func TestResumeUnknownWriteInterrupts(t *testing.T) {
 	stopped, err := survivor.Stop(ctx, "unknown-1", lead1)
 	if err != nil || stopped.Phase != ops.PhaseCancelled {
 		t.Fatalf("Stop: %+v, %v", stopped, err)
+	}
+	if _, held, err := locks.Holder(ctx, scope); err != nil || held {
+		t.Errorf("after Stop %s is still held (%v)", scope, err)
 	}
 
 	close(hung) // the dead replica's write returns at last: recording it must not revive the request
