@@ -64,6 +64,8 @@ type Options struct {
 	MCPListener net.Listener
 	// MCPPollEvery is how often MCP long polls and subscriptions re-read a request (default 250ms).
 	MCPPollEvery time.Duration
+	// Tellers tune the outbox tellers (default ops.TellerOptions' defaults: 64 requests told at once).
+	Tellers ops.TellerOptions
 }
 
 // Bot is a wired HyperOps process.
@@ -169,8 +171,13 @@ func New(opts Options) (*Bot, error) {
 			opts.Reporter = rep
 		}
 	}
-	h := handlers.New(handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") }), engine, policy, opts.Catalog, sc,
-		refs, opts.Reporter)
+	hcfg := handlerConfig(cfg, func(err error) { log.Warn().Err(err).Msg("slack output failed") })
+	hcfg.OnUndelivered = func(u handlers.Undelivered) {
+		m.Undelivered.WithLabelValues(u.Part, u.Code).Inc()
+		log.Warn().Err(u.Err).Str("request", u.RequestID).Int("entry", u.Entry).Str("part", u.Part).Str("channel", u.Channel).
+			Str("method", u.Method).Str("slack_error", u.Code).Msg("slack refused a message for good")
+	}
+	h := handlers.New(hcfg, engine, policy, opts.Catalog, sc, refs, opts.Reporter)
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
@@ -376,7 +383,7 @@ func (b *Bot) execute(ctx context.Context) {
 
 // tell consumes the outbox: transitions are told to Slack here, apart from the executions that make them.
 func (b *Bot) tell(ctx context.Context) {
-	b.engine.RunTellers(ctx, b.store.Outbox(), b.teller, ops.TellerOptions{})
+	b.engine.RunTellers(ctx, b.store.Outbox(), b.teller, b.opts.Tellers)
 }
 
 // sweep expires approvals and marks orphaned executions, on every replica (transitions are compare-and-set).

@@ -190,6 +190,8 @@ type harnessOptions struct {
 	log io.Writer
 	// mcp gives each replica an MCP listener (bot/mcp_test.go).
 	mcp bool
+	// tellers tune the outbox tellers.
+	tellers ops.TellerOptions
 }
 
 func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
@@ -284,7 +286,7 @@ func (h *harness) launch(o harnessOptions) *replica {
 		logw = zerolog.MultiLevelWriter(logw, o.log)
 	}
 	bo := Options{Config: cfg, Log: zerolog.New(logw).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
-		Clock: h.clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond}
+		Clock: h.clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond, Tellers: o.tellers}
 	if o.clusters != nil {
 		bo.Clusters = o.clusters(cfg)
 	}

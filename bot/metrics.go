@@ -28,6 +28,7 @@ type Metrics struct {
 	QueueDepth     prometheus.GaugeFunc
 	Told           prometheus.Counter
 	TellFailures   prometheus.Counter
+	Undelivered    *prometheus.CounterVec
 	EngineErrors   prometheus.Counter
 	Panics         prometheus.Counter
 	MCPCalls       *prometheus.CounterVec
@@ -53,12 +54,14 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 	m.QueueDepth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hyperops_worker_queue_depth", Help: "Acked envelopes waiting for a worker."}, queueDepth)
 	m.Told = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_outbox_told_total", Help: "Request history entries told from the outbox."})
 	m.TellFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_outbox_tell_failures_total", Help: "Attempts to tell an entry that failed (retried later)."})
+	m.Undelivered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_slack_undelivered_total",
+		Help: "Messages about a request that Slack refused for good (given up, the requester told), by part and Slack error."}, []string{"part", "code"})
 	m.EngineErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_engine_errors_total", Help: "Failures no caller waited for: queue, progress, panics."})
 	m.Panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_handler_panics_total", Help: "Envelopes whose handling panicked (logged with the stack)."})
 	m.MCPCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_mcp_calls_total",
 		Help: "MCP tool calls, by tool and the code of the answer (OK or the first error code)."}, []string{"tool", "code"})
 	m.Registry.MustRegister(m.Panics, m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
-		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.EngineErrors, m.MCPCalls)
+		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.Undelivered, m.EngineErrors, m.MCPCalls)
 	return m
 }
 

@@ -127,6 +127,9 @@ type Config struct {
 	Agents map[string]AgentInfo
 	// OnError is told about failures of asynchronous Slack output (notifications); nil ignores them.
 	OnError func(error)
+	// OnUndelivered is told about every message about a request that Slack refused for good (the bot counts and
+	// logs them); nil ignores them.
+	OnUndelivered func(Undelivered)
 }
 
 // Handler turns Slack input into engine calls and engine records into Slack output.
@@ -141,6 +144,8 @@ type Handler struct {
 	watches  Watches
 	grammar  *Grammar
 	teller   *Teller
+	// finder, when the poster implements PostedFinder, finds a post whose answer was lost before it is sent again.
+	finder PostedFinder
 }
 
 // New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter
@@ -154,7 +159,8 @@ func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster 
 	}
 	h := &Handler{cfg: cfg, engine: engine, access: access, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
 		grammar: NewGrammar(cfg.Command, catalog.Specs())}
-	h.teller = &Teller{h: h}
+	h.finder, _ = poster.(PostedFinder)
+	h.teller = &Teller{h: h, shown: newShownPlans(shownPlansMax)}
 	return h
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/slack-go/slack"
 
@@ -45,11 +44,8 @@ func createdBy(rec *ops.Record, nonce string) bool {
 // entry that matters, the agent's machine-readable replies, the audit line. The engine calls Tell in order, once
 // per history entry across replicas, and Settle once after a run of entries.
 type Teller struct {
-	h *Handler
-	// settled remembers the last version each plan message was updated to, and shown a digest of what it shows, so
-	// a Settle with nothing new does not call Slack.
-	settled sync.Map
-	shown   sync.Map
+	h     *Handler
+	shown *shownPlans
 }
 
 // Teller returns the handler's outbox teller.
@@ -57,7 +53,9 @@ func (h *Handler) Teller() *Teller { return h.teller }
 
 var _ ops.Teller = (*Teller)(nil)
 
-// Tell implements ops.Teller.
+// Tell implements ops.Teller. Each part of the entry (the plan or the thread reply, the audit line) is posted once
+// (deliver); a part Slack refuses for good is recorded as undelivered, the requester is told where it could not
+// go, and the entry is told: a refusal never blocks the request's later messages.
 func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	h := tl.h
 	t := rec.History[i]
@@ -69,18 +67,39 @@ func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	plan, hasPlan := findKind(refs, RefPlan)
 	if !hasPlan {
 		if channel, thread, ok := h.planRoute(rec, t); ok {
-			_, err := tl.postPlan(ctx, rec, channel, thread)
+			_, err := tl.postPlan(ctx, rec, i, channel, thread)
 			return err
 		}
-	} else if err := tl.reply(ctx, rec, at, t, plan); err != nil {
+	} else if err := tl.reply(ctx, rec, i, at, t, plan); err != nil {
 		return err
 	}
 	if h.cfg.AuditChannel != "" && t.Kind == ops.KindPhase {
-		if _, err := h.poster.Post(ctx, h.cfg.AuditChannel, AuditLine(at, t)); err != nil {
-			return fmt.Errorf("mirror %s to the audit channel: %w", rec.ID(), err)
-		}
+		return tl.audit(ctx, rec, i, at, t, plan, hasPlan)
 	}
 	return nil
+}
+
+// audit mirrors a phase change to the audit channel. When the audit channel refuses it for good, the request's
+// thread says so, once per request.
+func (tl *Teller) audit(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef, hasPlan bool) error {
+	h := tl.h
+	_, _, err := tl.deliver(ctx, rec, i, part{name: "audit", channel: h.cfg.AuditChannel, msg: AuditLine(at, t)})
+	slackCode, refusedForGood := refused(err)
+	if !refusedForGood {
+		return err
+	}
+	if !hasPlan {
+		return nil
+	}
+	if _, told, err := h.refs.Told(ctx, rec.ID(), "auditnotice"); err != nil || told {
+		return err
+	}
+	_, _, err = tl.deliver(ctx, rec, i, part{name: "auditnotice", channel: plan.Channel, thread: plan.TS,
+		msg: AuditRefusedReply(rec, h.cfg.AuditChannel, slackCode)})
+	if _, ok := refused(err); ok {
+		return nil
+	}
+	return err
 }
 
 // atEntry is the record as it stood after entry t, for the replies that describe that entry.
@@ -106,21 +125,32 @@ func (h *Handler) planRoute(rec *ops.Record, t ops.Transition) (channel, thread 
 	return "", "", false
 }
 
-// postPlan posts the plan message with the latest record and remembers it.
-func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, channel, thread string) (MessageRef, error) {
+// postPlan posts the plan message with the latest record and remembers it. A channel that refuses it for good
+// leaves the request without a plan message for now (the next entry tries again) and the requester is told.
+func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel, thread string) (MessageRef, error) {
 	h := tl.h
 	r := PlanMessage(rec)
-	r.Msg.ThreadTS = thread
-	ts, err := h.poster.Post(ctx, channel, r.Msg)
+	ts, found, err := tl.deliver(ctx, rec, i, part{name: "plan", channel: channel, thread: thread, msg: r.Msg})
+	if slackCode, ok := refused(err); ok {
+		return MessageRef{}, tl.fallback(ctx, rec, i, channel, slackCode, r.Msg)
+	}
 	if err != nil {
-		return MessageRef{}, fmt.Errorf("post the plan of %s: %w", rec.ID(), err)
+		return MessageRef{}, err
+	}
+	if ts == "" {
+		// Posted earlier; its ref was recorded then, unless recording it failed: find it again.
+		if ts, err = tl.findPosted(ctx, rec, i, "plan", channel, thread); ts == "" {
+			return MessageRef{}, err
+		}
 	}
 	ref := MessageRef{Kind: RefPlan, Channel: channel, TS: ts, ThreadTS: thread}
 	if err := h.refs.Add(ctx, rec.ID(), ref); err != nil {
 		return ref, fmt.Errorf("remember the message of %s: %w", rec.ID(), err)
 	}
-	tl.settled.Store(rec.ID(), rec.Version)
-	tl.shown.Store(rec.ID(), messageKey(r.Msg))
+	if !found {
+		// A message an earlier attempt posted shows that attempt's record: Settle brings it up to date.
+		tl.shown.put(rec.ID(), rec.Version, messageKey(r.Msg))
+	}
 	files := planFiles(r.Files)
 	if rec.Result != nil && rec.Phase.Terminal() {
 		files = r.Files
@@ -131,8 +161,8 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, channel, thread
 	return ref, nil
 }
 
-// reply tells one entry in the plan message's thread.
-func (tl *Teller) reply(ctx context.Context, rec, at *ops.Record, t ops.Transition, plan MessageRef) error {
+// reply tells one entry in the plan message's thread; a thread that refuses it for good sends it to the requester.
+func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef) error {
 	h := tl.h
 	var m Msg
 	switch t.Kind {
@@ -146,11 +176,15 @@ func (tl *Teller) reply(ctx context.Context, rec, at *ops.Record, t ops.Transiti
 			return nil
 		}
 	}
-	m.ThreadTS, m.Background = plan.TS, true
-	if _, err := h.poster.Post(ctx, plan.Channel, m); err != nil {
-		return fmt.Errorf("reply about %s: %w", rec.ID(), err)
+	m.Background = true
+	ts, _, err := tl.deliver(ctx, rec, i, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
+	if slackCode, ok := refused(err); ok {
+		return tl.fallback(ctx, rec, i, plan.Channel, slackCode, m)
 	}
-	if t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
+	if err != nil {
+		return err
+	}
+	if ts != "" && t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
 		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(rec).Files)); err != nil {
 			h.fail(err)
 		}
@@ -205,6 +239,8 @@ func (tl *Teller) tellAgents(ctx context.Context, rec *ops.Record, refs []Messag
 	return nil
 }
 
+// tellAgent replies to an agent about entry i. A thread that refuses it for good is recorded as undelivered and
+// the agent's later replies go on (the agent can read the request with get_request).
 func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agentRoute) error {
 	t := rec.History[i]
 	var m Msg
@@ -218,9 +254,18 @@ func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agent
 		return nil
 	}
 	m.ThreadTS = r.thread
-	if _, err := tl.h.poster.Post(ctx, r.channel, m); err != nil {
+	_, err := tl.h.poster.Post(ctx, r.channel, m)
+	if Classify(err) == Rejected {
+		_, err = tl.h.poster.Post(ctx, r.channel, PlainVersion(rec, m))
+	}
+	switch {
+	case err == nil:
+		return nil
+	case Classify(err) == Transient:
 		return fmt.Errorf("reply to agent about %s: %w", rec.ID(), err)
 	}
+	tl.undelivered(Undelivered{RequestID: rec.ID(), Entry: i, Part: "agent", Channel: r.channel, Method: "chat.postMessage",
+		Code: SlackCode(err), Err: err})
 	return nil
 }
 
@@ -234,7 +279,8 @@ func AgentTells(t ops.Transition) bool {
 }
 
 // Settle implements ops.Teller: every agent thread of the request is brought up to date, and every plan message
-// is updated in place to rec, once.
+// is updated in place to rec, once. A plan message Slack refuses to update for good (deleted, archived) is recorded
+// as undelivered and left as it is.
 func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	h := tl.h
 	refs, err := h.refs.List(ctx, rec.ID())
@@ -244,7 +290,9 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	if err := tl.tellAgents(ctx, rec, refs); err != nil {
 		return err
 	}
-	if v, ok := tl.settled.Load(rec.ID()); ok && v.(int64) >= rec.Version {
+	defer tl.forgetIfDone(rec)
+	version, shown, ok := tl.shown.get(rec.ID())
+	if ok && version >= rec.Version {
 		return nil
 	}
 	m := PlanMessage(rec).Msg
@@ -253,21 +301,47 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	// tells the rest): it yields Slack's limits to those that are.
 	m.Background = rec.Phase == ops.PhaseExecuting || rec.Phase == ops.PhaseApproved
 	content := messageKey(m)
-	if v, ok := tl.shown.Load(rec.ID()); ok && v.(string) == content {
-		tl.settled.Store(rec.ID(), rec.Version) // steps and progress change nothing the message shows
+	if ok && shown == content {
+		tl.shown.put(rec.ID(), rec.Version, content) // steps and progress change nothing the message shows
 		return nil
 	}
 	for _, ref := range refs {
 		if ref.Kind != RefPlan {
 			continue
 		}
-		if err := h.poster.Update(ctx, ref.Channel, ref.TS, m); err != nil {
-			return fmt.Errorf("update the message of %s: %w", rec.ID(), err)
+		if err := tl.update(ctx, rec, ref, m); err != nil {
+			return err
 		}
 	}
-	tl.settled.Store(rec.ID(), rec.Version)
-	tl.shown.Store(rec.ID(), content)
+	tl.shown.put(rec.ID(), rec.Version, content)
 	return nil
+}
+
+// update updates a plan message; content Slack refuses goes as plain text, a refusal for good is recorded.
+func (tl *Teller) update(ctx context.Context, rec *ops.Record, ref MessageRef, m Msg) error {
+	err := tl.h.poster.Update(ctx, ref.Channel, ref.TS, m)
+	if Classify(err) == Rejected {
+		err = tl.h.poster.Update(ctx, ref.Channel, ref.TS, PlainVersion(rec, m))
+	}
+	if err == nil {
+		return nil
+	}
+	if Classify(err) == Transient {
+		return fmt.Errorf("update the message of %s: %w", rec.ID(), err)
+	}
+	tl.undelivered(Undelivered{RequestID: rec.ID(), Entry: len(rec.History) - 1, Part: "update", Channel: ref.Channel,
+		Method: "chat.update", Code: SlackCode(err), Err: err})
+	return nil
+}
+
+// forgetIfDone drops what this replica remembers of a finished request's plan message once it is settled: a
+// later Settle of it costs one chat.update instead of a map that grows forever. A request whose workloads are
+// watched is kept (until shownPlansMax pushes it out): the watcher heads its message with the workload's state,
+// which a needless update would replace.
+func (tl *Teller) forgetIfDone(rec *ops.Record) {
+	if rec.Phase.Terminal() && (rec.Result == nil || len(rec.Result.Watch) == 0) {
+		tl.shown.forget(rec.ID())
+	}
 }
 
 // messageKey identifies what a message shows, to skip updates that would change nothing.

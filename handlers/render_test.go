@@ -128,6 +128,10 @@ func TestGoldenMessages(t *testing.T) {
 		"watch_reply_failed":  {Msg: failed},
 		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
 		"plan_with_workload":  {Msg: WithWorkloadState(done, WatchChange{Object: job, To: "completed"})},
+		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
+			"C0OPS", "not_in_channel", reply)},
+		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
+		"plain_version":       {Msg: PlainVersion(done, PlanMessage(done).Msg)},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -35,7 +35,8 @@ type Teller interface {
 type TellerOptions struct {
 	// Consumer names this replica in the outbox's consumer group (default the engine's replica).
 	Consumer string
-	// Concurrency bounds the requests told at once (default 64: most of them wait on Slack's rate limits).
+	// Concurrency bounds the requests told at once (default 64: most of them wait on Slack's rate limits). A
+	// request waiting to retry holds none.
 	Concurrency int
 	// Wait is how long a read of the outbox waits for new entries (default 1s).
 	Wait time.Duration
@@ -64,13 +65,14 @@ func tellScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "tell
 
 // RunTellers consumes the outbox until ctx ends, telling each request's new history entries in order, once across
 // replicas. A failure to tell (Slack down, rate limited) delays that request's messages and retries them with
-// backoff; it never touches an execution. It returns when every telling goroutine has stopped.
+// backoff; it never touches an execution. Concurrency bounds the requests being told at once, not those waiting to
+// retry: a request backs off without a slot, so requests whose telling keeps failing never delay the others. It
+// returns when every telling goroutine has stopped.
 func (e *Engine) RunTellers(ctx context.Context, ob Outbox, t Teller, opts TellerOptions) {
 	opts = opts.withDefaults(e)
-	memo := &toldMemo{told: map[string]int{}}
-	sem := make(chan struct{}, opts.Concurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	tl := &tellers{e: e, ob: ob, t: t, opts: opts, sem: make(chan struct{}, opts.Concurrency), memo: &toldMemo{told: map[string]int{}},
+		room: make(chan struct{}, opts.Concurrency*16), busy: map[string]*telling{}}
+	defer tl.wg.Wait()
 	for ctx.Err() == nil {
 		ds, err := ob.Next(ctx, opts.Consumer, opts.Wait, opts.Concurrency*4)
 		if err != nil {
@@ -81,35 +83,116 @@ func (e *Engine) RunTellers(ctx context.Context, ob Outbox, t Teller, opts Telle
 			continue
 		}
 		for id, group := range byRequest(ds) {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			if !tl.join(id, group) {
+				select {
+				case tl.room <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				tl.start(ctx, id, group)
 			}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				e.tellRequest(ctx, ob, t, opts, memo, id, group)
-			})
 		}
 	}
 }
 
-func byRequest(ds []*Delivery) map[string][]*Delivery {
-	out := map[string][]*Delivery{}
-	for _, d := range ds {
-		out[d.RequestID] = append(out[d.RequestID], d)
+// tellers runs one goroutine per request with entries to tell on this replica. Entries read for a request that
+// is already being told (or waiting to retry) join its goroutine, so one replica never tells a request twice at
+// once and a request's retries never take more than its one goroutine.
+type tellers struct {
+	e    *Engine
+	ob   Outbox
+	t    Teller
+	opts TellerOptions
+	sem  chan struct{}
+	memo *toldMemo
+	// room bounds the requests this replica holds entries of (16 × Concurrency): past it, reading waits.
+	room chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	busy map[string]*telling
+}
+
+// telling is a request being told: the entries it will acknowledge once told, and whether some arrived after the
+// current attempt read the record (the attempt may not have seen their change, so it runs again).
+type telling struct {
+	ds    []*Delivery
+	fresh bool
+}
+
+// join adds entries to the request's goroutine if it has one.
+func (tl *tellers) join(id string, ds []*Delivery) bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	cur := tl.busy[id]
+	if cur == nil {
+		return false
 	}
-	return out
+	cur.ds = append(cur.ds, ds...)
+	cur.fresh = true
+	return true
+}
+
+// start runs a goroutine for the request; the caller took room for it. Only the read loop starts goroutines, so
+// none was started for id since join found none.
+func (tl *tellers) start(ctx context.Context, id string, ds []*Delivery) {
+	tl.mu.Lock()
+	tl.busy[id] = &telling{ds: ds}
+	tl.mu.Unlock()
+	tl.wg.Go(func() {
+		defer func() { <-tl.room }()
+		tl.tellRequest(ctx, id)
+	})
+}
+
+// attempt marks the start of an attempt: entries read from now on need another.
+func (tl *tellers) attempt(id string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.busy[id].fresh = false
+}
+
+// told hands back the entries to acknowledge after a successful attempt and forgets the request, unless entries
+// arrived during the attempt (ok false: tell again).
+func (tl *tellers) told(id string) (ds []*Delivery, ok bool) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.busy[id].fresh {
+		return nil, false
+	}
+	ds = tl.busy[id].ds
+	delete(tl.busy, id)
+	return ds, true
+}
+
+// finish forgets the request; its entries stay pending for a later claim.
+func (tl *tellers) finish(id string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	delete(tl.busy, id)
 }
 
 // tellRequest tells what is new about one request, retrying with backoff until it is told or ctx ends (the entries
-// then stay pending and another replica claims them).
-func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string, ds []*Delivery) {
+// then stay pending and another replica claims them). It holds a slot only while it tells.
+func (tl *tellers) tellRequest(ctx context.Context, id string) {
+	e := tl.e
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
-		err := e.tellOnce(ctx, ob, t, opts, memo, id)
+		select {
+		case tl.sem <- struct{}{}:
+		case <-ctx.Done():
+			tl.finish(id)
+			return
+		}
+		tl.attempt(id)
+		err := e.tellOnce(ctx, tl.ob, tl.t, tl.opts, tl.memo, id)
+		<-tl.sem
 		if err == nil {
-			if err := ob.Done(context.WithoutCancel(ctx), ds...); err != nil {
+			ds, ok := tl.told(id)
+			if !ok {
+				backoff = 200 * time.Millisecond
+				continue
+			}
+			if err := tl.ob.Done(context.WithoutCancel(ctx), ds...); err != nil {
 				e.report(id, fmt.Errorf("settle the outbox: %w", err))
 			}
 			return
@@ -118,8 +201,17 @@ func (e *Engine) tellRequest(ctx context.Context, ob Outbox, t Teller, opts Tell
 			e.report(id, fmt.Errorf("tell: %w", err))
 		}
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, opts.MaxBackoff)
+		backoff = min(2*backoff, tl.opts.MaxBackoff)
 	}
+	tl.finish(id)
+}
+
+func byRequest(ds []*Delivery) map[string][]*Delivery {
+	out := map[string][]*Delivery{}
+	for _, d := range ds {
+		out[d.RequestID] = append(out[d.RequestID], d)
+	}
+	return out
 }
 
 var errTellBusy = errors.New("ops: another replica is telling this request")

@@ -47,13 +47,52 @@ func readContent(p params, requireSome bool) (content, *apiError) {
 // postableLocked finds a conversation the caller can post in.
 func (s *Server) postableLocked(channelID, poster string) (*channel, *apiError) {
 	ch := s.channels[channelID]
+	if ch == nil && strings.HasPrefix(channelID, "U") {
+		ch = s.imWithLocked(channelID)
+	}
 	if ch == nil {
 		return nil, errCode("channel_not_found")
+	}
+	if ch.archived {
+		return nil, errCode("is_archived")
 	}
 	if !ch.isIM() && !ch.isMember(poster) {
 		return nil, errCode("not_in_channel")
 	}
 	return ch, nil
+}
+
+// imWithLocked is the bot's direct message conversation with a user, opened if there is none yet, as Slack does
+// for chat.postMessage to a user id and for conversations.open; nil for an unknown or deleted user.
+func (s *Server) imWithLocked(user string) *channel {
+	if u, ok := s.users[user]; !ok || u.Deleted {
+		return nil
+	}
+	for _, ch := range s.channels {
+		if ch.isIM() && len(ch.members) == 1 && ch.members[0] == user {
+			return ch
+		}
+	}
+	id := "D" + strings.TrimPrefix(user, "U")
+	for s.channels[id] != nil {
+		id = randomID("D", 10)
+	}
+	ch := newChannel(id, []string{user})
+	s.channels[id] = ch
+	return ch
+}
+
+// conversationsOpen opens (or finds) the direct message with the one user named in users.
+func (s *Server) conversationsOpen(c *call) (map[string]any, *apiError) {
+	users := strings.Split(c.p.get("users"), ",")
+	if c.p.get("users") == "" || len(users) != 1 {
+		return nil, errCode("users_list_not_supplied")
+	}
+	ch := s.imWithLocked(users[0])
+	if ch == nil {
+		return nil, errCode("user_not_found")
+	}
+	return map[string]any{"channel": map[string]any{"id": ch.id, "is_im": true, "user": users[0]}}, nil
 }
 
 // threadRoot resolves thread_ts to the thread's parent. Slack posts a reply whose parent is unknown or

@@ -292,6 +292,7 @@ func (s *Server) Deliveries() []DeliveryInfo { return s.Snapshot().Deliveries }
 type channel struct {
 	id       string
 	members  []string
+	archived bool
 	messages []*Message
 	byTS     map[string]*Message
 }

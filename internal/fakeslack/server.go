@@ -52,6 +52,8 @@ type Server struct {
 	ratelimits int
 	// throttledUntil is when a Throttle ends; every Web API call is answered 429 before it.
 	throttledUntil time.Time
+	// faults are the injected faults still to answer, in the order injected.
+	faults []*Fault
 
 	ephemerals []Ephemeral
 	files      map[string]*fileRecord

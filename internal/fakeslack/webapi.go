@@ -59,6 +59,7 @@ func (s *Server) methods() map[string]method {
 		"conversations.info":           {tier3, botOrUser, s.conversationsInfo},
 		"conversations.history":        {tier3, botOrUser, s.conversationsHistory},
 		"conversations.replies":        {tier3, botOrUser, s.conversationsReplies},
+		"conversations.open":           {tier3, botOrUser, s.conversationsOpen},
 		"usergroups.users.list":        {tier2, botOrUser, s.usergroupsUsersList},
 		"users.info":                   {tier4, botOrUser, s.usersInfo},
 		"files.getUploadURLExternal":   {tier4, botOrUser, s.filesGetUploadURLExternal},
@@ -107,6 +108,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, errCode("ratelimited").body())
 		return
 	}
+	f := s.faultLocked(name, p)
+	if f != nil && !f.After && !f.onlyDelay() {
+		s.recordCallLocked(name, id.kind, f.status(), f.code())
+		s.mu.Unlock()
+		s.answerFault(w, f)
+		return
+	}
 	body, aerr := m.handle(c)
 	code := ""
 	if aerr != nil {
@@ -114,8 +122,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	} else {
 		body["ok"] = true
 	}
+	if f != nil && !f.onlyDelay() {
+		s.recordCallLocked(name, id.kind, f.status(), f.code())
+		s.mu.Unlock()
+		s.answerFault(w, f)
+		return
+	}
 	s.recordCallLocked(name, id.kind, http.StatusOK, code)
 	s.mu.Unlock()
+	if f != nil {
+		s.hold(f.Delay)
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 

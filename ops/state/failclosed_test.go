@@ -103,7 +103,8 @@ func TestDialUnreachable(t *testing.T) {
 	}
 }
 
-// Every key carries the prefix and a TTL, except the audit stream, which is capped instead.
+// Every key carries the prefix and a TTL, except the streams: the audit stream is capped, the outbox and the
+// execution queue delete each entry once handled.
 func TestKeysArePrefixedAndExpire(t *testing.T) {
 	const maxLen = 10
 	eachBackend(t, state.Options{KeyPrefix: "hp-test", AuditMaxLen: maxLen}, func(t *testing.T, s *state.Store, rdb redis.UniversalClient) {
@@ -135,7 +136,7 @@ func TestKeysArePrefixedAndExpire(t *testing.T) {
 			}
 			if k == "{hp-test}:audit" || k == "{hp-test}:outbox" || k == "{hp-test}:exec" {
 				if ttl > 0 {
-					t.Errorf("the stream %s expires (%s); it should be capped instead", k, ttl)
+					t.Errorf("the stream %s expires (%s); an expiry would drop entries still to handle", k, ttl)
 				}
 				continue
 			}

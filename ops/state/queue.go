@@ -20,11 +20,13 @@ import (
 // "executors"); {p}:outbox holds (request id, version) of every stored change (group "tellers"), written by the
 // same scripts that store the change.
 
+// Neither stream is capped: XADD MAXLEN trims the oldest entries, pending or not, and Redis 7.0 cannot trim only
+// acknowledged ones. Each entry is deleted (XACK + XDEL) once handled, so a stream holds the work still to do:
+// the execution queue at most one entry per approved request not yet finished (plus harmless duplicates from the
+// sweep), the outbox the changes not yet told, which telling that cannot be blocked keeps short.
 const (
 	execGroup   = "executors"
 	outboxGroup = "tellers"
-	// streamMaxLen caps both streams, approximately; acknowledged entries are deleted at once.
-	streamMaxLen = 100000
 )
 
 func (s *Store) execKey() string   { return s.key("exec") }
@@ -141,7 +143,7 @@ func (s *Store) Outbox() *Outbox {
 
 // Enqueue implements ops.Queue.
 func (q *Queue) Enqueue(ctx context.Context, id string) error {
-	err := q.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.st.key, MaxLen: streamMaxLen, Approx: true,
+	err := q.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.st.key,
 		Values: []any{"request", id}}).Err()
 	return unavailable("enqueue "+id, err)
 }
@@ -216,7 +218,7 @@ func (o *Outbox) Told(ctx context.Context, id string) (int, error) {
 
 // Poke makes the tellers look at a request again although nothing changed (a new thread follows it).
 func (o *Outbox) Poke(ctx context.Context, id string) error {
-	err := o.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: o.st.key, MaxLen: streamMaxLen, Approx: true,
+	err := o.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: o.st.key,
 		Values: []any{"request", id, "version", "poke"}}).Err()
 	return unavailable("poke the outbox for "+id, err)
 }

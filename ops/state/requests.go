@@ -18,7 +18,10 @@ import (
 // entries older than RequestTTL whenever they are written.
 
 // Both scripts also append the request's id and new version to the outbox stream ({p}:outbox), in the same step
-// as the change: the Slack side tells what the outbox holds, so no stored transition goes untold.
+// as the change: the Slack side tells what the outbox holds, so no stored transition goes untold. The outbox is not
+// capped: a cap (XADD MAXLEN) trims the oldest entries whether or not they were told, and Redis 7.0 has no trimming
+// of acknowledged entries only. Told entries are deleted at once (XACK + XDEL), so it holds only what is still to
+// tell; only the audit stream, which nobody consumes, is capped.
 
 // createScript: KEYS req, idx, phase index, audit, outbox; ARGV data, version, phase, ttl ms, score, id, trim-before score,
 // audit maxlen, audit event. Returns {1} when created, else {0, stored data}.
@@ -34,7 +37,7 @@ for i = 2, 3 do
   redis.call('PEXPIRE', KEYS[i], ARGV[4])
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 'to', ARGV[3], 'event', ARGV[9])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 'version', ARGV[2])
+redis.call('XADD', KEYS[5], '*', 'request', ARGV[6], 'version', ARGV[2])
 return {1}
 `)
 
@@ -58,7 +61,7 @@ for i = 2, 3 do
   redis.call('PEXPIRE', KEYS[i], ARGV[5])
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'to', ARGV[4], 'event', ARGV[11])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'version', ARGV[3])
+redis.call('XADD', KEYS[5], '*', 'request', ARGV[7], 'version', ARGV[3])
 for i = 6, #KEYS do
   local cur = redis.call('GET', KEYS[i])
   local f = cur and tonumber(string.match(cur, '^(%d+)|')) or -1

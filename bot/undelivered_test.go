@@ -1,0 +1,197 @@
+package bot
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/internal/fakeslack"
+	"github.com/hyperops/hyperops/ops"
+)
+
+// bothChannels makes the approvals channel a command channel too, so a second request can be told in another
+// channel than a failing one.
+func bothChannels(c *config.Config) { c.Slack.Channels = []string{chOps, chApprove} }
+
+// askWidget asks for a medium-risk widget scale (a lead must approve) and returns its plan message.
+func (h *harness) askWidget(user, channel, id string) fakeslack.Message {
+	h.t.Helper()
+	h.slash(user, channel, "widget scale name="+id+" count=1 request-id="+id)
+	s := h.waitFor("the plan of "+id, func(s fakeslack.Snapshot) bool { return planOf(s, channel, id) != nil })
+	return *planOf(s, channel, id)
+}
+
+func planOf(s fakeslack.Snapshot, channel, id string) *fakeslack.Message {
+	for _, m := range topLevel(s, channel) {
+		if strings.Contains(string(m.Blocks), id) && hasButton(m, handlers.ActionApprove) {
+			return &m
+		}
+	}
+	return nil
+}
+
+// approveAndTell approves a request, waits for it to succeed and for the outbox to drain, and returns the record.
+func (h *harness) approveAndTell(channel string, plan fakeslack.Message, id string) *ops.Record {
+	h.t.Helper()
+	h.click(userLead1, channel, plan.TS, handlers.ActionApprove)
+	rec := h.waitPhase(id, ops.PhaseSucceeded)
+	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
+	return rec
+}
+
+func texts(ms []fakeslack.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// An archived audit channel refuses every audit line for good: the request's thread still gets every reply, in
+// order, once; one reply in it says the audit channel refused and what to do; the refusals are counted and logged
+// with the request id, channel and Slack's error; another request is told as usual.
+func TestArchivedAuditChannelDoesNotBlock(t *testing.T) {
+	logs := &lockedBuffer{}
+	h := startWith(t, harnessOptions{log: logs, edit: func(c *config.Config) { c.Slack.AuditChannel = chApprove }})
+	h.srv.ArchiveChannel(chApprove)
+	for _, id := range []string{"audit-a", "audit-b"} {
+		plan := h.askWidget(userAlice, chOps, id)
+		rec := h.approveAndTell(chOps, plan, id)
+		replies := threadReplies(h.srv.Snapshot(), chOps, plan.TS)
+		var told, notices []string
+		for _, m := range replies {
+			if strings.Contains(m.Text, "audit channel") {
+				notices = append(notices, m.Text)
+			} else {
+				told = append(told, m.Text)
+			}
+		}
+		want := toldInThread(rec)
+		if strings.Join(told, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: thread\n  %s\nwant every reply once, in order:\n  %s", id, strings.Join(told, "\n  "), strings.Join(want, "\n  "))
+		}
+		if len(notices) != 1 || !strings.Contains(notices[0], "is_archived") || !strings.Contains(notices[0], chApprove) {
+			t.Errorf("%s: notices %q, want one naming %s and is_archived", id, notices, chApprove)
+		}
+	}
+	if n := testutil.ToFloat64(h.bot.Metrics().Undelivered.WithLabelValues("audit", "is_archived")); n < 2 {
+		t.Errorf("undelivered audit lines counted %v, want at least one per request", n)
+	}
+	for _, want := range []string{`"request":"audit-a"`, `"channel":"` + chApprove + `"`, `"method":"chat.postMessage"`, `"slack_error":"is_archived"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+// A thread that always refuses (the bot was removed from the channel after the plan was posted): each later
+// message of the request reaches the requester in a direct message naming the request, the event, Slack's error
+// and the command to read it, once each; a request in another channel is told meanwhile as usual.
+func TestRefusedThreadFallsBackToTheRequester(t *testing.T) {
+	h := startWith(t, harnessOptions{edit: bothChannels})
+	const id = "refused-thread"
+	plan := h.askWidget(userAlice, chOps, id)
+	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
+	before := len(threadReplies(h.srv.Snapshot(), chOps, plan.TS))
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Error: "not_in_channel", Times: -1})
+
+	other := h.askWidget(userBob, chApprove, "healthy-other")
+	rec := h.approveAndTell(chOps, plan, id)
+	otherRec := h.approveAndTell(chApprove, other, "healthy-other")
+
+	s := h.srv.Snapshot()
+	if got := threadReplies(s, chOps, plan.TS); len(got) != before {
+		t.Errorf("the refusing thread got %d replies, had %d", len(got), before)
+	}
+	want := toldInThread(rec)[before:]
+	var dms []fakeslack.Message
+	for _, m := range s.Messages[dmAlice] {
+		if strings.Contains(m.Text, id) {
+			dms = append(dms, m)
+		}
+	}
+	if len(dms) != len(want) {
+		t.Fatalf("alice got %d direct messages about %s:\n  %s\nwant one per reply the thread refused (%d)", len(dms), id,
+			strings.Join(texts(dms), "\n  "), len(want))
+	}
+	for i, m := range dms {
+		all := m.Text + string(m.Blocks)
+		for _, part := range []string{id, "not_in_channel", chOps, "request show id=" + id, want[i][:min(len(want[i]), 20)]} {
+			if !strings.Contains(all, part) {
+				t.Errorf("direct message %d lacks %q: %s", i, part, all)
+			}
+		}
+	}
+	if got, want := texts(threadReplies(s, chApprove, other.TS)), toldInThread(otherRec); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the other request's thread:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Slack answers 500 after posting (the answer was lost, the message is there): the plan message and the reply
+// appear once each; the retry finds them by their metadata instead of posting again.
+func TestLostAnswerPostsOnce(t *testing.T) {
+	h := start(t)
+	const id = "lost"
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, After: true})
+	plan := h.askWidget(userAlice, chOps, id)
+	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusServiceUnavailable, After: true})
+	rec := h.approveAndTell(chOps, plan, id)
+	s := h.srv.Snapshot()
+	if n := len(topLevel(s, chOps)); n != 1 {
+		t.Errorf("%d top-level messages, want the one plan message", n)
+	}
+	got, want := texts(threadReplies(s, chOps, plan.TS)), toldInThread(rec)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("thread:\n  %s\nwant every reply once:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	faulted := 0
+	for _, c := range h.srv.APICalls("chat.postMessage") {
+		if c.Status >= 500 {
+			faulted++
+		}
+	}
+	if faulted != 2 {
+		t.Errorf("%d posts answered 5xx, want the 2 injected: the test did not exercise the lost answers", faulted)
+	}
+}
+
+// Eight requests whose posts always fail transiently (Slack answers 500), with eight teller slots: a healthy
+// request in another channel is still told, its plan posted and its thread told.
+func TestFailingRequestsDoNotStarveTheTellers(t *testing.T) {
+	const slots = 8
+	h := startWith(t, harnessOptions{edit: bothChannels, tellers: ops.TellerOptions{Concurrency: slots}})
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, Times: -1})
+	for i := range slots {
+		id := fmt.Sprintf("stuck-%d", i)
+		h.slash(userAlice, chOps, "widget scale name="+id+" count=1 request-id="+id)
+		h.waitPhase(id, ops.PhaseAwaitingApproval)
+	}
+	h.waitUntil("every stuck request tried", func() bool {
+		n := 0
+		for _, c := range h.srv.APICalls("chat.postMessage") {
+			if c.Status == http.StatusInternalServerError {
+				n++
+			}
+		}
+		return n >= slots
+	})
+	other := h.askWidget(userBob, chApprove, "healthy")
+	h.click(userLead1, chApprove, other.TS, handlers.ActionApprove)
+	rec := h.waitPhase("healthy", ops.PhaseSucceeded)
+	want := toldInThread(rec)
+	s := h.waitFor("the healthy request's thread told", func(s fakeslack.Snapshot) bool {
+		return len(threadReplies(s, chApprove, other.TS)) >= len(want)
+	})
+	if got := texts(threadReplies(s, chApprove, other.TS)); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the healthy request's thread:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if n := len(topLevel(h.srv.Snapshot(), chOps)); n != 0 {
+		t.Errorf("%d plan messages in the failing channel, want none", n)
+	}
+}

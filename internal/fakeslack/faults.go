@@ -1,0 +1,148 @@
+package fakeslack
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fault is an application-level failure Slack answers instead of (or after) serving a Web API call: an error
+// answered with ok:false, an HTTP error, a dropped connection, a slow answer. Inject it; the first fault that
+// matches a call is used, in the order injected.
+type Fault struct {
+	Method  string // Web API method, e.g. "chat.postMessage", "chat.update"
+	Channel string // only calls for this channel ("" = any)
+	// Error is the Slack error answered with ok:false ("channel_not_found", "not_in_channel", "is_archived",
+	// "invalid_blocks", "msg_too_long", …); "" with Status for an HTTP error.
+	Error      string
+	Status     int           // HTTP status (500, 503, 429 with RetryAfter); 0 is 200
+	RetryAfter time.Duration // Retry-After of a 429, rounded up to whole seconds as Slack sends it
+	After      bool          // perform the call (the message IS posted), then answer the fault
+	Reset      bool          // drop the connection instead of answering
+	Delay      time.Duration // hold the answer this long (on the server's clock)
+	Times      int           // how many matching calls; negative: until ClearFaults; 0 counts as 1
+}
+
+// Inject adds a fault for the Web API calls it matches.
+func (s *Server) Inject(f Fault) {
+	if f.Times == 0 {
+		f.Times = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// ArchiveChannel archives a conversation: posting in it is answered is_archived from then on, as Slack does.
+func (s *Server) ArchiveChannel(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.channels[id]; ch != nil {
+		ch.archived = true
+	}
+}
+
+// RemoveMember takes user (the bot's user, typically) out of a channel: its posts there are answered
+// not_in_channel from then on.
+func (s *Server) RemoveMember(channel, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.channels[channel]; ch != nil {
+		ch.members = slices.DeleteFunc(ch.members, func(m string) bool { return m == user })
+	}
+}
+
+// faultLocked takes the first fault matching a call, spending one of its times.
+func (s *Server) faultLocked(method string, p params) *Fault {
+	for i, f := range s.faults {
+		if f.Method != method || (f.Channel != "" && f.Channel != p.get("channel")) {
+			continue
+		}
+		hit := *f
+		if f.Times > 0 {
+			if f.Times--; f.Times == 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		return &hit
+	}
+	return nil
+}
+
+// status is the HTTP status a fault answers with.
+func (f *Fault) status() int {
+	if f.Reset {
+		return 0
+	}
+	if f.Status != 0 {
+		return f.Status
+	}
+	return http.StatusOK
+}
+
+// code is the Slack error a fault answers with, for the call log and the body.
+func (f *Fault) code() string {
+	switch {
+	case f.Error != "":
+		return f.Error
+	case f.Reset:
+		return "connection_reset"
+	case f.Status == http.StatusTooManyRequests:
+		return "ratelimited"
+	case f.Status >= 500:
+		return "internal_error"
+	}
+	return ""
+}
+
+// answerFault waits out the fault's delay and answers it: the connection dropped, or the error. The call was
+// recorded by the caller.
+func (s *Server) answerFault(w http.ResponseWriter, f *Fault) {
+	s.hold(f.Delay)
+	if f.Reset {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	if f.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(f.RetryAfter)))
+	}
+	status := f.status()
+	if status != http.StatusOK && f.Error == "" && f.Status != http.StatusTooManyRequests {
+		// Slack's 5xx answers are HTML or plain text, not JSON.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(strings.ToLower(http.StatusText(status)) + "\n"))
+		return
+	}
+	writeJSON(w, status, errCode(f.code()).body())
+}
+
+// onlyDelay reports whether the fault only slows the call down: it is served and answered as usual, late.
+func (f *Fault) onlyDelay() bool {
+	return f.Error == "" && f.Status == 0 && !f.Reset
+}
+
+// hold waits d on the server's clock, or until the server closes.
+func (s *Server) hold(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	select {
+	case <-s.clock.After(d):
+	case <-s.quit:
+	}
+}
