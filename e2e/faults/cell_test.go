@@ -28,6 +28,8 @@ type operation struct {
 	writes func(w *world, name string) int
 	// kube is the API resource the request writes, for Kubernetes faults ("" when it writes none).
 	kube string
+	// aws is the fake AWS operation of the request's write, for AWS faults.
+	aws string
 	// scope is a part of the request's lock scope key.
 	scope func(name string) string
 }
@@ -84,11 +86,13 @@ func runCell(t *testing.T, op operation, f fault) result {
 	rec := w.submit(t, c.id, op.command(c.name))
 	close(c.done)
 	writes := op.writes(w, c.name) - before
-	if op.kube != "" {
-		for _, wr := range w.kube.Writes(op.kube, harness.Namespace, c.name) {
-			t.Logf("write at the API server: %+v", wr)
+	defer func() {
+		if t.Failed() && op.kube != "" {
+			for _, wr := range w.kube.Writes(op.kube, harness.Namespace, c.name) {
+				t.Logf("write at the API server: %+v", wr)
+			}
 		}
-	}
+	}()
 	res := result{op: op.name, fault: f.name, writes: writes, phase: rec.Phase}
 	if rec.Phase != f.want {
 		t.Errorf("%s ended %s, want %s: errors %v, history %s", c.id, rec.Phase, f.want, rec.Errors, history(rec))
@@ -271,12 +275,17 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record) string {
 	snap := w.Slack.Snapshot()
 	var plan fakeslack.Message
 	for _, m := range snap.Messages[harness.OpsChannel] {
-		if m.ThreadTS == "" && strings.Contains(m.Text, "(request "+rec.ID()+")") {
+		if m.ThreadTS == "" && strings.Contains(harness.MessageText(m), rec.ID()) {
 			plan = m
+			break
 		}
 	}
 	if plan.TS == "" {
-		t.Errorf("%s: no plan message in %s", rec.ID(), harness.OpsChannel)
+		var texts []string
+		for _, m := range snap.Messages[harness.OpsChannel] {
+			texts = append(texts, fmt.Sprintf("ts=%s thread=%s %q", m.TS, m.ThreadTS, m.Text))
+		}
+		t.Errorf("%s: no plan message in %s; it held:\n%s", rec.ID(), harness.OpsChannel, strings.Join(texts, "\n"))
 		return "no message"
 	}
 	want := map[string]int{}
@@ -312,7 +321,9 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record) string {
 		}
 	}
 	// The message is settled after the entries are told: give it the time a person would.
-	if _, err := w.WaitCurrent(t.Context(), 30*time.Second, harness.OpsChannel, plan.TS, phrase(rec.Phase)+" (request "+rec.ID()+")"); err != nil {
+	if _, err := w.WaitMessage(t.Context(), 30*time.Second, harness.OpsChannel, func(m fakeslack.Message) bool {
+		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)) && strings.HasSuffix(m.Text, "(request "+rec.ID()+")")
+	}); err != nil {
 		t.Errorf("%s: the plan message never showed %s: %v", rec.ID(), rec.Phase, err)
 		verdict = "message stale"
 	}

@@ -23,9 +23,9 @@ import (
 	"github.com/hyperops/hyperops/bot"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/e2e/harness"
-	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/internal/fakeslack"
+	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -74,7 +74,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	w := &world{World: &harness.World{T: t, Plane: plane, Dir: t.TempDir(), Prefix: "faults-" + suffix(t)}, log: &syncBuffer{}}
+	w := &world{World: &harness.World{T: t, Plane: plane, Dir: t.TempDir(), Prefix: "faults-" + suffix()}, log: &syncBuffer{}}
 	w.Redis = redistest.Start(t)
 	var err error
 	if w.redisProxy, err = faultproxy.NewTCP(w.Redis.Addr()); err != nil {
@@ -233,7 +233,5 @@ func tail(s string, lines int) string {
 	return strings.Join(ls, "\n")
 }
 
-// suffix makes a test's names unique in the shared control plane: its subtest name, shortened and cleaned.
-func suffix(t *testing.T) string {
-	return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff)
-}
+// suffix makes a world's key prefix unique.
+func suffix() string { return randomName("w") }

@@ -148,6 +148,13 @@ func (k *Kube) Writes(resource, namespace, name string) []Write {
 	return out
 }
 
+// AllWrites are every mutating request the proxy saw, in order.
+func (k *Kube) AllWrites() []Write {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]Write(nil), k.writes...)
+}
+
 // Effective counts the writes of the object that the server accepted and that changed it: distinct
 // resourceVersions among accepted writes (an apply that changes nothing keeps the object's resourceVersion).
 func Effective(ws []Write) int {
