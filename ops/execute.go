@@ -210,7 +210,9 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			r.Execution.WriteAccepted = e.opts.Clock.Now()
 			r.Execution.Written = wrote
 		}); err != nil {
-			// Sent but not recorded: a replica resuming it reads the real state instead of sending it again.
+			// Sent but not recorded: a replica resuming it reads the real state instead of sending it again, and
+			// until then nobody else may change what this write changed.
+			x.holdScope(ctx)
 			return rec, outcomeRetry, stateError("record the accepted write", err)
 		}
 	}
@@ -276,6 +278,17 @@ func (x *executor) interruptUnknown(ctx context.Context, rec *Record, writeErr, 
 		why += " (" + AsError(verifyErr).Message + ")"
 	}
 	return x.interrupt(ctx, rec, why+"; nothing was sent again")
+}
+
+// holdScope keeps the scope lock past this attempt for HoldTTL, so it is not released when the attempt returns;
+// it returns the lock it holds, or nil when there is none or it could not be renewed.
+func (x *executor) holdScope(ctx context.Context) *Lock {
+	l := x.scope
+	if l == nil || x.e.locks.Renew(context.WithoutCancel(ctx), l, x.e.opts.HoldTTL) != nil {
+		return nil
+	}
+	x.scope = nil
+	return l
 }
 
 // freeScope releases the scope before the outcome is told: whoever reads "succeeded" may submit the next change
@@ -431,11 +444,8 @@ func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Rec
 	e := x.e
 	ctx = context.WithoutCancel(ctx)
 	next := "use Take over, then Resume or Stop"
-	if x.scope != nil {
-		if err := e.locks.Renew(ctx, x.scope, e.opts.HoldTTL); err == nil {
-			next += fmt.Sprintf(" (the lock on %s stays held until then)", x.scope.Scope)
-			x.scope = nil // held for the people who decide, not released when this attempt returns
-		}
+	if held := x.holdScope(ctx); held != nil {
+		next += fmt.Sprintf(" (the lock on %s stays held until then)", held.Scope)
 	}
 	observed, note := e.observe(ctx, rec, why)
 	stored, err := x.update(ctx, func(r *Record) (*Record, error) {

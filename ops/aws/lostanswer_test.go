@@ -2,12 +2,14 @@ package aws
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
 // writeTarget is one AWS write HyperOps makes, with the request that makes it and its lock.
@@ -287,5 +289,32 @@ func TestResumeAfterUnknownOutcome(t *testing.T) {
 	}
 	if !f.lockFree(t, ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}) {
 		t.Error("lock still held after the resumed request succeeded")
+	}
+}
+
+// failingAccept is the real store, except that recording the accepted write fails as an unreachable Redis would.
+type failingAccept struct{ *state.Store }
+
+func (s failingAccept) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+	if strings.HasPrefix(ev.Note, "change accepted") {
+		return fmt.Errorf("write the record: %w", ops.ErrStateUnavailable)
+	}
+	return s.Store.Update(ctx, rec, expect, ev)
+}
+
+// A write AWS accepted whose acceptance could not be recorded leaves the request for a replica to resume, and its
+// scope locked meanwhile: nobody else may change the group while the record does not say what was sent.
+func TestUnrecordedWriteKeepsTheLock(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	engine := ops.NewEngine(f.catalog, failingAccept{f.store}, f.store, nil, ops.EngineOptions{Replica: "test", LockTTL: 10 * time.Second})
+	if _, err := engine.Submit(ctxT(t), scaleRequest("unrecorded", testCluster, "gpu", 4)); codeOf(err) != ops.CodeStateUnavailable {
+		t.Fatalf("Submit: %v, want E_STATE_UNAVAILABLE", err)
+	}
+	scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}
+	if holder, held, err := f.store.Holder(ctxT(t), scope); err != nil || !held || holder != "unrecorded" {
+		t.Fatalf("lock %s: holder %q held %v (%v); want kept by the request", scope, holder, held, err)
+	}
+	if n := f.srv.Applied(fakeaws.OpSageMakerUpdateCluster); n != 1 {
+		t.Errorf("UpdateCluster took effect %d times, want 1", n)
 	}
 }
