@@ -132,32 +132,48 @@ func TestRefusedThreadFallsBackToTheRequester(t *testing.T) {
 	}
 }
 
-// Slack answers 500 after posting (the answer was lost, the message is there): the plan message and the reply
-// appear once each; the retry finds them by their metadata instead of posting again.
+// Slack posts the message but its answer is lost (a 500, a 503, a dropped connection): the plan message and the
+// reply appear once each; the retry finds them by their metadata instead of posting again.
 func TestLostAnswerPostsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		plan fakeslack.Fault
+		next fakeslack.Fault
+	}{
+		{"5xx", fakeslack.Fault{Status: http.StatusInternalServerError}, fakeslack.Fault{Status: http.StatusServiceUnavailable}},
+		{"reset", fakeslack.Fault{Reset: true}, fakeslack.Fault{Reset: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) { lostAnswerPostsOnce(t, c.plan, c.next) })
+	}
+}
+
+func lostAnswerPostsOnce(t *testing.T, plan, next fakeslack.Fault) {
 	h := start(t)
 	const id = "lost"
-	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, After: true})
-	plan := h.askWidget(userAlice, chOps, id)
+	for _, f := range []*fakeslack.Fault{&plan, &next} {
+		f.Method, f.Channel, f.After = "chat.postMessage", chOps, true
+	}
+	h.srv.Inject(plan)
+	msg := h.askWidget(userAlice, chOps, id)
 	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
-	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusServiceUnavailable, After: true})
-	rec := h.approveAndTell(chOps, plan, id)
+	h.srv.Inject(next)
+	rec := h.approveAndTell(chOps, msg, id)
 	s := h.srv.Snapshot()
 	if n := len(topLevel(s, chOps)); n != 1 {
 		t.Errorf("%d top-level messages, want the one plan message", n)
 	}
-	got, want := texts(threadReplies(s, chOps, plan.TS)), toldInThread(rec)
+	got, want := texts(threadReplies(s, chOps, msg.TS)), toldInThread(rec)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("thread:\n  %s\nwant every reply once:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	faulted := 0
 	for _, c := range h.srv.APICalls("chat.postMessage") {
-		if c.Status >= 500 {
+		if c.Error != "" {
 			faulted++
 		}
 	}
 	if faulted != 2 {
-		t.Errorf("%d posts answered 5xx, want the 2 injected: the test did not exercise the lost answers", faulted)
+		t.Errorf("%d posts faulted, want the 2 injected: the test did not exercise the lost answers", faulted)
 	}
 }
 
@@ -193,5 +209,75 @@ func TestFailingRequestsDoNotStarveTheTellers(t *testing.T) {
 	}
 	if n := len(topLevel(h.srv.Snapshot(), chOps)); n != 0 {
 		t.Errorf("%d plan messages in the failing channel, want none", n)
+	}
+}
+
+// The audit line fails transiently after the thread reply went out: the retries post the audit line, never the
+// reply again.
+func TestFailingAuditLineDoesNotRepostTheReply(t *testing.T) {
+	h := startWith(t, harnessOptions{edit: func(c *config.Config) { c.Slack.AuditChannel = chApprove }})
+	const id = "audit-retry"
+	plan := h.askWidget(userAlice, chOps, id)
+	h.waitUntil("the outbox drained", func() bool { return h.outboxPending() == 0 })
+	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chApprove, Status: http.StatusBadGateway, Times: 4})
+	rec := h.approveAndTell(chOps, plan, id)
+	s := h.srv.Snapshot()
+	if got, want := texts(threadReplies(s, chOps, plan.TS)), toldInThread(rec); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("thread:\n  %s\nwant every reply once:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	lines := map[string]int{}
+	for _, m := range s.Messages[chApprove] {
+		if strings.Contains(m.Text, id) {
+			lines[m.Text]++
+		}
+	}
+	for _, tr := range rec.History[1:] { // entry 0 posts the plan message, and no audit line
+		if tr.Kind != ops.KindPhase {
+			continue
+		}
+		if n := lines[handlers.AuditLine(rec, tr).Text]; n != 1 {
+			t.Errorf("audit line %q posted %d times, want once", handlers.AuditLine(rec, tr).Text, n)
+		}
+	}
+}
+
+// An agent's request whose approvals channel refuses the plan for good: the agent's DM thread says so (a notice
+// with the tell metadata, not a reply body) and its machine-readable replies go on.
+func TestRefusedApprovalsChannelTellsTheAgent(t *testing.T) {
+	h := start(t)
+	h.srv.ArchiveChannel(chApprove)
+	commit := h.agentSays(strings.Replace(seedAgentRequest, `"dryRun": true`, `"dryRun": false`, 1))
+	s := h.waitFor("the notice in the agent's thread", func(s fakeslack.Snapshot) bool {
+		for _, m := range s.Messages[dmAgent] {
+			if m.ThreadTS == commit.TS && m.Metadata != nil && m.Metadata.EventType == handlers.TellEventType {
+				return true
+			}
+		}
+		return false
+	})
+	notices := 0
+	for _, m := range s.Messages[dmAgent] {
+		switch {
+		case m.ThreadTS != commit.TS || m.Metadata == nil:
+		case m.Metadata.EventType == handlers.TellEventType:
+			notices++
+			if !strings.Contains(m.Text, "is_archived") || !strings.Contains(m.Text, chApprove) || !strings.Contains(m.Text, "train-20250308-001") {
+				t.Errorf("notice %q lacks the error, the channel or the request", m.Text)
+			}
+		}
+	}
+	if notices != 1 {
+		t.Errorf("%d notices, want 1", notices)
+	}
+	h.waitFor("the agent's reply", func(s fakeslack.Snapshot) bool {
+		for _, m := range s.Messages[dmAgent] {
+			if m.ThreadTS == commit.TS && m.Metadata != nil && m.Metadata.EventType == handlers.MetadataEventType {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(topLevel(h.srv.Snapshot(), chApprove)); n != 0 {
+		t.Errorf("%d messages in the archived channel", n)
 	}
 }

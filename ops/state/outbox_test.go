@@ -126,3 +126,79 @@ func TestOutboxKeepsPendingEntriesPastTheAuditCap(t *testing.T) {
 		}
 	})
 }
+
+// gateTeller holds its first Tell until released and reports every entry told.
+type gateTeller struct {
+	first   sync.Once
+	holding chan struct{}
+	release chan struct{}
+	told    chan int
+}
+
+func (g *gateTeller) Tell(_ context.Context, _ *ops.Record, i int) error {
+	g.first.Do(func() {
+		close(g.holding)
+		<-g.release
+	})
+	g.told <- i
+	return nil
+}
+
+func (g *gateTeller) Settle(context.Context, *ops.Record) error { return nil }
+
+// A change stored while its request is being told joins that telling and is told: the run that was under way read
+// the record before the change, so acknowledging the new entry with it would leave the change untold.
+func TestChangeDuringTellingIsTold(t *testing.T) {
+	ctx := ctxT(t)
+	c := newCluster(t)
+	e := c.engine(t, "r1", quorumPolicy{required: 1}, 0)
+	rec, err := e.Submit(ctx, scaleRequest("busy", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateTeller{holding: make(chan struct{}), release: make(chan struct{}), told: make(chan int, 64)}
+	s := c.store(t)
+	rdb := dial(t, c.srv.URL())
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.RunTellers(runCtx, s.Outbox(), g, ops.TellerOptions{Concurrency: 2, Wait: 10 * time.Millisecond})
+	}()
+	defer func() { stop(); <-done }()
+	<-g.holding
+	pendingBefore, err := rdb.XPending(ctx, "{accept}:outbox", "tellers").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := e.Cancel(ctx, rec.ID(), requester)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // the teller read the new entry while the first run is held
+		p, err := rdb.XPending(ctx, "{accept}:outbox", "tellers").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Count > pendingBefore.Count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the teller never read the change")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	close(g.release)
+	last := len(cancelled.History) - 1
+	for {
+		select {
+		case i := <-g.told:
+			if i == last {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("entry %d (the cancel) was never told", last)
+		}
+	}
+}
