@@ -206,7 +206,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}
 		written = wrote
 		// Recorded even when the replica is stopping meanwhile: a write sent must never look unknown.
-		if _, err := x.step(context.WithoutCancel(ctx), accepted, func(r *Record) {
+		if err := x.stepPersisting(context.WithoutCancel(ctx), accepted, func(r *Record) {
 			r.Execution.WriteAccepted = e.opts.Clock.Now()
 			r.Execution.Written = wrote
 		}); err != nil {
@@ -395,6 +395,22 @@ func (x *executor) update(ctx context.Context, fn func(*Record) (*Record, error)
 
 func (x *executor) step(ctx context.Context, note string, fn func(*Record)) (*Record, error) {
 	return x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindStep, note, fn) })
+}
+
+// stepPersisting records a step only this replica knows (a write's answer), retrying while the store cannot be
+// reached, for up to a lock TTL: given up, a resuming replica can only read back or leave it to people. It stops
+// at once when the record moved on elsewhere (another replica resumed it).
+func (x *executor) stepPersisting(ctx context.Context, note string, fn func(*Record)) error {
+	deadline := time.Now().Add(x.e.opts.LockTTL)
+	backoff := 100 * time.Millisecond
+	for {
+		_, err := x.step(ctx, note, fn)
+		if err == nil || errors.Is(err, ErrVersionConflict) || !time.Now().Add(backoff).Before(deadline) {
+			return err
+		}
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // progress records a step the operation reported, for the request's thread.

@@ -70,7 +70,7 @@ func tellScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "tell
 // returns when every telling goroutine has stopped.
 func (e *Engine) RunTellers(ctx context.Context, ob Outbox, t Teller, opts TellerOptions) {
 	opts = opts.withDefaults(e)
-	tl := &tellers{e: e, ob: ob, t: t, opts: opts, sem: make(chan struct{}, opts.Concurrency),
+	tl := &tellers{e: e, ob: ob, t: t, opts: opts, sem: make(chan struct{}, opts.Concurrency), memo: &toldMemo{told: map[string]int{}},
 		room: make(chan struct{}, opts.Concurrency*16), busy: map[string]*telling{}}
 	defer tl.wg.Wait()
 	for ctx.Err() == nil {
@@ -104,6 +104,7 @@ type tellers struct {
 	t    Teller
 	opts TellerOptions
 	sem  chan struct{}
+	memo *toldMemo
 	// room bounds the requests this replica holds entries of (16 × Concurrency): past it, reading waits.
 	room chan struct{}
 	wg   sync.WaitGroup
@@ -183,7 +184,7 @@ func (tl *tellers) tellRequest(ctx context.Context, id string) {
 			return
 		}
 		tl.attempt(id)
-		err := e.tellOnce(ctx, tl.ob, tl.t, tl.opts, id)
+		err := e.tellOnce(ctx, tl.ob, tl.t, tl.opts, tl.memo, id)
 		<-tl.sem
 		if err == nil {
 			ds, ok := tl.told(id)
@@ -215,7 +216,39 @@ func byRequest(ds []*Delivery) map[string][]*Delivery {
 
 var errTellBusy = errors.New("ops: another replica is telling this request")
 
-func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, id string) (err error) {
+// toldMemo is what this replica told but could not yet count in the store (the count's write failed after the
+// reply was posted): its retry starts after those entries instead of posting them again.
+type toldMemo struct {
+	mu   sync.Mutex
+	told map[string]int
+}
+
+// from is where telling id resumes: after what the store counts, or what this replica knows it told.
+func (m *toldMemo) from(id string, stored int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.told[id]; n > stored {
+		return n
+	}
+	delete(m.told, id)
+	return stored
+}
+
+func (m *toldMemo) set(id string, n int) {
+	m.mu.Lock()
+	m.told[id] = n
+	m.mu.Unlock()
+}
+
+func (m *toldMemo) forget(id string, n int) {
+	m.mu.Lock()
+	if m.told[id] <= n {
+		delete(m.told, id)
+	}
+	m.mu.Unlock()
+}
+
+func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string) (err error) {
 	// The owner is unique per attempt, so two goroutines of one replica never both hold it.
 	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
@@ -235,16 +268,23 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 			err = fmt.Errorf("panic while telling: %v", v)
 		}
 	}()
-	told, err := ob.Told(ctx, id)
+	stored, err := ob.Told(ctx, id)
 	if err != nil {
 		return err
 	}
+	told := memo.from(id, stored)
 	rec, err := e.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if told > stored {
+		if err := ob.SetTold(ctx, id, told); err != nil {
+			return err
+		}
+		memo.forget(id, told)
 	}
 	if told >= len(rec.History) {
 		return t.Settle(ctx, rec) // told already; an earlier Settle may have failed
@@ -254,6 +294,7 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 			return err
 		}
 		if err := ob.SetTold(ctx, id, i+1); err != nil {
+			memo.set(id, i+1)
 			return err
 		}
 	}

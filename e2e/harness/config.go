@@ -146,10 +146,9 @@ mcp:
 log: {level: debug, format: json}
 `))
 
-// WriteConfig renders the configuration into dir/hyperops.yaml and checks it with the bot's own
-// `validate-config` (bin, run with env as its environment), so a bad harness config fails here with the loader's
-// message rather than in a replica.
-func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []string) (string, error) {
+// RenderConfig is the bot's configuration for d, with its ${…} references to the environment left for the loader
+// (an in-process bot, e2e/faults, parses it with config.Parse).
+func RenderConfig(d ConfigData) (string, error) {
 	if d.ReportSchedule == "" {
 		d.ReportSchedule = DefaultReportSchedule
 	}
@@ -157,8 +156,19 @@ func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []strin
 	if err := configTemplate.Execute(&b, d); err != nil {
 		return "", fmt.Errorf("render the bot config: %w", err)
 	}
+	return b.String(), nil
+}
+
+// WriteConfig renders the configuration into dir/hyperops.yaml and checks it with the bot's own
+// `validate-config` (bin, run with env as its environment), so a bad harness config fails here with the loader's
+// message rather than in a replica.
+func WriteConfig(ctx context.Context, bin, dir string, d ConfigData, env []string) (string, error) {
+	text, err := RenderConfig(d)
+	if err != nil {
+		return "", err
+	}
 	path := filepath.Join(dir, "hyperops.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", fmt.Errorf("write the bot config: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, bin, "validate-config", path)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -111,6 +112,9 @@ func (r *registry) deleteOperation(spec ops.Spec, check func(t target, req *ops.
 				var out []outcome
 				for _, o := range d.objects {
 					gone, err := t.c.deleteObject(ctx, o.res, o.ns, o.name, false)
+					if err != nil && lostAnswer(err) {
+						gone, err = deletedAfterAll(ctx, t.c, o, err)
+					}
 					if err != nil {
 						return res, err
 					}
@@ -147,4 +151,24 @@ func (r *registry) deleteOperation(spec ops.Spec, check func(t target, req *ops.
 			return &ops.Result{Summary: strings.Join(parts, "; ")}, nil
 		},
 	}
+}
+
+// readBackTimeout bounds reading back a delete whose answer was lost.
+const readBackTimeout = 30 * time.Second
+
+// deletedAfterAll reads back a delete whose answer was lost: the object gone, or being deleted, is the delete done
+// (deleting is idempotent, but sending it again would hide what happened); still there untouched, it was not; not
+// readable, nobody knows, and the engine leaves it to people.
+func deletedAfterAll(ctx context.Context, c *Cluster, o doomed, deleteErr error) (bool, error) {
+	// The delete may have used up its context waiting for the answer: the read-back gets its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	have, err := c.getObject(ctx, o.res, o.ns, o.name)
+	switch {
+	case err != nil:
+		return false, ops.OutcomeUnknown(deleteErr)
+	case have == nil || have.GetDeletionTimestamp() != nil:
+		return true, nil
+	}
+	return false, deleteErr
 }

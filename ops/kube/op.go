@@ -316,7 +316,7 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 		}
 		applied, err := applyChecked(ctx, c, o.res, o.obj, haves[i], x)
 		if err != nil {
-			return res, partialApply(err, out, d.objects[i:])
+			return res, partialApply(writeError(err), out, d.objects[i:])
 		}
 		ops.Progress(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
 		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration(), string(applied.GetUID())})

@@ -473,3 +473,46 @@ func TestRequestQueuedWhileReplicaStopsIsNotStranded(t *testing.T) {
 	}
 	t.Logf("executed on %s after %d hand-overs", final.Replica, final.Execution.Handovers)
 }
+
+// outageStore is the store whose writes fail for a while once armed, as a Redis cut right after a write was sent.
+type outageStore struct {
+	*state.Store
+	mu    sync.Mutex
+	armed func(*ops.Record) bool
+	fails int
+}
+
+func (s *outageStore) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+	s.mu.Lock()
+	fail := s.fails > 0 && s.armed(rec)
+	if fail {
+		s.fails--
+	}
+	s.mu.Unlock()
+	if fail {
+		return fmt.Errorf("record %s: dial tcp 127.0.0.1:6379: connect: connection refused", rec.ID())
+	}
+	return s.Store.Update(ctx, rec, expect, ev)
+}
+
+// A write whose answer came back while Redis was briefly unreachable is recorded once Redis answers again, by the
+// replica that heard it, and the request succeeds: it is not left for a resume that can only read back or ask
+// people (the fault matrix saw a healthy request interrupted by a five-second Redis cut).
+func TestAcceptedWriteIsRecordedAfterABriefOutage(t *testing.T) {
+	r := &replicas{srv: redistest.Start(t), op: newStepOp()}
+	catalog := ops.NewCatalog()
+	catalog.Register(r.op)
+	s := &outageStore{Store: r.store(t), fails: 3, armed: func(rec *ops.Record) bool {
+		return rec.Execution != nil && !rec.Execution.WriteAccepted.IsZero()
+	}}
+	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "r1", LockTTL: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec, err := e.Submit(ctx, stepRequest("outage-1"))
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("submit: %v; record %+v", err, rec)
+	}
+	if n := r.op.count("write", ""); n != 1 {
+		t.Fatalf("%d writes, want 1", n)
+	}
+}

@@ -1,0 +1,79 @@
+package faultproxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hyperops/hyperops/ops/state/redistest"
+)
+
+func proxied(t *testing.T, upstream string) (*TCP, *redis.Client) {
+	t.Helper()
+	p, err := NewTCP(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c
+}
+
+// A command whose connection is dropped after forwarding took effect at Redis, and its client heard an error.
+func TestTCPDropAfterForwardActsButLosesTheAnswer(t *testing.T) {
+	rs := redistest.Start(t)
+	p, c := proxied(t, rs.Addr())
+	direct := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer direct.Close()
+	ctx := context.Background()
+	dropped := p.DropAfterForward(Contains("set", "k1"), 1)
+	if err := c.Set(ctx, "k1", "v", 0).Err(); err == nil {
+		t.Fatal("SET through a dropped connection answered OK")
+	}
+	if got := direct.Get(ctx, "k1").Val(); got != "v" {
+		t.Fatalf("k1 = %q at Redis: the dropped SET did not take effect", got)
+	}
+	if dropped() != 1 {
+		t.Fatalf("dropped %d chunks, want 1", dropped())
+	}
+	if err := c.Set(ctx, "k1", "w", 0).Err(); err != nil {
+		t.Fatalf("the fault was spent, yet the next SET failed: %v", err)
+	}
+}
+
+// Cut refuses every command until Restore; open connections are closed too.
+func TestTCPCutAndRestore(t *testing.T) {
+	rs := redistest.Start(t)
+	p, c := proxied(t, rs.Addr())
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING through a cut proxy answered")
+	}
+	p.Restore()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after Restore: %v", err)
+	}
+}
+
+// Moving the upstream to a replica makes writes answer READONLY, as a master demoted by a failover does.
+func TestTCPUpstreamReplicaAnswersReadonly(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.StartWith(t, "--replicaof", "127.0.0.1", master.Addr()[strings.LastIndex(master.Addr(), ":")+1:])
+	p, c := proxied(t, master.Addr())
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.SetUpstream(replica.Addr())
+	err := c.Set(ctx, "k", "w", 0).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+		t.Fatalf("SET on the replica: %v, want READONLY", err)
+	}
+}
