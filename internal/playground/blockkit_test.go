@@ -143,7 +143,7 @@ func TestBlocksOfEveryBotMessage(t *testing.T) {
 		}
 		if filepath.Base(f) == "plan_awaiting.golden" {
 			sawPlan = true
-			for _, w := range []string{`bk-primary" data-kind="button" data-action="hp_approve" data-block="actions" data-value="req-0123456789abcdef"`,
+			for _, w := range []string{`bk-primary" data-kind="button" data-action="hp_approve" data-block="actions" data-value="req-0123456789abcdef@`, // the Approve button names the plan it approves
 				`bk-danger" data-kind="button" data-action="hp_deny"`, `<time>Mar 8, 2025 10:00 UTC</time>`} {
 				if !strings.Contains(out, w) {
 					t.Errorf("plan_awaiting renders without %s:\n%s", w, out)
