@@ -180,10 +180,7 @@ func (p *Policy) checkViewer(ctx context.Context, rec *ops.Record, who ops.Initi
 		return in
 	}
 	channel := p.requestChannel(rec)
-	group := rec.Approval.Approvers
-	if group == "" {
-		group = p.primaryGroup()
-	}
+	group := p.approverGroup(rec)
 	if g, ok := p.cfg.Approvals.Groups[group]; ok && check(p.inGroup(ctx, g, who.ID)) {
 		return nil
 	}

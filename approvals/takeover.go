@@ -12,10 +12,7 @@ import (
 // approvals.operators group. Being the requester grants nothing here: the requester may Stop their request, not
 // take it back from the lead who took it over.
 func (p *Policy) CheckTakeOver(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
-	groupName := rec.Approval.Approvers
-	if groupName == "" {
-		groupName = p.primaryGroup()
-	}
+	groupName := p.approverGroup(rec)
 	if err := p.checkPerson(who, groupName); err != nil {
 		return err
 	}

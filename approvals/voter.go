@@ -19,10 +19,7 @@ import (
 // A request that needed no approval names no group; the engine still asks CheckVoter who may Stop or Take over such
 // a request (an agent's, say), and then the first group the rules name decides, so a person can always step in.
 func (p *Policy) CheckVoter(ctx context.Context, rec *ops.Record, voter ops.Initiator) error {
-	groupName := rec.Approval.Approvers
-	if groupName == "" {
-		groupName = p.primaryGroup()
-	}
+	groupName := p.approverGroup(rec)
 	if err := p.checkPerson(voter, groupName); err != nil {
 		return err
 	}
@@ -175,4 +172,13 @@ func display(i ops.Initiator) string {
 		return i.Name + " (" + i.ID + ")"
 	}
 	return i.ID
+}
+
+// approverGroup is the group whose people vote on the request: the one its rule named, else the first group the rules
+// name (a request that needed no approval still has people who may Stop or Take over it).
+func (p *Policy) approverGroup(rec *ops.Record) string {
+	if rec.Approval.Approvers != "" {
+		return rec.Approval.Approvers
+	}
+	return p.primaryGroup()
 }
