@@ -169,7 +169,7 @@ func redisUsed(tb testing.TB, h *harness) uint64 {
 // BenchmarkSlackWhileExecuting measures the Slack path with two replicas idle and then with longExecutions long
 // executions in flight (written, Await blocking), side by side in one run: envelope → ack p99, and slash command
 // sent → its answer posted p99 for a status command (answered by the Slack worker) and a dry run (its plan told from
-// the outbox), with the ratio busy/idle (DESIGN.md: within 1.2×); and the memory each in-flight execution costs.
+// the outbox), with the ratio busy/idle (docs/architecture.md, Performance targets: within 1.2×); and the memory each in-flight execution costs.
 func BenchmarkSlackWhileExecuting(b *testing.B) {
 	var gate atomic.Value // chan struct{}: the current round's executions observe until it closes
 	var op *stepOp

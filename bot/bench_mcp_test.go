@@ -26,7 +26,7 @@ const mcpSessions = 100
 
 // BenchmarkConcurrentMCPCalls sends 1,000 identical tool calls (the same requestId) at once from 100 MCP sessions of
 // the SDK's client over real HTTP, with real Redis, and asserts exactly one execution and that every caller is
-// answered with that requestId and no error (DESIGN.md: "1,000 concurrent identical MCP tool calls").
+// answered with that requestId and no error (docs/architecture.md, Performance targets: 1,000 concurrent identical calls).
 //
 // approval: the stock rules ask a lead: every caller gets awaiting-approval, one approval message is posted, one
 // click executes once. no-approval: a rule lets the agent's request run at once, so the callers race the execution.
