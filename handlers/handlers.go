@@ -131,6 +131,17 @@ type Config struct {
 	// OnUndelivered is told about every message about a request that Slack refused for good (the bot counts and
 	// logs them); nil ignores them.
 	OnUndelivered func(Undelivered)
+	// Watches keeps job-watch subscriptions: /hp watch and /hp unwatch, and the workloads of a request that
+	// succeeded. Nil answers that watching is not configured.
+	Watches Watches
+}
+
+// commandOf is the slash command of cfg ("/hp" when unset).
+func commandOf(cfg Config) string {
+	if cfg.Command == "" {
+		return "/hp"
+	}
+	return cfg.Command
 }
 
 // Handler turns Slack input into engine calls and engine records into Slack output.
@@ -152,14 +163,12 @@ type Handler struct {
 // New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter
 // may be nil (reports then answer that they are not configured).
 func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster Poster, refs Refs, reporter Reporter) *Handler {
-	if cfg.Command == "" {
-		cfg.Command = "/hp"
-	}
+	cfg.Command = commandOf(cfg)
 	if access == nil {
 		access = closedAccess{}
 	}
 	h := &Handler{cfg: cfg, engine: engine, access: access, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
-		grammar: NewGrammar(cfg.Command, catalog.Specs())}
+		watches: cfg.Watches, grammar: NewGrammar(cfg.Command, catalog.Specs())}
 	h.finder, _ = poster.(PostedFinder)
 	h.teller = &Teller{h: h, shown: newShownPlans(shownPlansMax)}
 	return h
