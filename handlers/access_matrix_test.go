@@ -124,8 +124,8 @@ func (matrixWatches) Unwatch(context.Context, ops.ObjectRef, string) (bool, erro
 
 type matrixReporter struct{ poster Poster }
 
-func (r matrixReporter) CapacityReport(ctx context.Context, req ReportRequest) error {
-	_, err := r.poster.Post(ctx, req.Channel, InfoMessage("capacity report"))
+func (r matrixReporter) CapacityReport(ctx context.Context, channel string, _ []string) error {
+	_, err := r.poster.Post(ctx, channel, InfoMessage("capacity report"))
 	return err
 }
 

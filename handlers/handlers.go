@@ -90,17 +90,10 @@ type Refs interface {
 	SetTold(ctx context.Context, requestID, route string, n int) error
 }
 
-// ReportRequest asks for a capacity report in a conversation.
-type ReportRequest struct {
-	Channel  string
-	ThreadTS string
-	Clusters []string
-	By       ops.Initiator
-}
-
-// Reporter builds and posts capacity reports (the reports package satisfies it).
+// Reporter builds and posts capacity reports (bot/schedule's OnDemand satisfies it).
 type Reporter interface {
-	CapacityReport(ctx context.Context, r ReportRequest) error
+	// CapacityReport posts the report of the named clusters (every registered one when none is named) to channel.
+	CapacityReport(ctx context.Context, channel string, clusters []string) error
 }
 
 // AgentInfo is a registered agent, as the handlers need it.
