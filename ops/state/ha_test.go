@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hyperops/hyperops/config/endpoint"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/endpoint"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
