@@ -14,7 +14,7 @@ import (
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-// told is what a sink heard: one line per subscription and change.
+// toldSink records what it was told: one line per subscription and change.
 type toldSink struct {
 	mu    sync.Mutex
 	lines []string
@@ -128,6 +128,7 @@ func TestWatchesTellEachStateOnceAcrossReplicas(t *testing.T) {
 	got := append(sinks[0].got(), sinks[1].got()...)
 	slices.Sort(got)
 	want := []string{"req-1 train →running", "req-1 train running→completed", "watch:C2 train →running", "watch:C2 train running→completed"}
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("told %q\nwant %q", got, want)
 	}
