@@ -56,7 +56,7 @@ type watchBench struct {
 }
 
 // BenchmarkWatch5000Jobs runs one bot replica whose watcher informs on 5,000 managed Jobs of a fake clientset, each
-// subscribed from a watch message in fake Slack (the /hp watch path: watch message, then watchBook.Watch). Each
+// subscribed from a watch message in fake Slack (the /hp watch path: watch message, then ops.Watches.Watch). Each
 // iteration changes the status of 200 Jobs and measures, per Job, the time from the status update to its thread
 // reply (p50/p99/max), then checks every thread for lost or repeated transitions. It also reports the informers
 // opened per kind, the time to subscribe and to sync, and heap and RSS after sync (docs/architecture.md: one informer per kind,
@@ -191,8 +191,8 @@ func (wb *watchBench) watch(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("post the watch message of %s: %w", name, err)
 	}
-	sub := handlers.WatchSubscription{ID: handlers.WatchID(chOps), Channel: chOps, MessageTS: ts, ThreadTS: ts}
-	if err := wb.h.bot.watch.Watch(ctx, obj, sub); err != nil {
+	sub := ops.WatchSubscription{ID: handlers.WatchID(chOps), Channel: chOps, Message: ts, Thread: ts}
+	if err := wb.h.bot.watches.Watch(ctx, obj, sub); err != nil {
 		return "", fmt.Errorf("watch %s: %w", name, err)
 	}
 	return ts, nil

@@ -78,7 +78,7 @@ type Bot struct {
 	slack   *SlackClient
 	metrics *Metrics
 	rt      *runtime
-	watch   *watchBook
+	watches *ops.Watches
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
@@ -93,12 +93,10 @@ func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition)
 	n.m.transition(rec, t)
 }
 
-// teller is the handlers' outbox teller plus what follows a told success: watching the request's workloads.
+// teller is the handlers' outbox teller, counted.
 type teller struct {
 	*handlers.Teller
-	watch *watchBook
-	m     *Metrics
-	log   zerolog.Logger
+	m *Metrics
 }
 
 func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
@@ -107,11 +105,6 @@ func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 		return err
 	}
 	t.m.Told.Inc()
-	if tr := rec.History[i]; t.watch != nil && tr.Kind == ops.KindPhase && tr.To == ops.PhaseSucceeded {
-		if err := t.watch.subscribeResult(ctx, rec); err != nil {
-			t.log.Warn().Err(err).Str("request", rec.ID()).Msg("watch: subscribing the request's workloads failed")
-		}
-	}
 	return nil
 }
 
@@ -181,18 +174,25 @@ func New(opts Options) (*Bot, error) {
 		log.Warn().Err(u.Err).Str("request", u.RequestID).Int("entry", u.Entry).Str("part", u.Part).Str("channel", u.Channel).
 			Str("method", u.Method).Str("slack_error", u.Code).Msg("slack refused a message for good")
 	}
+	var watches *ops.Watches
+	if opts.Clusters != nil {
+		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
+			Sink: handlers.NewWatchTeller(hcfg, engine, sc), Clusters: opts.Clusters.Names(),
+			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
+			OnError: func(c ops.WatchChange, err error) {
+				log.Warn().Err(err).Str("object", c.Object.Kind+"/"+c.Object.Name).Str("to", c.To).Msg("watch: telling a transition failed")
+			}})
+		hcfg.Watches = watches
+	}
 	h := handlers.New(hcfg, engine, policy, opts.Catalog, sc, refs, opts.Reporter)
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
-	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched}
+	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched,
+		watches: watches, teller: &teller{Teller: h.Teller(), m: m}}
 	b.registerMCPGauges()
-	b.teller = &teller{Teller: h.Teller(), m: m, log: log}
-	if opts.Clusters != nil {
-		b.watch = &watchBook{cfg: cfg, store: store, clusters: opts.Clusters, refs: refs, h: h, metrics: m, log: log}
-		b.teller.watch = b.watch
-		h.SetWatches(b.watch)
-		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: b.watch, Holder: engine.Replica(),
+	if watches != nil {
+		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: watches, Holder: engine.Replica(),
 			LeaseTTL: opts.WatchLeaseTTL, OnError: func(cluster string, err error) {
 				log.Warn().Err(err).Str("cluster", cluster).Msg("watcher")
 			}})
@@ -404,8 +404,8 @@ func (b *Bot) sweep(ctx context.Context) {
 			if _, err := b.engine.Sweep(ctx); err != nil {
 				b.opts.Log.Warn().Err(err).Msg("sweep failed")
 			}
-			if b.watch != nil {
-				b.watch.refreshGauge(ctx)
+			if b.watches != nil {
+				b.watches.Count(ctx)
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hyperops/hyperops/ops/state/endpoint"
+	"github.com/hyperops/hyperops/config/endpoint"
 )
 
 // maxWaitReplicas caps redis.waitReplicas: more replicas than this acknowledging every write is a typo.

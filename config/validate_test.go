@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperops/hyperops/ops/state/endpoint"
+	"github.com/hyperops/hyperops/config/endpoint"
 )
 
 // TestValidationRules gives each rule one good and one bad value, starting from example.yaml. The bad value must be

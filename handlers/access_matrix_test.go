@@ -114,18 +114,18 @@ func (s *matrixStore) Check(context.Context, *ops.Lock) error                { r
 
 type matrixWatches struct{}
 
-func (matrixWatches) Resolve(t WatchTarget) (ops.ObjectRef, error) {
+func (matrixWatches) Resolve(t ops.WatchTarget) (ops.ObjectRef, error) {
 	return ops.ObjectRef{Cluster: "c", Namespace: "n", Kind: "Job", Name: t.Name}, nil
 }
-func (matrixWatches) Watch(context.Context, ops.ObjectRef, WatchSubscription) error { return nil }
+func (matrixWatches) Watch(context.Context, ops.ObjectRef, ops.WatchSubscription) error { return nil }
 func (matrixWatches) Unwatch(context.Context, ops.ObjectRef, string) (bool, error) {
 	return false, nil
 }
 
 type matrixReporter struct{ poster Poster }
 
-func (r matrixReporter) CapacityReport(ctx context.Context, req ReportRequest) error {
-	_, err := r.poster.Post(ctx, req.Channel, InfoMessage("capacity report"))
+func (r matrixReporter) CapacityReport(ctx context.Context, channel string, _ []string) error {
+	_, err := r.poster.Post(ctx, channel, InfoMessage("capacity report"))
 	return err
 }
 
@@ -161,9 +161,8 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		agents[a.SlackUser] = AgentInfo{Name: a.Name, Operations: a.Operations}
 	}
 	p := &recordPoster{}
-	h := New(Config{Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel, Agents: agents},
+	h := New(Config{Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel, Agents: agents, Watches: matrixWatches{}},
 		engine, policy, cat, p, &memRefs{}, matrixReporter{p})
-	h.SetWatches(matrixWatches{})
 	f := &matrixFixture{h: h, store: store, poster: p}
 	if err := h.Slash(context.Background(), slack.SlashCommand{Text: "inference scale name=web replicas=3 request-id=req-r cluster=c namespace=n",
 		ChannelID: "C0ML", UserID: "U0MLENG", TriggerID: "t0"}); err != nil {

@@ -109,18 +109,18 @@ func TestMessageFollowsTheWorkload(t *testing.T) {
 	job := ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", Kind: "Job", Name: "llm-ft"}
 	rec.Result = &ops.Result{Summary: "Job llm-ft created", Watch: []ops.ObjectRef{job}}
 	tests := []struct {
-		change WatchChange
+		change ops.WatchChange
 		want   []string
 	}{
-		{WatchChange{Object: job, From: "running", To: "failed", Reason: "CUDA out of memory", LogTail: "step 1\nRuntimeError: CUDA out of memory\n"},
+		{ops.WatchChange{Object: job, From: "running", To: "failed", Reason: "CUDA out of memory", LogTail: "step 1\nRuntimeError: CUDA out of memory\n"},
 			[]string{":x: Train", "*Failed*: CUDA out of memory · <@U0ALICE>", "request executed"}},
-		{WatchChange{Object: job, From: "running", To: "completed"}, []string{":white_check_mark: Train", "*Completed* · <@U0ALICE>", "request executed"}},
+		{ops.WatchChange{Object: job, From: "running", To: "completed"}, []string{":white_check_mark: Train", "*Completed* · <@U0ALICE>", "request executed"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.change.To, func(t *testing.T) {
 			p := &recordPoster{}
-			h := New(Config{}, &recordEngine{rec: rec}, everyone{}, testCatalog(), p, &memRefs{}, nil)
-			if err := h.Watched(context.Background(), WatchSubscription{ID: rec.ID(), Channel: "C0OPS", MessageTS: "1.1", ThreadTS: "1.1"}, tc.change); err != nil {
+			w := NewWatchTeller(Config{}, &recordEngine{rec: rec}, p)
+			if err := w.Watched(context.Background(), ops.WatchSubscription{ID: rec.ID(), Channel: "C0OPS", Message: "1.1", Thread: "1.1"}, tc.change); err != nil {
 				t.Fatal(err)
 			}
 			if len(p.sent) != 2 {

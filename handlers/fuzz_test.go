@@ -233,7 +233,7 @@ func FuzzRender(f *testing.F) {
 			if len(rec.Errors) > 0 {
 				check("error message", ErrorMessage(ops.Errors(rec.Errors)))
 			}
-			wc := WatchChange{Object: ops.ObjectRef{Kind: "Job", Name: id, Namespace: ns}, From: "running", To: "failed", Reason: msg,
+			wc := ops.WatchChange{Object: ops.ObjectRef{Kind: "Job", Name: id, Namespace: ns}, From: "running", To: "failed", Reason: msg,
 				Events: []string{note, msg}, LogTail: output}
 			if m, ok := WatchReply(wc); ok {
 				check("watch reply", m)

@@ -90,17 +90,10 @@ type Refs interface {
 	SetTold(ctx context.Context, requestID, route string, n int) error
 }
 
-// ReportRequest asks for a capacity report in a conversation.
-type ReportRequest struct {
-	Channel  string
-	ThreadTS string
-	Clusters []string
-	By       ops.Initiator
-}
-
-// Reporter builds and posts capacity reports (the reports package satisfies it).
+// Reporter builds and posts capacity reports (bot/schedule's OnDemand satisfies it).
 type Reporter interface {
-	CapacityReport(ctx context.Context, r ReportRequest) error
+	// CapacityReport posts the report of the named clusters (every registered one when none is named) to channel.
+	CapacityReport(ctx context.Context, channel string, clusters []string) error
 }
 
 // AgentInfo is a registered agent, as the handlers need it.
@@ -131,6 +124,17 @@ type Config struct {
 	// OnUndelivered is told about every message about a request that Slack refused for good (the bot counts and
 	// logs them); nil ignores them.
 	OnUndelivered func(Undelivered)
+	// Watches keeps job-watch subscriptions: /hp watch and /hp unwatch, and the workloads of a request that
+	// succeeded. Nil answers that watching is not configured.
+	Watches Watches
+}
+
+// commandOf is the slash command of cfg ("/hp" when unset).
+func commandOf(cfg Config) string {
+	if cfg.Command == "" {
+		return "/hp"
+	}
+	return cfg.Command
 }
 
 // Handler turns Slack input into engine calls and engine records into Slack output.
@@ -152,14 +156,12 @@ type Handler struct {
 // New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter
 // may be nil (reports then answer that they are not configured).
 func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster Poster, refs Refs, reporter Reporter) *Handler {
-	if cfg.Command == "" {
-		cfg.Command = "/hp"
-	}
+	cfg.Command = commandOf(cfg)
 	if access == nil {
 		access = closedAccess{}
 	}
 	h := &Handler{cfg: cfg, engine: engine, access: access, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
-		grammar: NewGrammar(cfg.Command, catalog.Specs())}
+		watches: cfg.Watches, grammar: NewGrammar(cfg.Command, catalog.Specs())}
 	h.finder, _ = poster.(PostedFinder)
 	h.teller = &Teller{h: h, shown: newShownPlans(shownPlansMax)}
 	return h

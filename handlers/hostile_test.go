@@ -87,7 +87,7 @@ func TestHostileStringsReachSlackEscaped(t *testing.T) {
 			msgs = append(msgs, PlanMessage(rec).Msg, ResultMessage(rec).Msg, AuditLine(rec, rec.History[0]))
 			tr, _ := TransitionReply(rec, rec.History[0])
 			msgs = append(msgs, tr, AgentReply(AgentBody(rec, rec.ID(), nil)), RequestsMessage("requests", []*ops.Record{rec}))
-			c := WatchChange{Object: ops.ObjectRef{Cluster: s, Namespace: s, Kind: s, Name: s}, To: "failed", Reason: s, Events: []string{s}, LogTail: s + "\nerror: " + s}
+			c := ops.WatchChange{Object: ops.ObjectRef{Cluster: s, Namespace: s, Kind: s, Name: s}, To: "failed", Reason: s, Events: []string{s}, LogTail: s + "\nerror: " + s}
 			wr, _ := WatchReply(c)
 			msgs = append(msgs, wr, WithWorkloadState(rec, c), WatchMessage(c.Object, "running", rec.Owner))
 			views = append(views, DetailsModal(rec), DenyModal(rec, "{}"), ConfirmDeleteModal(rec, "{}"))

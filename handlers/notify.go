@@ -55,8 +55,19 @@ var _ ops.Teller = (*Teller)(nil)
 
 // Tell implements ops.Teller. Each part of the entry (the plan or the thread reply, the audit line) is posted once
 // (deliver); a part Slack refuses for good is recorded as undelivered, the requester is told where it could not
-// go, and the entry is told: a refusal never blocks the request's later messages.
+// go, and the entry is told: a refusal never blocks the request's later messages. Once a success is told, the
+// request's messages watch the workloads it made; a subscription that fails is reported (OnError), not retried.
 func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
+	if err := tl.tell(ctx, rec, i); err != nil {
+		return err
+	}
+	if t := rec.History[i]; t.Kind == ops.KindPhase && t.To == ops.PhaseSucceeded {
+		tl.h.fail(tl.h.watchResult(ctx, rec))
+	}
+	return nil
+}
+
+func (tl *Teller) tell(ctx context.Context, rec *ops.Record, i int) error {
 	h := tl.h
 	t := rec.History[i]
 	at := atEntry(rec, t)

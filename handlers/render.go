@@ -114,7 +114,7 @@ func PlanMessage(rec *ops.Record) Rendered { return planMessage(rec, nil) }
 
 // planMessage renders the message; workload, when set, is the state of the workload the request made, which
 // heads the message once the request has executed.
-func planMessage(rec *ops.Record, workload *WatchChange) Rendered {
+func planMessage(rec *ops.Record, workload *ops.WatchChange) Rendered {
 	blocks := []slack.Block{section(titleText(rec, workload))}
 	if rec.Plan != nil {
 		blocks = append(blocks, planFields(rec))
@@ -171,7 +171,7 @@ func plainHeadline(rec *ops.Record) string {
 
 // titleText is the headline and, below it, where the request stands: for an executed request whose workload is
 // watched, the workload's state leads.
-func titleText(rec *ops.Record, workload *WatchChange) string {
+func titleText(rec *ops.Record, workload *ops.WatchChange) string {
 	s := phaseEmoji[rec.Phase] + " " + headline(rec)
 	if rec.Request.DryRun {
 		s += " _(dry run)_"
@@ -225,7 +225,7 @@ func requesterNote(rec *ops.Record) string {
 }
 
 // workloadStatus is the title's second line once the workload is watched: its state and reason.
-func workloadStatus(rec *ops.Record, c WatchChange) string {
+func workloadStatus(rec *ops.Record, c ops.WatchChange) string {
 	s := "*" + sentence(phrase(c.To)) + "*"
 	if c.Reason != "" {
 		s += ": " + escLine(c.Reason)

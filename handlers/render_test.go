@@ -84,17 +84,17 @@ func TestGoldenMessages(t *testing.T) {
 	tr := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, At: t0, By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "approved by U0LEAD2 (2/2)"}
 	reply, _ := TransitionReply(done, tr)
 	job := ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", APIVersion: "batch/v1", Kind: "Job", Name: "fraud-model-v17"}
-	failed, _ := WatchReply(WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded",
+	failed, _ := WatchReply(ops.WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded",
 		Events:  []string{"Warning BackoffLimitExceeded: Job has reached the specified backoff limit"},
 		LogTail: strings.Repeat("step 9 loss nan\n", 200) + "Traceback: CUDA out of memory"})
-	running, _ := WatchReply(WatchChange{Object: job, To: "running"})
+	running, _ := WatchReply(ops.WatchChange{Object: job, To: "running"})
 	denied := trainingRecord()
 	denied.Phase = ops.PhaseDenied
 	denied.Approval.Votes = []ops.Vote{{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, At: t0, PlanHash: denied.Plan.Hash, Reason: "too expensive this week; try 1 replica"}}
 	ran := trainingRecord()
 	ran.Phase = ops.PhaseSucceeded
 	ran.Result = &ops.Result{Summary: "Job llm-ft created", Watch: []ops.ObjectRef{{Cluster: "ml-prod-eks", Namespace: "ml-platform", Kind: "Job", Name: "llm-ft"}}}
-	jobFailed := WithWorkloadState(ran, WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
+	jobFailed := WithWorkloadState(ran, ops.WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
 	capFailed := capacityRecord()
 	capFailed.Phase = ops.PhaseFailed
 	capFailed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "group", "check with "+ops.Ask("capacity show"), "UpdateCluster failed: InsufficientCapacity for ml.g5.12xlarge")}
@@ -127,7 +127,7 @@ func TestGoldenMessages(t *testing.T) {
 		"watch_reply_running": {Msg: running},
 		"watch_reply_failed":  {Msg: failed},
 		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload":  {Msg: WithWorkloadState(done, WatchChange{Object: job, To: "completed"})},
+		"plan_with_workload":  {Msg: WithWorkloadState(done, ops.WatchChange{Object: job, To: "completed"})},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
@@ -202,17 +202,17 @@ func TestWatchReplyTellsWhatMatters(t *testing.T) {
 	job := ops.ObjectRef{Cluster: "c", Namespace: "ns", Kind: "Job", Name: "j"}
 	tests := []struct {
 		name   string
-		change WatchChange
+		change ops.WatchChange
 		tells  bool
 		has    []string
 	}{
-		{"pending without reason only updates", WatchChange{Object: job, To: "pending"}, false, nil},
-		{"unschedulable pending is told", WatchChange{Object: job, To: "pending", Reason: "Unschedulable"}, true, []string{"Unschedulable"}},
-		{"running", WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"is *running*"}},
-		{"completed with log", WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Last 1 line of the log*", "done"}},
-		{"failed with events", WatchChange{Object: job, To: "failed", Reason: "DeadlineExceeded", Events: []string{"Warning DeadlineExceeded"}}, true,
+		{"pending without reason only updates", ops.WatchChange{Object: job, To: "pending"}, false, nil},
+		{"unschedulable pending is told", ops.WatchChange{Object: job, To: "pending", Reason: "Unschedulable"}, true, []string{"Unschedulable"}},
+		{"running", ops.WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"is *running*"}},
+		{"completed with log", ops.WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Last 1 line of the log*", "done"}},
+		{"failed with events", ops.WatchChange{Object: job, To: "failed", Reason: "DeadlineExceeded", Events: []string{"Warning DeadlineExceeded"}}, true,
 			[]string{"*failed*: DeadlineExceeded", "Warning DeadlineExceeded"}},
-		{"progressing only updates", WatchChange{Object: job, To: "progressing"}, false, nil},
+		{"progressing only updates", ops.WatchChange{Object: job, To: "progressing"}, false, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,7 +62,7 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 	case topicRequest:
 		return h.requestVerb(ctx, inv, who, channel)
 	case topicReport:
-		return h.report(ctx, inv, who, channel, threadTS)
+		return h.report(ctx, inv, who, channel)
 	case topicWatch, topicUnwatch:
 		return h.watch(ctx, inv, who, channel)
 	}
@@ -201,7 +201,7 @@ func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Init
 	return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(r.Msg))
 }
 
-func (h *Handler) report(ctx context.Context, inv *Invocation, who ops.Initiator, channel, threadTS string) error {
+func (h *Handler) report(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
 	if h.reporter == nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, InfoMessage("Capacity reports are not configured on this HyperOps."))
 	}
@@ -209,7 +209,7 @@ func (h *Handler) report(ctx context.Context, inv *Invocation, who ops.Initiator
 	if c := inv.Args[ArgCluster]; c != "" {
 		clusters = []string{c}
 	}
-	if err := h.reporter.CapacityReport(ctx, ReportRequest{Channel: channel, ThreadTS: threadTS, Clusters: clusters, By: who}); err != nil {
+	if err := h.reporter.CapacityReport(ctx, channel, clusters); err != nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
 	return nil

@@ -11,48 +11,15 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// WatchTarget is a workload a person asked to watch, as they wrote it; the bot resolves defaults and the kind.
-type WatchTarget struct {
-	Cluster   string
-	Namespace string
-	// Kind is what the person wrote (job, pytorchjob, hyperpod, deployment); "" means job.
-	Kind string
-	Name string
-}
-
-// WatchSubscription is where a watched object is told about. ID is the request id for a request's own workloads
-// (its message is then re-rendered from the record), or a watch id for /hp watch.
-type WatchSubscription struct {
-	ID      string
-	Channel string
-	// MessageTS is the message updated in place; empty means thread replies only (an agent's DM thread).
-	MessageTS string
-	// ThreadTS is where replies go.
-	ThreadTS string
-}
-
-// WatchChange is one status change of a watched object, as the watcher tells it.
-type WatchChange struct {
-	Object  ops.ObjectRef
-	From    string
-	To      string
-	Reason  string
-	Events  []string
-	LogTail string
-}
-
-// Watches keeps job-watch subscriptions (the bot implements it over ops/state and the cluster clients).
+// Watches keeps job-watch subscriptions (ops.Watches implements it).
 type Watches interface {
 	// Resolve fills the target's defaults and refuses unregistered clusters, namespaces and unknown kinds.
-	Resolve(t WatchTarget) (ops.ObjectRef, error)
+	Resolve(t ops.WatchTarget) (ops.ObjectRef, error)
 	// Watch subscribes sub to obj; its current state is then told like any change.
-	Watch(ctx context.Context, obj ops.ObjectRef, sub WatchSubscription) error
+	Watch(ctx context.Context, obj ops.ObjectRef, sub ops.WatchSubscription) error
 	// Unwatch removes the subscription id from obj; false when there was none.
 	Unwatch(ctx context.Context, obj ops.ObjectRef, id string) (bool, error)
 }
-
-// SetWatches enables /hp watch and /hp unwatch; without it they answer that watching is not configured.
-func (h *Handler) SetWatches(w Watches) { h.watches = w }
 
 // WatchID is the subscription id of /hp watch in a channel: one per channel and object, so unwatch finds it.
 func WatchID(channel string) string { return "watch:" + channel }
@@ -64,7 +31,7 @@ func (h *Handler) watch(ctx context.Context, inv *Invocation, who ops.Initiator,
 	if h.watches == nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, InfoMessage("Job watching is not configured on this HyperOps."))
 	}
-	t := WatchTarget{Cluster: inv.Args[ArgCluster], Namespace: inv.Args[ArgNamespace], Kind: inv.Args["kind"], Name: inv.Args["job"]}
+	t := ops.WatchTarget{Cluster: inv.Args[ArgCluster], Namespace: inv.Args[ArgNamespace], Kind: inv.Args["kind"], Name: inv.Args["job"]}
 	if t.Name == "" {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, "job",
 			"add job=<name>", "%s %s needs job=", h.cfg.Command, inv.Command.Topic)))
@@ -89,22 +56,42 @@ func (h *Handler) watch(ctx context.Context, inv *Invocation, who ops.Initiator,
 	if err != nil {
 		return fmt.Errorf("post the watch message: %w", err)
 	}
-	if err := h.watches.Watch(ctx, obj, WatchSubscription{ID: WatchID(channel), Channel: channel, MessageTS: ts, ThreadTS: ts}); err != nil {
+	if err := h.watches.Watch(ctx, obj, ops.WatchSubscription{ID: WatchID(channel), Channel: channel, Message: ts, Thread: ts}); err != nil {
 		return h.poster.Update(ctx, channel, ts, ErrorMessage(err))
 	}
 	return nil
 }
 
+// Records reads the record of a request (the engine's Get).
+type Records interface {
+	Get(ctx context.Context, id string) (*ops.Record, error)
+}
+
+// WatchTeller tells the changes of watched objects in Slack (ops.WatchSink). It stands apart from the Handler, so
+// the protocol that calls it (ops.Watches) and the Handler that subscribes through that protocol need no pointer
+// back to each other.
+type WatchTeller struct {
+	records Records
+	poster  Poster
+}
+
+var _ ops.WatchSink = (*WatchTeller)(nil)
+
+// NewWatchTeller returns the teller of watched objects, posting with poster as the Handler built from cfg does.
+func NewWatchTeller(cfg Config, records Records, poster Poster) *WatchTeller {
+	return &WatchTeller{records: records, poster: commandPoster{poster, commandOf(cfg)}}
+}
+
 // Watched tells a change of a watched object to one subscription: the message is updated in place (a request's
 // message keeps its plan and result and gains the workload's state) and the changes that matter get a thread reply.
-func (h *Handler) Watched(ctx context.Context, sub WatchSubscription, c WatchChange) error {
+func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
 	var errs []error
-	if sub.MessageTS != "" {
+	if sub.Message != "" {
 		var m Msg
 		if IsWatchID(sub.ID) {
 			m = WatchMessage(c.Object, c.To, ops.Initiator{})
 		} else {
-			rec, err := h.engine.Get(ctx, sub.ID)
+			rec, err := w.records.Get(ctx, sub.ID)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
 			} else {
@@ -112,18 +99,45 @@ func (h *Handler) Watched(ctx context.Context, sub WatchSubscription, c WatchCha
 			}
 		}
 		if m.Text != "" {
-			if err := h.poster.Update(ctx, sub.Channel, sub.MessageTS, m); err != nil {
+			if err := w.poster.Update(ctx, sub.Channel, sub.Message, m); err != nil {
 				errs = append(errs, fmt.Errorf("update the message of %s: %w", sub.ID, err))
 			}
 		}
 	}
 	if reply, ok := WatchReply(c); ok {
-		reply.ThreadTS = threadOf(sub.ThreadTS, sub.MessageTS)
-		if _, err := h.poster.Post(ctx, sub.Channel, reply); err != nil {
+		reply.ThreadTS = threadOf(sub.Thread, sub.Message)
+		if _, err := w.poster.Post(ctx, sub.Channel, reply); err != nil {
 			errs = append(errs, fmt.Errorf("reply about %s: %w", objectLabel(c.Object), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// watchResult subscribes the messages of a request that succeeded to the objects its result asks to watch: the
+// plan message is updated in place and replied to, an agent's DM thread gets replies.
+func (h *Handler) watchResult(ctx context.Context, rec *ops.Record) error {
+	if h.watches == nil || rec.Result == nil || len(rec.Result.Watch) == 0 {
+		return nil
+	}
+	refs, err := h.refs.List(ctx, rec.ID())
+	if err != nil {
+		return fmt.Errorf("list the messages of %s: %w", rec.ID(), err)
+	}
+	var errs []error
+	for _, obj := range rec.Result.Watch {
+		for _, ref := range refs {
+			sub := ops.WatchSubscription{ID: rec.ID(), Channel: ref.Channel, Message: ref.TS, Thread: ref.TS}
+			if ref.Kind == RefAgent {
+				// One subscription per id and object: the agent's thread gets its own, for replies only.
+				sub = ops.WatchSubscription{ID: rec.ID() + "#agent", Channel: ref.Channel, Thread: ref.ThreadTS}
+			}
+			errs = append(errs, h.watches.Watch(ctx, obj, sub))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("watch the workloads of %s: %w", rec.ID(), err)
+	}
+	return nil
 }
 
 var stateEmoji = map[string]string{
@@ -165,14 +179,14 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 }
 
 // WithWorkloadState renders a request's message headed by the state of the workload it made.
-func WithWorkloadState(rec *ops.Record, c WatchChange) Msg {
+func WithWorkloadState(rec *ops.Record, c ops.WatchChange) Msg {
 	m := planMessage(rec, &c).Msg
 	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
 	return m
 }
 
 // tellsWatch reports whether a workload state gets a thread reply; the others only update the message.
-func tellsWatch(c WatchChange) bool {
+func tellsWatch(c ops.WatchChange) bool {
 	switch c.To {
 	case "running", "completed", "failed", "available", "scaled-to-zero", "deleted":
 		return true
@@ -209,7 +223,7 @@ func tailLines(log string, n int) (errLine string, lines []string) {
 
 // WatchReply renders the thread reply for a change of a watched object: the new state, why, recent events and,
 // for finished workloads, the error line and the end of the log.
-func WatchReply(c WatchChange) (Msg, bool) {
+func WatchReply(c ops.WatchChange) (Msg, bool) {
 	if !tellsWatch(c) {
 		return Msg{}, false
 	}

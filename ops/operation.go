@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hyperops/hyperops/config"
 )
 
 // LockScope is the typed key of a lock: what an execution must hold alone (docs/architecture.md).
@@ -62,12 +64,12 @@ const (
 	BudgetBootstrap  Budget = "bootstrap"
 )
 
-// DefaultBudgets are the budgets when the configuration sets none: Kubernetes applies 5 min, capacity changes 2 h,
-// HyperPod cluster creation 4 h.
+// DefaultBudgets are the budgets when the engine is given none: the configuration's defaults for
+// execution.budgets.
 var DefaultBudgets = map[Budget]time.Duration{
-	BudgetKubernetes: 5 * time.Minute,
-	BudgetCapacity:   2 * time.Hour,
-	BudgetBootstrap:  4 * time.Hour,
+	BudgetKubernetes: config.DefaultKubernetesBudget.Std(),
+	BudgetCapacity:   config.DefaultCapacityBudget.Std(),
+	BudgetBootstrap:  config.DefaultBootstrapBudget.Std(),
 }
 
 // Execution is what the engine hands an executing operation.

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/hyperops/hyperops/config"
 )
 
 // Queue is the durable execution queue: approving a request enqueues it, and executors on every replica take work
@@ -38,9 +40,10 @@ var ErrHandover = errors.New("ops: this replica is stopping; the execution is ha
 
 // ExecutorOptions tune the executors of a replica.
 type ExecutorOptions struct {
-	// Workers bounds the executions this replica runs at once (default 16).
+	// Workers bounds the executions this replica runs at once (default config.DefaultExecWorkers).
 	Workers int
-	// PerCluster bounds the executions of one cluster this replica runs at once (default 4; 0 takes it).
+	// PerCluster bounds the executions of one cluster this replica runs at once (default
+	// config.DefaultExecPerCluster; 0 takes it).
 	PerCluster int
 	// Poll is how long a worker waits on the queue before looking again (default 1s).
 	Poll time.Duration
@@ -48,10 +51,10 @@ type ExecutorOptions struct {
 
 func (o ExecutorOptions) withDefaults() ExecutorOptions {
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = config.DefaultExecWorkers
 	}
 	if o.PerCluster <= 0 {
-		o.PerCluster = 4
+		o.PerCluster = config.DefaultExecPerCluster
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second

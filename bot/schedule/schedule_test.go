@@ -10,7 +10,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/report"
 )
@@ -247,7 +246,7 @@ func TestOnDemand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pub := newPublisher()
 			o := &OnDemand{Config: testConfig(), Builder: clockBuilder{clock: clock, fail: tt.fail}, Publisher: pub}
-			err := o.CapacityReport(context.Background(), handlers.ReportRequest{Channel: "C0ASK", Clusters: tt.clusters})
+			err := o.CapacityReport(context.Background(), "C0ASK", tt.clusters)
 			switch {
 			case tt.wantCode != "":
 				if e := ops.AsError(err); e == nil || e.Code != tt.wantCode {

@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // The states a watched object moves through, as told to people.
@@ -24,7 +26,7 @@ const (
 	StateProgressing = "progressing"
 	StateScaledDown  = "scaled-to-zero"
 	StateBound       = "bound"
-	StateDeleted     = "deleted"
+	StateDeleted     = ops.WatchDeleted
 )
 
 // JobState reads a Job's state from its conditions and counts.

@@ -18,8 +18,10 @@ var watchKinds = map[string]Resource{
 	"hyperpodpytorchjob": ResHyperPod, "deployment": ResDeployment,
 }
 
+var _ ops.WatchedObjects = (*Clusters)(nil)
+
 // WatchedObject names the object a person asked to watch on a resolved target: a known kind and a DNS-1123 name.
-func WatchedObject(t ops.Target, kind, name string) (ops.ObjectRef, error) {
+func (cs *Clusters) WatchedObject(t ops.Target, kind, name string) (ops.ObjectRef, error) {
 	res, ok := watchKinds[strings.ToLower(kind)]
 	if !ok {
 		return ops.ObjectRef{}, ops.Errorf(ops.CodeInvalidArgument, "kind", "use kind=job, pytorchjob, hyperpod or deployment",

@@ -31,22 +31,10 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
 
-// Transition is a status change of a watched object.
-type Transition struct {
-	Object    ops.ObjectRef `json:"object"`
-	RequestID string        `json:"requestId,omitempty"`
-	// From is the state this watcher saw before ("" after a restart or hand-over: the sink knows what was told).
-	From    string   `json:"from"`
-	To      string   `json:"to"`
-	Reason  string   `json:"reason,omitempty"`
-	Events  []string `json:"events,omitempty"`
-	LogTail string   `json:"logTail,omitempty"`
-}
-
-// TransitionSink receives transitions. It decides what was already told (Tell in ops/state) so that re-emitting
-// current state after a restart or hand-over is harmless.
+// TransitionSink receives the status changes of watched objects. It decides what was already told (ops.Watches
+// claims each state in ops/state) so that re-emitting current state after a restart or hand-over is harmless.
 type TransitionSink interface {
-	Transition(ctx context.Context, t Transition)
+	Transition(ctx context.Context, c ops.WatchChange)
 }
 
 // WatcherOptions tune a Watcher; zero values take the documented defaults.
@@ -363,7 +351,7 @@ func (s *informerSet) sync(ctx context.Context, k watchKey) error {
 	if !exists {
 		delete(s.last, k)
 	}
-	t := Transition{Object: ref(s.c.Config.Name, k.res, k.namespace, k.name), RequestID: requestID, From: from, To: state, Reason: reason}
+	t := ops.WatchChange{Object: ref(s.c.Config.Name, k.res, k.namespace, k.name), RequestID: requestID, From: from, To: state, Reason: reason}
 	if state == StateFailed || state == StateCompleted || (state == StatePending && reason != "") {
 		s.details(ctx, k, &t)
 	}
@@ -373,7 +361,7 @@ func (s *informerSet) sync(ctx context.Context, k watchKey) error {
 
 // details adds recent events and a log tail, read from the API server (events are not informed: watching every
 // event of a cluster would cost more than reading the few of a finishing workload).
-func (s *informerSet) details(ctx context.Context, k watchKey, t *Transition) {
+func (s *informerSet) details(ctx context.Context, k watchKey, t *ops.WatchChange) {
 	pods, err := workloadPods(ctx, s.c, k.namespace, k.name)
 	if err != nil {
 		s.w.report(s.c, err)

@@ -29,14 +29,14 @@ type recorder struct {
 	store  *state.Store
 	mu     *sync.Mutex
 	got    *[]string
-	last   *Transition
+	last   *ops.WatchChange
 }
 
 func newRecorder(holder string, store *state.Store, mu *sync.Mutex, got *[]string) *recorder {
-	return &recorder{holder: holder, store: store, mu: mu, got: got, last: &Transition{}}
+	return &recorder{holder: holder, store: store, mu: mu, got: got, last: &ops.WatchChange{}}
 }
 
-func (r *recorder) Transition(ctx context.Context, t Transition) {
+func (r *recorder) Transition(ctx context.Context, t ops.WatchChange) {
 	if r.store != nil {
 		last, err := r.store.LastTold(ctx, t.Object)
 		if err != nil {

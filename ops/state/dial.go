@@ -6,7 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hyperops/hyperops/ops/state/endpoint"
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/config/endpoint"
 )
 
 // Dial connects to the Redis at url and checks that it answers. url is redis:// or rediss:// (one node, as go-redis's
@@ -23,7 +24,7 @@ func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 // answers. The client follows failovers by itself (the sentinels' +switch-master, the cluster's MOVED replies), so
 // the bot keeps the one client for its lifetime. The caller closes it.
 func DialEndpoint(ctx context.Context, e endpoint.Endpoint) (redis.UniversalClient, error) {
-	c, err := e.NewClient()
+	c, err := NewClient(e)
 	if err != nil {
 		return nil, fmt.Errorf("state: redis %s: %w", e, err)
 	}
@@ -32,4 +33,43 @@ func DialEndpoint(ctx context.Context, e endpoint.Endpoint) (redis.UniversalClie
 		return nil, unavailable("connect to "+e.String(), err)
 	}
 	return c, nil
+}
+
+// NewClient returns a go-redis client for e; it does not connect yet. On a Sentinel group or a Cluster, writes wait
+// for e.WaitReplicas (replicas.go). The caller closes it.
+func NewClient(e endpoint.Endpoint) (redis.UniversalClient, error) {
+	o, err := e.Options()
+	if err != nil {
+		return nil, err
+	}
+	if e.WaitReplicas < 0 {
+		return nil, fmt.Errorf("the number of replicas to wait for must be 0 or more, got %d", e.WaitReplicas)
+	}
+	timeout := e.WaitTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultRedisWaitTimeout.Std()
+	}
+	wait := func(c *redis.Client) {
+		if e.WaitReplicas > 0 {
+			c.AddHook(replicated{rdb: c, n: e.WaitReplicas, timeout: timeout})
+		}
+	}
+	switch o := o.(type) {
+	case *redis.FailoverOptions:
+		c := redis.NewFailoverClient(o)
+		wait(c)
+		return c, nil
+	case *redis.ClusterOptions:
+		c := redis.NewClusterClient(o)
+		// Hooks on each node's client run after routing, so WAIT goes to the node that took the write.
+		c.OnNewNode(func(node *redis.Client) {
+			node.AddHook(reloadOnNetworkError{cluster: c})
+			wait(node)
+		})
+		return c, nil
+	default:
+		c := redis.NewClient(o.(*redis.Options))
+		wait(c)
+		return c, nil
+	}
 }

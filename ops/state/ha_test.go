@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hyperops/hyperops/config/endpoint"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/endpoint"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
@@ -382,7 +382,7 @@ func exerciseStore(t *testing.T, s *state.Store) {
 	must("ReleaseLease", s.ReleaseLease(ctx, "sweeper", "a"))
 
 	obj := ops.ObjectRef{Cluster: "c1", Namespace: "ml", Kind: "Job", Name: "train"}
-	must("Subscribe", s.Subscribe(ctx, obj, state.Subscription{RequestID: "script-1", Channel: "C1"}))
+	must("Subscribe", s.Subscribe(ctx, obj, ops.WatchSubscription{ID: "script-1", Channel: "C1"}))
 	if subs, err := s.Subscriptions(ctx, obj); err != nil || len(subs) != 1 {
 		t.Fatalf("Subscriptions = %v, %v", subs, err)
 	}

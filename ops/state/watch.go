@@ -18,13 +18,15 @@ import (
 // state told about it, and {p}:watched:<cluster> the set of watched objects of a cluster (JSON ObjectRefs). All live
 // RequestTTL after their last write.
 
-// Subscription is where a request's watched object is told about: the Slack message to update and its thread.
-type Subscription struct {
+// storedSubscription is an ops.WatchSubscription as stored (the names every replica reads).
+type storedSubscription struct {
 	RequestID string `json:"requestId"`
 	Channel   string `json:"channel"`
 	MessageTS string `json:"messageTs,omitempty"`
 	ThreadTS  string `json:"threadTs,omitempty"`
 }
+
+var _ ops.WatchStore = (*Store)(nil)
 
 // unsubscribeScript: KEYS subs, watched, told; ARGV request id, object JSON. Forgets the object when its last
 // subscription goes.
@@ -66,18 +68,18 @@ func (s *Store) subsKey(o ops.ObjectRef) string   { return s.key("subs", objectK
 func (s *Store) toldKey(o ops.ObjectRef) string   { return s.key("told", objectKey(o)) }
 func (s *Store) watchedKey(cluster string) string { return s.key("watched", cluster) }
 
-// Subscribe records that sub wants to hear about obj; subscribing the same request again replaces its entry.
-func (s *Store) Subscribe(ctx context.Context, obj ops.ObjectRef, sub Subscription) error {
-	if sub.RequestID == "" {
-		return fmt.Errorf("state: subscribe to %s: a subscription needs a request id", objectKey(obj))
+// Subscribe records that sub wants to hear about obj; subscribing the same id again replaces its entry.
+func (s *Store) Subscribe(ctx context.Context, obj ops.ObjectRef, sub ops.WatchSubscription) error {
+	if sub.ID == "" {
+		return fmt.Errorf("state: subscribe to %s: a subscription needs an id", objectKey(obj))
 	}
-	data, err := json.Marshal(sub)
+	data, err := json.Marshal(storedSubscription{RequestID: sub.ID, Channel: sub.Channel, MessageTS: sub.Message, ThreadTS: sub.Thread})
 	if err != nil {
 		return fmt.Errorf("state: encode subscription: %w", err)
 	}
 	ttl := s.opts.RequestTTL
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.subsKey(obj), sub.RequestID, data)
+		p.HSet(ctx, s.subsKey(obj), sub.ID, data)
 		p.PExpire(ctx, s.subsKey(obj), ttl)
 		p.SAdd(ctx, s.watchedKey(obj.Cluster), objectJSON(obj))
 		p.PExpire(ctx, s.watchedKey(obj.Cluster), ttl)
@@ -86,28 +88,28 @@ func (s *Store) Subscribe(ctx context.Context, obj ops.ObjectRef, sub Subscripti
 	return unavailable("subscribe to "+objectKey(obj), err)
 }
 
-// Unsubscribe removes a request's subscription to obj; with none left the object is no longer watched.
-func (s *Store) Unsubscribe(ctx context.Context, obj ops.ObjectRef, requestID string) error {
+// Unsubscribe removes the subscription id from obj; with none left the object is no longer watched.
+func (s *Store) Unsubscribe(ctx context.Context, obj ops.ObjectRef, id string) error {
 	keys := []string{s.subsKey(obj), s.watchedKey(obj.Cluster), s.toldKey(obj)}
-	err := unsubscribeScript.Run(ctx, s.rdb, keys, requestID, objectJSON(obj)).Err()
+	err := unsubscribeScript.Run(ctx, s.rdb, keys, id, objectJSON(obj)).Err()
 	return unavailable("unsubscribe from "+objectKey(obj), err)
 }
 
-// Subscriptions returns the subscriptions to obj, by request id.
-func (s *Store) Subscriptions(ctx context.Context, obj ops.ObjectRef) ([]Subscription, error) {
+// Subscriptions returns the subscriptions to obj, by id.
+func (s *Store) Subscriptions(ctx context.Context, obj ops.ObjectRef) ([]ops.WatchSubscription, error) {
 	m, err := s.rdb.HGetAll(ctx, s.subsKey(obj)).Result()
 	if err != nil {
 		return nil, unavailable("read subscriptions of "+objectKey(obj), err)
 	}
-	out := make([]Subscription, 0, len(m))
+	out := make([]ops.WatchSubscription, 0, len(m))
 	for id, raw := range m {
-		var sub Subscription
+		var sub storedSubscription
 		if err := json.Unmarshal([]byte(raw), &sub); err != nil {
 			return nil, fmt.Errorf("state: decode subscription %s of %s: %w", id, objectKey(obj), err)
 		}
-		out = append(out, sub)
+		out = append(out, ops.WatchSubscription{ID: sub.RequestID, Channel: sub.Channel, Message: sub.MessageTS, Thread: sub.ThreadTS})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RequestID < out[j].RequestID })
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 

@@ -17,9 +17,9 @@ func TestSubscriptions(t *testing.T) {
 		ctx := ctxT(t)
 		job := ops.ObjectRef{Cluster: "c1", Namespace: "ml", APIVersion: "batch/v1", Kind: "Job", Name: "train"}
 		other := ops.ObjectRef{Cluster: "c1", Namespace: "ml", APIVersion: "apps/v1", Kind: "Deployment", Name: "serve"}
-		subA := state.Subscription{RequestID: "req-a", Channel: "C1", MessageTS: "1.1", ThreadTS: "1.0"}
-		subB := state.Subscription{RequestID: "req-b", Channel: "D2", MessageTS: "2.1"}
-		for _, sub := range []state.Subscription{subB, subA} {
+		subA := ops.WatchSubscription{ID: "req-a", Channel: "C1", Message: "1.1", Thread: "1.0"}
+		subB := ops.WatchSubscription{ID: "req-b", Channel: "D2", Message: "2.1"}
+		for _, sub := range []ops.WatchSubscription{subB, subA} {
 			if err := s.Subscribe(ctx, job, sub); err != nil {
 				t.Fatal(err)
 			}
@@ -27,11 +27,11 @@ func TestSubscriptions(t *testing.T) {
 		if err := s.Subscribe(ctx, other, subA); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Subscribe(ctx, job, state.Subscription{Channel: "C1"}); err == nil {
+		if err := s.Subscribe(ctx, job, ops.WatchSubscription{Channel: "C1"}); err == nil {
 			t.Fatalf("a subscription without a request id was accepted")
 		}
 		subs, err := s.Subscriptions(ctx, job)
-		if err != nil || !slices.Equal(subs, []state.Subscription{subA, subB}) {
+		if err != nil || !slices.Equal(subs, []ops.WatchSubscription{subA, subB}) {
 			t.Fatalf("Subscriptions = %v, %v", subs, err)
 		}
 		watched := func() []ops.ObjectRef {

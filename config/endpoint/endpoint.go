@@ -51,7 +51,8 @@ type Endpoint struct {
 	// WaitReplicas is how many replicas must acknowledge each write (WAIT) before it counts as done; 0 does not wait.
 	// On a Sentinel group or a Cluster, 1 keeps a failover from losing a write that was reported done.
 	WaitReplicas int
-	// WaitTimeout bounds that wait (default 500ms); a write not acknowledged in time fails with ErrNotReplicated.
+	// WaitTimeout bounds that wait (default config.DefaultRedisWaitTimeout); a write not acknowledged in time fails
+	// with state.ErrNotReplicated.
 	WaitTimeout time.Duration
 
 	// raw is the URL of a Node endpoint, handed to go-redis's ParseURL unchanged (as HyperOps always did).
@@ -131,7 +132,7 @@ func Parse(raw string) (Endpoint, error) {
 	if err := e.readQuery(u.Query()); err != nil {
 		return Endpoint{}, err
 	}
-	if _, err := e.options(); err != nil {
+	if _, err := e.Options(); err != nil {
 		return Endpoint{}, err
 	}
 	return e, nil
@@ -248,12 +249,12 @@ func (e *Endpoint) readQuery(q url.Values) error {
 // Check reports what is wrong with an endpoint built field by field (a Sentinel group or Cluster from
 // configuration): the kind, the addresses, the master name.
 func (e Endpoint) Check() error {
-	_, err := e.options()
+	_, err := e.Options()
 	return err
 }
 
-// options builds go-redis's options: *redis.Options, *redis.FailoverOptions or *redis.ClusterOptions.
-func (e Endpoint) options() (any, error) {
+// Options builds go-redis's options: *redis.Options, *redis.FailoverOptions or *redis.ClusterOptions.
+func (e Endpoint) Options() (any, error) {
 	switch e.Kind {
 	case Node:
 		if e.raw != "" {
@@ -317,47 +318,6 @@ func (e Endpoint) tlsConfig() *tls.Config {
 		return nil
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: e.skipVerify} //nolint:gosec // asked for with skip_verify=true
-}
-
-// DefaultWaitTimeout is how long a write waits for its replicas when WaitTimeout is not set.
-const DefaultWaitTimeout = 500 * time.Millisecond
-
-// NewClient returns a go-redis client for the endpoint; it does not connect yet. The caller closes it.
-func (e Endpoint) NewClient() (redis.UniversalClient, error) {
-	o, err := e.options()
-	if err != nil {
-		return nil, err
-	}
-	if e.WaitReplicas < 0 {
-		return nil, fmt.Errorf("the number of replicas to wait for must be 0 or more, got %d", e.WaitReplicas)
-	}
-	timeout := e.WaitTimeout
-	if timeout <= 0 {
-		timeout = DefaultWaitTimeout
-	}
-	wait := func(c *redis.Client) {
-		if e.WaitReplicas > 0 {
-			c.AddHook(replicated{rdb: c, n: e.WaitReplicas, timeout: timeout})
-		}
-	}
-	switch o := o.(type) {
-	case *redis.FailoverOptions:
-		c := redis.NewFailoverClient(o)
-		wait(c)
-		return c, nil
-	case *redis.ClusterOptions:
-		c := redis.NewClusterClient(o)
-		// Hooks on each node's client run after routing, so WAIT goes to the node that took the write.
-		c.OnNewNode(func(node *redis.Client) {
-			node.AddHook(reloadOnNetworkError{cluster: c})
-			wait(node)
-		})
-		return c, nil
-	default:
-		c := redis.NewClient(o.(*redis.Options))
-		wait(c)
-		return c, nil
-	}
 }
 
 // String names the endpoint for logs and errors, without credentials.

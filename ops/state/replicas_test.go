@@ -1,4 +1,4 @@
-package endpoint_test
+package state_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hyperops/hyperops/ops/state/endpoint"
+	"github.com/hyperops/hyperops/config/endpoint"
+	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
@@ -26,7 +27,7 @@ func TestWritesWaitForReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.WaitReplicas, e.WaitTimeout = wait, timeout
-		c, err := e.NewClient()
+		c, err := state.NewClient(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,10 +39,10 @@ func TestWritesWaitForReplicas(t *testing.T) {
 	script := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
 
 	lone := client(1)
-	if err := lone.Set(ctx, "{t}:k", "v", 0).Err(); !errors.Is(err, endpoint.ErrNotReplicated) {
+	if err := lone.Set(ctx, "{t}:k", "v", 0).Err(); !errors.Is(err, state.ErrNotReplicated) {
 		t.Fatalf("SET without a replica: %v, want ErrNotReplicated", err)
 	}
-	if err := script.Run(ctx, lone, []string{"{t}:n"}).Err(); !errors.Is(err, endpoint.ErrNotReplicated) {
+	if err := script.Run(ctx, lone, []string{"{t}:n"}).Err(); !errors.Is(err, state.ErrNotReplicated) {
 		t.Fatalf("a script without a replica: %v, want ErrNotReplicated", err)
 	}
 	if v, err := lone.Get(ctx, "{t}:k").Result(); err != nil || v != "v" {
@@ -76,5 +77,30 @@ func eventuallyInSync(t *testing.T, ctx context.Context, addr string) {
 			t.Fatalf("replica %s never in sync: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestNewClientBuildsTheTopology(t *testing.T) {
+	cases := []struct {
+		e    endpoint.Endpoint
+		want string
+	}{
+		{endpoint.Endpoint{Kind: endpoint.Node, Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
+		{endpoint.Endpoint{Kind: endpoint.Sentinel, MasterName: "m", Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
+		{endpoint.Endpoint{Kind: endpoint.Cluster, Addrs: []string{"127.0.0.1:1"}}, "*redis.ClusterClient"},
+	}
+	for _, c := range cases {
+		rdb, err := state.NewClient(c.e)
+		if err != nil {
+			t.Fatalf("%s: %v", c.e, err)
+		}
+		got := "*redis.Client"
+		if _, ok := rdb.(*redis.ClusterClient); ok {
+			got = "*redis.ClusterClient"
+		}
+		_ = rdb.Close()
+		if got != c.want {
+			t.Errorf("%s: client %s, want %s", c.e, got, c.want)
+		}
 	}
 }

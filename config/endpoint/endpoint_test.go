@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestParse(t *testing.T) {
@@ -82,29 +80,7 @@ func TestParseNeverEchoesThePassword(t *testing.T) {
 	}
 }
 
-func TestNewClientBuildsTheTopology(t *testing.T) {
-	cases := []struct {
-		e    Endpoint
-		want string
-	}{
-		{Endpoint{Kind: Node, Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
-		{Endpoint{Kind: Sentinel, MasterName: "m", Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
-		{Endpoint{Kind: Cluster, Addrs: []string{"127.0.0.1:1"}}, "*redis.ClusterClient"},
-	}
-	for _, c := range cases {
-		rdb, err := c.e.NewClient()
-		if err != nil {
-			t.Fatalf("%s: %v", c.e, err)
-		}
-		got := "*redis.Client"
-		if _, ok := rdb.(*redis.ClusterClient); ok {
-			got = "*redis.ClusterClient"
-		}
-		_ = rdb.Close()
-		if got != c.want {
-			t.Errorf("%s: client %s, want %s", c.e, got, c.want)
-		}
-	}
+func TestCheck(t *testing.T) {
 	for _, e := range []Endpoint{{Kind: Sentinel, Addrs: []string{"s:1"}}, {Kind: Sentinel, MasterName: "m"},
 		{Kind: Cluster}, {Kind: Cluster, Addrs: []string{"n:1"}, DB: 1}, {Kind: Node}, {Kind: "ring"}} {
 		if err := e.Check(); err == nil {
