@@ -97,6 +97,15 @@ func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.Par
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: name, Name: r.Params.String("name")}
 		}}}
+	switch name {
+	case "scale-widget":
+		w.spec.Destructive = true
+	case "delete-storage":
+		// As the real one: destructive, and its approver types the claim's name.
+		w.spec.Destructive = true
+		w.spec.Confirm = &ops.Confirmation{Param: "name", Label: "claim name", Title: "Delete storage", Submit: "Delete data",
+			Warning: ops.MustTemplate(`deletes the claim {{.Name}} in {{.Target}} and {{.Strong "its data, for good"}}`)}
+	}
 	w.observed.Store("v1")
 	return w
 }

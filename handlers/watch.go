@@ -108,7 +108,7 @@ func (h *Handler) Watched(ctx context.Context, sub WatchSubscription, c WatchCha
 			if err != nil {
 				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
 			} else {
-				m = WithWorkloadState(rec, c)
+				m = WithWorkloadState(h.catalog, rec, c)
 			}
 		}
 		if m.Text != "" {
@@ -165,9 +165,10 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 }
 
 // WithWorkloadState renders a request's message headed by the state of the workload it made.
-func WithWorkloadState(rec *ops.Record, c WatchChange) Msg {
-	m := planMessage(rec, &c).Msg
-	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
+func WithWorkloadState(specs Specs, rec *ops.Record, c WatchChange) Msg {
+	op := specOf(specs, rec)
+	m := planMessage(rec, op, &c).Msg
+	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec, op), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
 	return m
 }
 
