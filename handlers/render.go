@@ -110,7 +110,9 @@ func slackTime(t time.Time) string {
 // PlanMessage renders a request's message, decision first: what happens where; cost, risk, who asked, who must
 // approve and until when; the buttons; then the diff summary, the outcome, and the request id and plan hash in
 // the closing context line. The manifest and full diff are behind Details.
-func PlanMessage(specs Specs, rec *ops.Record) Rendered { return planMessage(rec, specOf(specs, rec), nil) }
+func PlanMessage(specs Specs, rec *ops.Record) Rendered {
+	return planMessage(rec, specOf(specs, rec), nil)
+}
 
 // planMessage renders the message of rec, whose operation op is; workload, when set, is the state of the
 // workload the request made, which heads the message once the request has executed.
