@@ -177,7 +177,7 @@ func New(opts Options) (*Bot, error) {
 	var watches *ops.Watches
 	if opts.Clusters != nil {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
-			Sink: handlers.NewWatchTeller(hcfg, engine, sc), Clusters: opts.Clusters.Names(),
+			Sink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
 			OnError: func(c ops.WatchChange, err error) {
 				log.Warn().Err(err).Str("object", c.Object.Kind+"/"+c.Object.Name).Str("to", c.To).Msg("watch: telling a transition failed")

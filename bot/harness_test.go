@@ -19,6 +19,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -97,8 +98,35 @@ func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.Par
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Kind: name, Name: r.Params.String("name")}
 		}}}
+	w.spec.Destructive = name == "scale-widget" // it may scale down
+	sayAsReal(&w.spec)
 	w.observed.Store("v1")
 	return w
+}
+
+// realSpecs are the specs of the operations the service registers (nothing behind them: only the specs are read).
+var realSpecs = func() *ops.Catalog {
+	cat := ops.NewCatalog()
+	kube.Register(cat, nil, nil, nil)
+	aws.Register(cat, nil, nil, nil)
+	return cat
+}()
+
+// sayAsReal gives a widget named as a real operation what that operation says: its headline, its typed-name
+// confirmation, whether it is destructive, and its parameters' published bounds.
+func sayAsReal(s *ops.Spec) {
+	real, ok := realSpecs.Spec(s.Name)
+	if !ok {
+		return
+	}
+	s.Headline, s.Confirm, s.Destructive = real.Headline, real.Confirm, real.Destructive
+	for i, p := range s.Params {
+		for _, rp := range real.Params {
+			if rp.Name == p.Name {
+				s.Params[i].Bound = rp.Bound
+			}
+		}
+	}
 }
 
 func slashFor(name string) (topic, verb string) {

@@ -41,7 +41,7 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 		b.opts.Log.Warn().Msg("mcp.listen is set but no agent has mcp.tokenSHA256: every MCP call is refused 401")
 	}
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
-		Bounds: hmcp.BoundsFrom(cfg), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
+		Bounds: hmcp.BoundsFrom(cfg, b.opts.Catalog.Specs()), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
 		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
 		OnLimit:   func(key string) { b.metrics.MCPLimited.WithLabelValues(key).Inc() },
 		PollEvery: b.opts.MCPPollEvery})

@@ -119,7 +119,7 @@ func TestMessageFollowsTheWorkload(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.change.To, func(t *testing.T) {
 			p := &recordPoster{}
-			w := NewWatchTeller(Config{}, &recordEngine{rec: rec}, p)
+			w := NewWatchTeller(Config{}, opSpecs, &recordEngine{rec: rec}, p)
 			if err := w.Watched(context.Background(), ops.WatchSubscription{ID: rec.ID(), Channel: "C0OPS", Message: "1.1", Thread: "1.1"}, tc.change); err != nil {
 				t.Fatal(err)
 			}

@@ -219,12 +219,12 @@ func FuzzRender(f *testing.F) {
 					t.Fatalf("%s in phase %s is not a message Slack takes: %v", kind, phase, err)
 				}
 			}
-			check("plan message", PlanMessage(rec).Msg)
-			check("result message", ResultMessage(rec).Msg)
+			check("plan message", PlanMessage(opSpecs, rec).Msg)
+			check("result message", ResultMessage(opSpecs, rec).Msg)
 			check("agent reply", AgentReply(AgentBody(rec, id, nil)))
 			check("progress reply", ProgressReply(rec, note))
 			check("info", InfoMessage(summary+note))
-			check("requests", RequestsMessage(summary, []*ops.Record{rec, rec}))
+			check("requests", RequestsMessage(opSpecs, summary, []*ops.Record{rec, rec}))
 			tr := ops.Transition{From: ops.PhaseExecuting, To: phase, By: rec.Request.Initiator, Note: note}
 			check("audit line", AuditLine(rec, tr))
 			if m, ok := TransitionReply(rec, tr); ok {

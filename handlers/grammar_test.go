@@ -9,7 +9,7 @@ import (
 )
 
 func testSpecs() []ops.Spec {
-	return []ops.Spec{
+	return sayAsReal([]ops.Spec{
 		{Name: "get-cluster-status", Topic: "status", Summary: "cluster status"},
 		{Name: "submit-training-job", Topic: "train", Verb: "submit", Summary: "submit a training job", Mutates: true,
 			Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "job name"}, {Name: "image", Kind: ops.KindString, Required: true, Help: "image"},
@@ -18,7 +18,7 @@ func testSpecs() []ops.Spec {
 		{Name: "stop-training-job", Topic: "train", Verb: "stop", Summary: "stop a job", Mutates: true, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "job"}}},
 		{Name: "delete-storage", Topic: "storage", Verb: "delete", Summary: "delete a claim", Mutates: true, Baseline: ops.RiskCritical,
 			Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "claim"}}},
-	}
+	})
 }
 
 func TestParse(t *testing.T) {

@@ -84,13 +84,13 @@ func TestHostileStringsReachSlackEscaped(t *testing.T) {
 		var msgs []Msg
 		for _, ph := range []ops.Phase{ops.PhaseAwaitingApproval, ops.PhaseDenied, ops.PhaseFailed, ops.PhaseInterrupted, ops.PhaseSucceeded} {
 			rec := hostileRecord(s, ph)
-			msgs = append(msgs, PlanMessage(rec).Msg, ResultMessage(rec).Msg, AuditLine(rec, rec.History[0]))
+			msgs = append(msgs, PlanMessage(opSpecs, rec).Msg, ResultMessage(opSpecs, rec).Msg, AuditLine(rec, rec.History[0]))
 			tr, _ := TransitionReply(rec, rec.History[0])
-			msgs = append(msgs, tr, AgentReply(AgentBody(rec, rec.ID(), nil)), RequestsMessage("requests", []*ops.Record{rec}))
+			msgs = append(msgs, tr, AgentReply(AgentBody(rec, rec.ID(), nil)), RequestsMessage(opSpecs, "requests", []*ops.Record{rec}))
 			c := ops.WatchChange{Object: ops.ObjectRef{Cluster: s, Namespace: s, Kind: s, Name: s}, To: "failed", Reason: s, Events: []string{s}, LogTail: s + "\nerror: " + s}
 			wr, _ := WatchReply(c)
-			msgs = append(msgs, wr, WithWorkloadState(rec, c), WatchMessage(c.Object, "running", rec.Owner))
-			views = append(views, DetailsModal(rec), DenyModal(rec, "{}"), ConfirmDeleteModal(rec, "{}"))
+			msgs = append(msgs, wr, WithWorkloadState(opSpecs, rec, c), WatchMessage(c.Object, "running", rec.Owner))
+			views = append(views, DetailsModal(opSpecs, rec), DenyModal(opSpecs, rec, "{}"), ConfirmModal(rec, *specOf(opSpecs, deleteStorageRecord()).Confirm, "{}"))
 		}
 		msgs = append(msgs, ProgressReply(hostileRecord(s, ops.PhaseExecuting), s), ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, s, s, "%s", s)))
 		for _, m := range msgs {

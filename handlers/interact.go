@@ -12,21 +12,20 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// The confirmation modal for delete-storage: the person types the claim name.
+// The confirmation modal of an approval that asks for a typed name (ops.Spec.Confirm): the approver types it.
+// The ids keep the names they had when deleting storage was the only such approval, so open modals still submit.
 const (
-	ConfirmDeleteCallback = "hp_confirm_delete"
-	confirmBlock          = "claim"
-	confirmAction         = "claim_name"
-	// DeleteStorageOperation is the operation whose approval needs the typed claim name.
-	DeleteStorageOperation = "delete-storage"
+	ConfirmCallback = "hp_confirm_delete"
+	confirmBlock    = "claim"
+	confirmAction   = "claim_name"
 )
 
-// confirmMeta is the modal's private metadata: which request, which claim, and where the button was.
+// confirmMeta is the modal's private metadata: which request, what must be typed, and where the button was.
 type confirmMeta struct {
 	RequestID string `json:"id"`
 	// PlanHash is the plan the approver was shown when they clicked Approve.
 	PlanHash string `json:"plan,omitempty"`
-	Claim    string `json:"claim"`
+	Typed    string `json:"claim"`
 	Channel  string `json:"channel"`
 	TS       string `json:"ts"`
 }
@@ -34,7 +33,7 @@ type confirmMeta struct {
 // requestActions are the buttons of a request's message.
 var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume}
 
-// Interaction handles an acked interaction: request buttons and the delete-storage confirmation modal. Who may not
+// Interaction handles an acked interaction: request buttons and the typed-name confirmation modal. Who may not
 // use HyperOps is refused first, whatever they clicked. A modal's submission is not asked again: modals open only
 // for who was admitted and may see the request, and what they submit is a vote the engine checks (CheckVoter).
 func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback) error {
@@ -51,8 +50,8 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 		return nil
 	case slack.InteractionTypeViewSubmission:
 		switch cb.View.CallbackID {
-		case ConfirmDeleteCallback:
-			return h.confirmDelete(ctx, cb)
+		case ConfirmCallback:
+			return h.confirmed(ctx, cb)
 		case DenyCallback:
 			return h.denySubmitted(ctx, cb)
 		}
@@ -82,10 +81,10 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	}
 	switch action {
 	case ActionDetails:
-		return h.poster.OpenView(ctx, cb.TriggerID, DetailsModal(rec))
+		return h.poster.OpenView(ctx, cb.TriggerID, DetailsModal(h.catalog, rec))
 	case ActionApprove:
-		if rec.Request.Operation == DeleteStorageOperation && rec.Phase == ops.PhaseAwaitingApproval {
-			return h.openConfirm(ctx, cb.TriggerID, rec, planHash, channel, ts)
+		if c := specOf(h.catalog, rec).Confirm; c != nil && rec.Phase == ops.PhaseAwaitingApproval {
+			return h.openConfirm(ctx, cb.TriggerID, rec, *c, planHash, channel, ts)
 		}
 		rec, err = h.engine.Approve(ctx, id, voter, planHash)
 	case ActionDeny:
@@ -111,7 +110,7 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 // waiting here for chat.update's tier (50 a minute) would hold a Slack worker that the next click needs.
 func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, channel, ts, user string) error {
 	if rec != nil && rec.Version > 0 && ts != "" && (err != nil || !h.isPlanMessage(ctx, rec.ID(), channel, ts)) {
-		if uerr := h.poster.Update(ctx, channel, ts, PlanMessage(rec).Msg); uerr != nil {
+		if uerr := h.poster.Update(ctx, channel, ts, PlanMessage(h.catalog, rec).Msg); uerr != nil {
 			h.fail(fmt.Errorf("refresh the message of %s: %w", rec.ID(), uerr))
 		}
 	}
@@ -133,25 +132,25 @@ func (h *Handler) isPlanMessage(ctx context.Context, id, channel, ts string) boo
 	})
 }
 
-func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, planHash, channel, ts string) error {
-	meta, _ := json.Marshal(confirmMeta{RequestID: rec.ID(), PlanHash: planHash, Claim: claimName(rec), Channel: channel, TS: ts})
-	return h.poster.OpenView(ctx, trigger, ConfirmDeleteModal(rec, string(meta)))
+func (h *Handler) openConfirm(ctx context.Context, trigger string, rec *ops.Record, c ops.Confirmation, planHash, channel, ts string) error {
+	meta, _ := json.Marshal(confirmMeta{RequestID: rec.ID(), PlanHash: planHash, Typed: c.Typed(rec), Channel: channel, TS: ts})
+	return h.poster.OpenView(ctx, trigger, ConfirmModal(rec, c, string(meta)))
 }
 
-// claimName is the claim a delete-storage request deletes.
-func claimName(rec *ops.Record) string { return rec.Request.Params.String("name") }
-
-// ConfirmDeleteModal renders the modal in which an approver types the claim name to approve its deletion.
-func ConfirmDeleteModal(rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
-	claim := claimName(rec)
-	input := slack.NewPlainTextInputBlockElement(plain("claim name"), confirmAction)
+// ConfirmModal renders the modal in which an approver types what c asks for (the name of what the request
+// destroys) to approve it.
+func ConfirmModal(rec *ops.Record, c ops.Confirmation, privateMetadata string) slack.ModalViewRequest {
+	input := slack.NewPlainTextInputBlockElement(plain(c.Label), confirmAction)
+	warning := ""
+	if c.Warning != nil {
+		warning = " " + c.Warning.Render(rec, mrkdwnWords{})
+	}
 	return slack.ModalViewRequest{
-		Type: slack.VTModal, CallbackID: ConfirmDeleteCallback, PrivateMetadata: privateMetadata,
-		Title: plain("Delete storage"), Submit: plain("Delete data"), Close: plain("Cancel"),
+		Type: slack.VTModal, CallbackID: ConfirmCallback, PrivateMetadata: privateMetadata,
+		Title: plain(c.Title), Submit: plain(c.Submit), Close: plain("Cancel"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			section(fmt.Sprintf(":rotating_light: Approving request %s deletes the claim %s in %s and *its data, for good*.",
-				code(rec.ID()), code(claim), target(rec.Request.Target))),
-			slack.NewInputBlock(confirmBlock, plain("Type the claim name to confirm"), nil, input),
+			section(fmt.Sprintf(":rotating_light: Approving request %s%s.", code(rec.ID()), warning)),
+			slack.NewInputBlock(confirmBlock, plain("Type the "+c.Label+" to confirm"), nil, input),
 		}},
 	}
 }
@@ -159,20 +158,20 @@ func ConfirmDeleteModal(rec *ops.Record, privateMetadata string) slack.ModalView
 // ValidateSubmission checks a view submission without any I/O, so its answer can ride on the ack: nil accepts it,
 // otherwise Slack shows the errors in the modal.
 func ValidateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
-	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != ConfirmDeleteCallback {
+	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != ConfirmCallback {
 		return nil
 	}
 	var meta confirmMeta
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{confirmBlock: "this form is damaged; click Approve again"})
 	}
-	if typed := strings.TrimSpace(cb.View.State.Values[confirmBlock][confirmAction].Value); typed != meta.Claim {
-		return slack.NewErrorsViewSubmissionResponse(map[string]string{confirmBlock: fmt.Sprintf("type %s exactly to delete it", meta.Claim)})
+	if typed := strings.TrimSpace(cb.View.State.Values[confirmBlock][confirmAction].Value); typed != meta.Typed {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{confirmBlock: fmt.Sprintf("type %s exactly to delete it", meta.Typed)})
 	}
 	return nil
 }
 
-func (h *Handler) confirmDelete(ctx context.Context, cb slack.InteractionCallback) error {
+func (h *Handler) confirmed(ctx context.Context, cb slack.InteractionCallback) error {
 	if ValidateSubmission(cb) != nil {
 		return nil // refused in the ack; the modal stays open
 	}

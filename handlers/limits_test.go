@@ -97,6 +97,6 @@ func TestErrorMessageClipsHugeProblems(t *testing.T) {
 	rec := &ops.Record{Request: ops.Request{ID: "r1", Operation: "submit-training-job"}, Phase: ops.PhaseRejected, Errors: errs,
 		Result: &ops.Result{Summary: huge, Output: huge, Data: json.RawMessage(`{"log":"` + huge + `"}`)}}
 	slackAccepts(t, AgentReply(AgentBody(rec, "r1", nil)))
-	slackAccepts(t, PlanMessage(rec).Msg)
-	slackAccepts(t, ResultMessage(rec).Msg)
+	slackAccepts(t, PlanMessage(opSpecs, rec).Msg)
+	slackAccepts(t, ResultMessage(opSpecs, rec).Msg)
 }

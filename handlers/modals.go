@@ -29,11 +29,11 @@ type modalMeta struct {
 
 func (h *Handler) openDeny(ctx context.Context, trigger string, rec *ops.Record, channel, ts string) error {
 	meta, _ := json.Marshal(modalMeta{RequestID: rec.ID(), Channel: channel, TS: ts})
-	return h.poster.OpenView(ctx, trigger, DenyModal(rec, string(meta)))
+	return h.poster.OpenView(ctx, trigger, DenyModal(h.catalog, rec, string(meta)))
 }
 
 // DenyModal renders the modal a Deny click opens: what is denied, and an optional reason for the requester.
-func DenyModal(rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
+func DenyModal(specs Specs, rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
 	input := slack.NewPlainTextInputBlockElement(plain("e.g. too expensive this week; use 2 replicas"), denyAction)
 	input.Multiline = true
 	input.MaxLength = maxDenyReason
@@ -43,7 +43,7 @@ func DenyModal(rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
 		Type: slack.VTModal, CallbackID: DenyCallback, PrivateMetadata: privateMetadata,
 		Title: plain("Deny request"), Submit: plain("Deny"), Close: plain("Back"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			section(":no_entry_sign: Deny: " + headline(rec) + "\nAsked by " + person(rec.Request.Initiator) + ". Nothing will run; the request ends."),
+			section(":no_entry_sign: Deny: " + headline(rec, specOf(specs, rec)) + "\nAsked by " + person(rec.Request.Initiator) + ". Nothing will run; the request ends."),
 			in,
 		}},
 	}
@@ -68,8 +68,8 @@ const maxModalText = 12000
 
 // DetailsModal renders what a lead may want before deciding but not above the buttons: every risk reason, the
 // cost lines and price source, the approval rule, the full diff and the manifest.
-func DetailsModal(rec *ops.Record) slack.ModalViewRequest {
-	blocks := []slack.Block{section(headline(rec))}
+func DetailsModal(specs Specs, rec *ops.Record) slack.ModalViewRequest {
+	blocks := []slack.Block{section(headline(rec, specOf(specs, rec)))}
 	if p := rec.Plan; p != nil {
 		blocks = append(blocks, section("*Risk* "+riskEmoji[p.Risk.Level]+" "+p.Risk.Level.String()+"\n"+reasonLines(p.Risk)))
 		blocks = append(blocks, section("*Cost* (estimate)\n"+costLines(p.Cost)))

@@ -140,7 +140,7 @@ func (h *Handler) planRoute(rec *ops.Record, t ops.Transition) (channel, thread 
 // leaves the request without a plan message for now (the next entry tries again) and the requester is told.
 func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel, thread string) (MessageRef, error) {
 	h := tl.h
-	r := PlanMessage(rec)
+	r := PlanMessage(h.catalog, rec)
 	ts, found, err := tl.deliver(ctx, rec, i, part{name: "plan", channel: channel, thread: thread, msg: r.Msg})
 	if slackCode, ok := refused(err); ok {
 		return MessageRef{}, tl.fallback(ctx, rec, i, channel, slackCode, r.Msg)
@@ -196,7 +196,7 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 		return err
 	}
 	if ts != "" && t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
-		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(rec).Files)); err != nil {
+		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(h.catalog, rec).Files)); err != nil {
 			h.fail(err)
 		}
 	}
@@ -306,7 +306,7 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	if ok && version >= rec.Version {
 		return nil
 	}
-	m := PlanMessage(rec).Msg
+	m := PlanMessage(h.catalog, rec).Msg
 	m.Version = rec.Version
 	// An update of a request that is approved or running is nobody's answer (the approver saw the ack, the thread
 	// tells the rest): it yields Slack's limits to those that are.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -15,58 +16,34 @@ import (
 // buttons; the manifest and the full diff are behind Details (a modal) or in a file.
 
 // headline says in words what the request does where, e.g. "Train `llm-ft` on `ml-prod-eks/ml-platform` —
-// 2 × 8 GPUs, up to 12 h".
-func headline(rec *ops.Record) string {
-	req := rec.Request
-	p := req.Params
-	name := code(p.String("name"))
-	where := " on " + target(req.Target)
-	switch req.Operation {
-	case "submit-training-job":
-		s := "Train " + name + where
-		replicas, gpus := p.IntOr("replicas", 1), p.IntOr("gpus", 0)
-		var facts []string
-		if gpus > 0 {
-			facts = append(facts, fmt.Sprintf("%s × %s", count(replicas), plural(gpus, "GPU", "GPUs")))
-		} else {
-			facts = append(facts, plural(replicas, "replica", "replicas")+", no GPUs")
+// 2 × 8 GPUs, up to 12 h": the operation's own template (ops.Spec.Headline) said in mrkdwn.
+func headline(rec *ops.Record, op ops.Spec) string { return op.SayHeadline(rec, mrkdwnWords{}) }
+
+// mrkdwnWords says the parts of an operation's lines in Slack's mrkdwn: outside values as code spans, outside text
+// escaped, the operation's own emphasis in bold.
+type mrkdwnWords struct{}
+
+func (mrkdwnWords) Value(s string) string                   { return code(s) }
+func (mrkdwnWords) Text(s string) string                    { return escLine(s) }
+func (mrkdwnWords) Target(t ops.Target) string              { return target(t) }
+func (mrkdwnWords) Strong(s string) string                  { return "*" + s + "*" }
+func (mrkdwnWords) Count(n int64) string                    { return count(n) }
+func (mrkdwnWords) Plural(n int64, one, many string) string { return plural(n, one, many) }
+func (mrkdwnWords) Duration(d time.Duration) string         { return duration(d) }
+
+// Specs finds an operation's spec by name; the catalog is one.
+type Specs interface {
+	Spec(name string) (ops.Spec, bool)
+}
+
+// specOf is the spec of rec's operation; one the catalog does not know (any more) is said by its name alone.
+func specOf(specs Specs, rec *ops.Record) ops.Spec {
+	if specs != nil {
+		if s, ok := specs.Spec(rec.Request.Operation); ok {
+			return s
 		}
-		if h := runHours(rec); h > 0 {
-			facts = append(facts, "up to "+hours(h))
-		} else if d, ok := p.Duration("max-hours"); ok {
-			facts = append(facts, "up to "+duration(d))
-		}
-		return s + " — " + strings.Join(facts, ", ")
-	case "stop-training-job":
-		return "Stop the training job " + name + where + " (its volumes are kept)"
-	case "deploy-inference":
-		s := "Deploy the inference server " + name + where + " — " + plural(p.IntOr("replicas", 1), "replica", "replicas")
-		if g := p.IntOr("gpus", 0); g > 0 {
-			s += " × " + plural(g, "GPU", "GPUs")
-		}
-		return s
-	case "scale-inference":
-		return "Scale the inference server " + name + where + changeWords(rec, " to "+plural(p.IntOr("replicas", 0), "replica", "replicas"))
-	case "rollout-inference":
-		return "Roll the inference server " + name + where + " to " + code(p.String("image"))
-	case "delete-inference":
-		return "Delete the inference server " + name + where + " (its volumes are kept)"
-	case "create-storage":
-		return "Create the volume claim " + name + where + sizeWords(p.String("size"))
-	case DeleteStorageOperation:
-		return "Delete the volume claim " + name + where + " *and its data*"
-	case "scale-capacity":
-		return "Scale the node group " + code(p.String("group")) + " of " + code(req.Target.Cluster) + changeWords(rec, " to "+plural(p.IntOr("count", 0), "node", "nodes"))
-	case "verify-cluster":
-		return "Smoke-test " + target(req.Target) + " with a small Job"
-	case "bootstrap-cluster":
-		return "Create a HyperPod cluster on " + code(req.Target.Cluster) + " from the template " + code(p.String("template"))
 	}
-	s := sentence(phrase(req.Operation))
-	if n := p.String("name"); n != "" {
-		s += " " + name
-	}
-	return s + where
+	return ops.Spec{Name: rec.Request.Operation}
 }
 
 func sentence(s string) string {
@@ -74,32 +51,6 @@ func sentence(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func sizeWords(size string) string {
-	if size == "" {
-		return ""
-	}
-	return " — " + code(size)
-}
-
-// changeWords renders a plan's one field change as "from 2 to 4", or falls back to what was asked.
-func changeWords(rec *ops.Record, asked string) string {
-	if rec.Plan != nil && len(rec.Plan.Changes) == 1 && len(rec.Plan.Changes[0].Fields) == 1 {
-		f := rec.Plan.Changes[0].Fields[0]
-		if f.From != "" && f.To != "" {
-			return " from " + escLine(f.From) + " to " + escLine(f.To)
-		}
-	}
-	return asked
-}
-
-// runHours is how long a run may last, from its bounded cost (total = $/h × hours); 0 when unknown.
-func runHours(rec *ops.Record) float64 {
-	if rec.Plan == nil || rec.Plan.Cost.Total <= 0 || rec.Plan.Cost.HourlyDelta <= 0 {
-		return 0
-	}
-	return rec.Plan.Cost.Total / rec.Plan.Cost.HourlyDelta
 }
 
 // costText is the figure that matters: a run's worst case when it has one, else $/h and $/month.
@@ -110,7 +61,7 @@ func costText(rec *ops.Record) string {
 		return ":grey_question: price unknown for " + joinWords(escAll(c.Unknown))
 	case c.Total > 0:
 		s := "*up to " + money(c.Total) + "*"
-		if h := runHours(rec); h > 0 {
+		if h := c.RunHours(); h > 0 {
 			s += " if it runs its full " + hours(h)
 		}
 		return s + "\n" + money(c.HourlyDelta) + "/h while it runs"

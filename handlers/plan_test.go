@@ -37,7 +37,7 @@ func TestPlanDecisionFirst(t *testing.T) {
 	for name, rec := range map[string]*ops.Record{"training": trainingRecord(), "inference": inferenceRecord(),
 		"capacity": capacityRecord(), "delete-storage": deleteStorageRecord(), "drift": driftRecord()} {
 		t.Run(name, func(t *testing.T) {
-			m := PlanMessage(rec).Msg
+			m := PlanMessage(opSpecs, rec).Msg
 			order := map[string]int{}
 			var before strings.Builder
 			buttonsAt := -1
@@ -118,7 +118,7 @@ func TestApproveConfirmsHighRisk(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := findButton(PlanMessage(tc.rec).Msg, ActionApprove)
+			b := findButton(PlanMessage(opSpecs, tc.rec).Msg, ActionApprove)
 			if b == nil {
 				t.Fatal("no Approve button")
 			}
@@ -140,13 +140,13 @@ func TestDeniedShowsReason(t *testing.T) {
 	rec.Phase = ops.PhaseDenied
 	rec.Approval.Votes = append(rec.Approval.Votes, ops.Vote{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, PlanHash: rec.Plan.Hash,
 		Reason: "use <!channel> 1 replica"})
-	head := blockText(PlanMessage(rec).Msg.Blocks[0])
+	head := blockText(PlanMessage(opSpecs, rec).Msg.Blocks[0])
 	for _, want := range []string{"*Denied* by <@U0LEAD1>", "use &lt;!channel&gt; 1 replica", "<@U0ALICE>"} {
 		if !strings.Contains(head, want) {
 			t.Errorf("headline lacks %q: %s", want, head)
 		}
 	}
-	if findButton(PlanMessage(rec).Msg, ActionApprove) != nil {
+	if findButton(PlanMessage(opSpecs, rec).Msg, ActionApprove) != nil {
 		t.Error("a denied request still offers Approve")
 	}
 }

@@ -110,12 +110,14 @@ func slackTime(t time.Time) string {
 // PlanMessage renders a request's message, decision first: what happens where; cost, risk, who asked, who must
 // approve and until when; the buttons; then the diff summary, the outcome, and the request id and plan hash in
 // the closing context line. The manifest and full diff are behind Details.
-func PlanMessage(rec *ops.Record) Rendered { return planMessage(rec, nil) }
+func PlanMessage(specs Specs, rec *ops.Record) Rendered {
+	return planMessage(rec, specOf(specs, rec), nil)
+}
 
-// planMessage renders the message; workload, when set, is the state of the workload the request made, which
-// heads the message once the request has executed.
-func planMessage(rec *ops.Record, workload *ops.WatchChange) Rendered {
-	blocks := []slack.Block{section(titleText(rec, workload))}
+// planMessage renders the message of rec, whose operation op is; workload, when set, is the state of the
+// workload the request made, which heads the message once the request has executed.
+func planMessage(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) Rendered {
+	blocks := []slack.Block{section(titleText(rec, op, workload))}
 	if rec.Plan != nil {
 		blocks = append(blocks, planFields(rec))
 	} else {
@@ -124,7 +126,7 @@ func planMessage(rec *ops.Record, workload *ops.WatchChange) Rendered {
 	if rec.Phase == ops.PhaseInterrupted {
 		blocks = append(blocks, section(interruptedText(rec)))
 	}
-	if acts := actions(rec); acts != nil {
+	if acts := actions(rec, op); acts != nil {
 		blocks = append(blocks, acts)
 	}
 	var files []File
@@ -151,7 +153,7 @@ func planMessage(rec *ops.Record, workload *ops.WatchChange) Rendered {
 		blocks = append(blocks, section(errorsText(rec.Errors)))
 	}
 	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
-	text := fmt.Sprintf("%s %s — %s (request %s)", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
+	text := fmt.Sprintf("%s %s — %s (request %s)", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec, op)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
 	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
 }
 
@@ -165,19 +167,19 @@ func executed(p ops.Phase) bool {
 }
 
 // plainHeadline is the headline without mrkdwn, for notifications.
-func plainHeadline(rec *ops.Record) string {
-	return strings.NewReplacer("`", "", "*", "", "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(headline(rec))
+func plainHeadline(rec *ops.Record, op ops.Spec) string {
+	return strings.NewReplacer("`", "", "*", "", "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(headline(rec, op))
 }
 
 // titleText is the headline and, below it, where the request stands: for an executed request whose workload is
 // watched, the workload's state leads.
-func titleText(rec *ops.Record, workload *ops.WatchChange) string {
-	s := phaseEmoji[rec.Phase] + " " + headline(rec)
+func titleText(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) string {
+	s := phaseEmoji[rec.Phase] + " " + headline(rec, op)
 	if rec.Request.DryRun {
 		s += " _(dry run)_"
 	}
 	if workload != nil && (rec.Phase == ops.PhaseSucceeded || rec.Phase == ops.PhaseExecuting) {
-		s = stateEmoji[workload.To] + " " + headline(rec)
+		s = stateEmoji[workload.To] + " " + headline(rec, op)
 		return s + "\n" + workloadStatus(rec, *workload)
 	}
 	return s + "\n" + status(rec)
@@ -345,23 +347,18 @@ func footer(rec *ops.Record, executed bool) string {
 	return strings.Join(append(parts, "costs are estimates"), " · ")
 }
 
-// Actionable lists the choices a request offers in its phase (none once terminal or while executing).
+// Actionable lists the action IDs of the choices a request offers in its phase (ops.Record.Choices).
 func Actionable(rec *ops.Record) []string {
-	agentOwned := rec.Owner.Kind == ops.Agent
-	switch rec.Phase {
-	case ops.PhaseAwaitingApproval:
-		out := []string{ActionApprove, ActionDeny, ActionCancel}
-		if agentOwned {
-			out = append(out, ActionStop, ActionTakeOver)
-		}
-		return out
-	case ops.PhaseReceived, ops.PhasePlanned, ops.PhaseApproved:
-		return []string{ActionCancel}
-	case ops.PhaseInterrupted:
-		return []string{ActionTakeOver, ActionResume, ActionStop}
+	var out []string
+	for _, c := range rec.Choices() {
+		out = append(out, choiceActions[c])
 	}
-	return nil
+	return out
 }
+
+// choiceActions are the action IDs of the choices.
+var choiceActions = map[ops.Choice]string{ops.ChoiceApprove: ActionApprove, ops.ChoiceDeny: ActionDeny, ops.ChoiceCancel: ActionCancel,
+	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume}
 
 // menuLabels say what each overflow choice does (Slack shows at most 75 characters).
 var menuLabels = map[string]string{
@@ -377,7 +374,7 @@ var buttons = map[ops.Phase][]string{
 	ops.PhaseInterrupted:      {ActionTakeOver},
 }
 
-func actions(rec *ops.Record) *slack.ActionBlock {
+func actions(rec *ops.Record, op ops.Spec) *slack.ActionBlock {
 	ids := Actionable(rec)
 	var els []slack.BlockElement
 	var menu []*slack.OptionBlockObject
@@ -386,7 +383,7 @@ func actions(rec *ops.Record) *slack.ActionBlock {
 			menu = append(menu, slack.NewOptionBlockObject(id+":"+rec.ID(), plain(menuLabels[id]), nil))
 			continue
 		}
-		els = append(els, button(rec, id))
+		els = append(els, button(rec, op, id))
 	}
 	if rec.Plan != nil && (len(ids) > 0 || rec.Plan.Manifest != "" || len(rec.Plan.Changes) > 0) {
 		els = append(els, slack.NewButtonBlockElement(ActionDetails, rec.ID(), plain("Details")))
@@ -412,7 +409,7 @@ func isButton(p ops.Phase, id string) bool {
 var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
 	ActionTakeOver: "Take over", ActionResume: "Resume"}
 
-func button(rec *ops.Record, id string) *slack.ButtonBlockElement {
+func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	value := rec.ID()
 	if id == ActionApprove {
 		value = ApproveValue(rec)
@@ -424,8 +421,9 @@ func button(rec *ops.Record, id string) *slack.ButtonBlockElement {
 	case ActionDeny, ActionStop:
 		b.Style = slack.StyleDanger
 	}
-	if id == ActionApprove && rec.Plan != nil && rec.Plan.Risk.Level >= ops.RiskHigh && rec.Request.Operation != DeleteStorageOperation {
-		b.Confirm = approveConfirm(rec)
+	// An approval that asks for a typed name confirms in its own modal instead.
+	if id == ActionApprove && rec.Plan != nil && rec.Plan.Risk.Level >= ops.RiskHigh && op.Confirm == nil {
+		b.Confirm = approveConfirm(rec, op)
 	}
 	return b
 }
@@ -445,13 +443,13 @@ func ButtonTarget(value string) (id, planHash string) {
 }
 
 // approveConfirm is the dialog Slack shows before a high or critical risk approval is sent.
-func approveConfirm(rec *ops.Record) *slack.ConfirmationBlockObject {
+func approveConfirm(rec *ops.Record, op ops.Spec) *slack.ConfirmationBlockObject {
 	why := "This is " + rec.Plan.Risk.Level.String() + " risk."
 	if x, ok := deciding(rec.Plan.Risk); ok {
 		why = "This is " + rec.Plan.Risk.Level.String() + " risk: " + clip(oneLine(x.Text), 200) + "."
 	}
 	c := slack.NewConfirmationBlockObject(plain("Approve this change?"),
-		plain(clip(oneLine(plainHeadline(rec)), 250)+"\n"+why), plain("Approve"), plain("Not yet"))
+		plain(clip(oneLine(plainHeadline(rec, op)), 250)+"\n"+why), plain("Approve"), plain("Not yet"))
 	return c.WithStyle(slack.StylePrimary)
 }
 
@@ -556,8 +554,9 @@ func ErrorMessage(err error) Msg {
 func InfoMessage(s string) Msg { return Msg{Text: fitText(s), Blocks: []slack.Block{section(s)}} }
 
 // ResultMessage renders the answer of a read-only operation.
-func ResultMessage(rec *ops.Record) Rendered {
-	title := phaseEmoji[rec.Phase] + " " + headline(rec)
+func ResultMessage(specs Specs, rec *ops.Record) Rendered {
+	op := specOf(specs, rec)
+	title := phaseEmoji[rec.Phase] + " " + headline(rec, op)
 	if rec.Result != nil && rec.Result.Summary != "" {
 		title += "\n" + escLine(rec.Result.Summary)
 	}
@@ -571,7 +570,7 @@ func ResultMessage(rec *ops.Record) Rendered {
 	if len(rec.Errors) > 0 {
 		blocks = append(blocks, section(errorsText(rec.Errors)))
 	}
-	text := oneLine(plainHeadline(rec))
+	text := oneLine(plainHeadline(rec, op))
 	if rec.Result != nil {
 		text += " — " + oneLine(rec.Result.Summary)
 	}
@@ -579,7 +578,7 @@ func ResultMessage(rec *ops.Record) Rendered {
 }
 
 // RequestsMessage renders a list of requests.
-func RequestsMessage(title string, recs []*ops.Record) Msg {
+func RequestsMessage(specs Specs, title string, recs []*ops.Record) Msg {
 	blocks := []slack.Block{section("*" + title + "*")}
 	if len(recs) == 0 {
 		blocks = append(blocks, contextBlock("none"))
@@ -589,7 +588,7 @@ func RequestsMessage(title string, recs []*ops.Record) Msg {
 			blocks = append(blocks, contextBlock(fmt.Sprintf("and %d more", len(recs)-len(blocks)+1)))
 			break
 		}
-		blocks = append(blocks, section(fmt.Sprintf("%s %s\n%s · asked by %s · %s", phaseEmoji[r.Phase], headline(r),
+		blocks = append(blocks, section(fmt.Sprintf("%s %s\n%s · asked by %s · %s", phaseEmoji[r.Phase], headline(r, specOf(specs, r)),
 			strings.ToLower(phaseWords[r.Phase]), person(r.Request.Initiator), code(r.ID()))))
 	}
 	return Msg{Text: fitText(fmt.Sprintf("%s: %s", title, plural(int64(len(recs)), "request", "requests"))), Blocks: blocks}

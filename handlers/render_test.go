@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -94,44 +95,44 @@ func TestGoldenMessages(t *testing.T) {
 	ran := trainingRecord()
 	ran.Phase = ops.PhaseSucceeded
 	ran.Result = &ops.Result{Summary: "Job llm-ft created", Watch: []ops.ObjectRef{{Cluster: "ml-prod-eks", Namespace: "ml-platform", Kind: "Job", Name: "llm-ft"}}}
-	jobFailed := WithWorkloadState(ran, ops.WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
+	jobFailed := WithWorkloadState(opSpecs, ran, ops.WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
 	capFailed := capacityRecord()
 	capFailed.Phase = ops.PhaseFailed
 	capFailed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "group", "check with "+ops.Ask("capacity show"), "UpdateCluster failed: InsufficientCapacity for ml.g5.12xlarge")}
 	cases := map[string]Rendered{
-		"plan_training":       PlanMessage(trainingRecord()),
-		"plan_inference":      PlanMessage(inferenceRecord()),
-		"plan_drift":          PlanMessage(driftRecord()),
-		"plan_capacity":       PlanMessage(capacityRecord()),
-		"plan_delete_storage": PlanMessage(deleteStorageRecord()),
-		"plan_denied":         PlanMessage(denied),
-		"plan_failed":         PlanMessage(capFailed),
+		"plan_training":       PlanMessage(opSpecs, trainingRecord()),
+		"plan_inference":      PlanMessage(opSpecs, inferenceRecord()),
+		"plan_drift":          PlanMessage(opSpecs, driftRecord()),
+		"plan_capacity":       PlanMessage(opSpecs, capacityRecord()),
+		"plan_delete_storage": PlanMessage(opSpecs, deleteStorageRecord()),
+		"plan_denied":         PlanMessage(opSpecs, denied),
+		"plan_failed":         PlanMessage(opSpecs, capFailed),
 		"plan_job_failed":     {Msg: jobFailed},
-		"plan_awaiting":       PlanMessage(sampleRecord(ops.PhaseAwaitingApproval)),
-		"plan_agent":          PlanMessage(agentRec),
-		"plan_agent_mcp":      PlanMessage(mcpRec),
-		"plan_succeeded":      PlanMessage(done),
-		"plan_expired":        PlanMessage(sampleRecord(ops.PhaseExpired)),
-		"plan_interrupted":    PlanMessage(interrupted),
-		"plan_long_manifest":  PlanMessage(long),
-		"result":              ResultMessage(done),
+		"plan_awaiting":       PlanMessage(opSpecs, sampleRecord(ops.PhaseAwaitingApproval)),
+		"plan_agent":          PlanMessage(opSpecs, agentRec),
+		"plan_agent_mcp":      PlanMessage(opSpecs, mcpRec),
+		"plan_succeeded":      PlanMessage(opSpecs, done),
+		"plan_expired":        PlanMessage(opSpecs, sampleRecord(ops.PhaseExpired)),
+		"plan_interrupted":    PlanMessage(opSpecs, interrupted),
+		"plan_long_manifest":  PlanMessage(opSpecs, long),
+		"result":              ResultMessage(opSpecs, done),
 		"transition_reply":    {Msg: reply},
 		"progress_reply":      {Msg: ProgressReply(done, "2/4 nodes InService")},
 		"error":               {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
 		"help":                {Msg: HelpMessage(g, "")},
 		"help_topic":          {Msg: HelpMessage(g, "train")},
-		"requests":            {Msg: RequestsMessage("Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
+		"requests":            {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
 		"agent_reply":         {Msg: AgentReply(AgentBody(agentRec, agentRec.ID(), nil))},
 		"agent_reply_error":   {Msg: AgentReply(AgentBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
 		"audit_line":          {Msg: AuditLine(done, tr)},
 		"watch_reply_running": {Msg: running},
 		"watch_reply_failed":  {Msg: failed},
 		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload":  {Msg: WithWorkloadState(done, ops.WatchChange{Object: job, To: "completed"})},
+		"plan_with_workload":  {Msg: WithWorkloadState(opSpecs, done, ops.WatchChange{Object: job, To: "completed"})},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
-		"plain_version":       {Msg: PlainVersion(done, PlanMessage(done).Msg)},
+		"plain_version":       {Msg: PlainVersion(done, PlanMessage(opSpecs, done).Msg)},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,15 +143,15 @@ func TestGoldenMessages(t *testing.T) {
 	if len(cases["plan_long_manifest"].Files) != 1 {
 		t.Errorf("a long manifest must go to a file, got %d files", len(cases["plan_long_manifest"].Files))
 	}
-	t.Run("details_modal", func(t *testing.T) { golden(t, "details_modal", DetailsModal(trainingRecord())) })
-	t.Run("details_modal_drift", func(t *testing.T) { golden(t, "details_modal_drift", DetailsModal(driftRecord())) })
+	t.Run("details_modal", func(t *testing.T) { golden(t, "details_modal", DetailsModal(opSpecs, trainingRecord())) })
+	t.Run("details_modal_drift", func(t *testing.T) { golden(t, "details_modal_drift", DetailsModal(opSpecs, driftRecord())) })
 	t.Run("deny_modal", func(t *testing.T) {
-		golden(t, "deny_modal", DenyModal(trainingRecord(), `{"id":"train-20250308-001"}`))
+		golden(t, "deny_modal", DenyModal(opSpecs, trainingRecord(), `{"id":"train-20250308-001"}`))
 	})
 	t.Run("confirm_delete_modal", func(t *testing.T) {
 		rec := sampleRecord(ops.PhaseAwaitingApproval)
-		rec.Request.Operation, rec.Request.Params = DeleteStorageOperation, ops.Params{"name": "checkpoints"}
-		golden(t, "confirm_delete_modal", ConfirmDeleteModal(rec, `{"id":"req-0123456789abcdef","claim":"checkpoints"}`))
+		rec.Request.Operation, rec.Request.Params = kube.OpDeleteStorage, ops.Params{"name": "checkpoints"}
+		golden(t, "confirm_delete_modal", ConfirmModal(rec, *specOf(opSpecs, rec).Confirm, `{"id":"req-0123456789abcdef","claim":"checkpoints"}`))
 	})
 }
 
@@ -182,7 +183,7 @@ func TestValidateSubmission(t *testing.T) {
 	mk := func(typed string) slack.InteractionCallback {
 		var cb slack.InteractionCallback
 		cb.Type = slack.InteractionTypeViewSubmission
-		cb.View.CallbackID = ConfirmDeleteCallback
+		cb.View.CallbackID = ConfirmCallback
 		cb.View.PrivateMetadata = `{"id":"r","claim":"checkpoints"}`
 		cb.View.State = &slack.ViewState{Values: map[string]map[string]slack.BlockAction{confirmBlock: {confirmAction: {Value: typed}}}}
 		return cb

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
 )
 
 // The sample requests of the golden files, one per kind of plan a lead decides on.
@@ -72,7 +73,7 @@ func capacityRecord() *ops.Record {
 }
 
 func deleteStorageRecord() *ops.Record {
-	req := ops.Request{ID: "req-d31e7e0000000001", Operation: DeleteStorageOperation, Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
+	req := ops.Request{ID: "req-d31e7e0000000001", Operation: kube.OpDeleteStorage, Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"},
 		Params: ops.Params{"name": "checkpoints"}, Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
 	p := &ops.Plan{Hash: "d00dfeed11", Changes: []ops.Change{{Action: ops.ActionDelete, Kind: "PersistentVolumeClaim", Name: "checkpoints"}},
 		Warnings: []string{"the volume's reclaim policy is Delete: its data goes with it"}}

@@ -91,7 +91,7 @@ func (h *Handler) read(ctx context.Context, req ops.Request, who ops.Initiator, 
 	if rec == nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
-	r := ResultMessage(rec)
+	r := ResultMessage(h.catalog, rec)
 	r.Msg.ThreadTS = threadTS
 	ts, perr := h.poster.Post(ctx, channel, r.Msg)
 	if perr != nil {
@@ -128,7 +128,7 @@ func (h *Handler) submit(ctx context.Context, req ops.Request, who ops.Initiator
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
 	if !createdBy(rec, nonce) {
-		msg := PlanMessage(rec).Msg
+		msg := PlanMessage(h.catalog, rec).Msg
 		msg.Blocks = append([]slack.Block{contextBlock(fmt.Sprintf("request `%s` already exists; this is where it stands", rec.ID()))}, msg.Blocks...)
 		return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(msg))
 	}
@@ -174,7 +174,7 @@ func (h *Handler) listRequests(ctx context.Context, inv *Invocation, who ops.Ini
 	if len(recs) > listShown {
 		recs = recs[:listShown]
 	}
-	return h.poster.Ephemeral(ctx, channel, who.ID, RequestsMessage(title, recs))
+	return h.poster.Ephemeral(ctx, channel, who.ID, RequestsMessage(h.catalog, title, recs))
 }
 
 func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
@@ -197,7 +197,7 @@ func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Init
 	if err != nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
-	r := PlanMessage(rec)
+	r := PlanMessage(h.catalog, rec)
 	return h.poster.Ephemeral(ctx, channel, who.ID, withoutActions(r.Msg))
 }
 

@@ -71,15 +71,17 @@ type Records interface {
 // the protocol that calls it (ops.Watches) and the Handler that subscribes through that protocol need no pointer
 // back to each other.
 type WatchTeller struct {
+	specs   Specs
 	records Records
 	poster  Poster
 }
 
 var _ ops.WatchSink = (*WatchTeller)(nil)
 
-// NewWatchTeller returns the teller of watched objects, posting with poster as the Handler built from cfg does.
-func NewWatchTeller(cfg Config, records Records, poster Poster) *WatchTeller {
-	return &WatchTeller{records: records, poster: commandPoster{poster, commandOf(cfg)}}
+// NewWatchTeller returns the teller of watched objects, posting with poster as the Handler built from cfg does;
+// specs are the operations' facts its request messages are drawn with.
+func NewWatchTeller(cfg Config, specs Specs, records Records, poster Poster) *WatchTeller {
+	return &WatchTeller{specs: specs, records: records, poster: commandPoster{poster, commandOf(cfg)}}
 }
 
 // Watched tells a change of a watched object to one subscription: the message is updated in place (a request's
@@ -95,7 +97,7 @@ func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c 
 			if err != nil {
 				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
 			} else {
-				m = WithWorkloadState(rec, c)
+				m = WithWorkloadState(w.specs, rec, c)
 			}
 		}
 		if m.Text != "" {
@@ -179,9 +181,10 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 }
 
 // WithWorkloadState renders a request's message headed by the state of the workload it made.
-func WithWorkloadState(rec *ops.Record, c ops.WatchChange) Msg {
-	m := planMessage(rec, &c).Msg
-	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
+func WithWorkloadState(specs Specs, rec *ops.Record, c ops.WatchChange) Msg {
+	op := specOf(specs, rec)
+	m := planMessage(rec, op, &c).Msg
+	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec, op), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
 	return m
 }
 

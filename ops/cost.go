@@ -41,6 +41,14 @@ func (c *Cost) AddHourly(item string, qty, unitPrice float64, unit string) {
 	c.MonthlyDelta = c.HourlyDelta * HoursPerMonth
 }
 
+// RunHours is how long a run may last, from its bounded cost (Total = $/h × hours); 0 when the cost bounds none.
+func (c Cost) RunHours() float64 {
+	if c.Total <= 0 || c.HourlyDelta <= 0 {
+		return 0
+	}
+	return c.Total / c.HourlyDelta
+}
+
 // Known reports whether every price was found.
 func (c Cost) Known() bool { return len(c.Unknown) == 0 }
 

@@ -52,7 +52,40 @@ type Spec struct {
 	// Budget names the time budget of an execution (BudgetKubernetes when empty): how long it may take, from the
 	// configuration, never the Slack interaction's.
 	Budget Budget `json:"budget,omitempty"`
+
+	// What the surfaces say of the operation, each in its own terms; none of them knows an operation by name.
+
+	// Headline says in one line what a request does where ("Train {{.Name}} on {{.Target}} — …"); nil says the
+	// operation's name in words with the object and the target (SayHeadline).
+	Headline *Template `json:"-"`
+	// Confirm, when set, is what an approver must type to approve: the changes that cannot be undone ask for the
+	// name of what they destroy, so nobody approves the wrong one from a glance.
+	Confirm *Confirmation `json:"-"`
+	// Destructive marks operations that may remove things (delete, stop, scale down or to zero), the ones the
+	// risk rules call destructive; a mutation that only adds, even a risky one, is not destructive.
+	Destructive bool `json:"destructive,omitempty"`
+	// Revert says what reverting a succeeded request of the operation would do, for people deciding whether to
+	// ask for it; "" for read-only operations, which change nothing.
+	Revert string `json:"revert,omitempty"`
 }
+
+// ReadOnly reports operations that change nothing: they execute at once, without a plan or an approval.
+func (s Spec) ReadOnly() bool { return !s.Mutates }
+
+// Confirmation is the typed-name confirmation of a destructive approval: the approver types the value of Param.
+type Confirmation struct {
+	// Param is the parameter whose value the approver types ("name").
+	Param string
+	// Label is what that value is called: the input's label and the prompt "Type the <label> to confirm".
+	Label string
+	// Title and Submit label the confirmation and its button ("Delete storage", "Delete data").
+	Title, Submit string
+	// Warning says what approving does, after "Approving request <id> ": "deletes the claim {{.Name}} …".
+	Warning *Template
+}
+
+// Typed is the value an approver of rec must type.
+func (c Confirmation) Typed(rec *Record) string { return rec.Request.Params.String(c.Param) }
 
 // Budget names a class of execution time budget.
 type Budget string
@@ -178,6 +211,17 @@ func (c *Catalog) Lookup(name string) (Operation, error) {
 		return op, nil
 	}
 	return nil, Unknown(CodeUnknownOperation, "operation", "known operations", name, c.namesLocked(), "unknown operation %q", name)
+}
+
+// Spec is the spec of a registered operation.
+func (c *Catalog) Spec(name string) (Spec, bool) {
+	c.mu.RLock()
+	op, ok := c.ops[name]
+	c.mu.RUnlock()
+	if !ok {
+		return Spec{}, false
+	}
+	return op.Spec(), true
 }
 
 // Names lists the registered operation names, sorted.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/hyperops/hyperops/config"
 )
 
 // ParamKind is the type of an operation parameter.
@@ -42,6 +44,35 @@ type ParamSpec struct {
 	MaxDuration string `json:"maxDuration,omitempty"`
 	// MaxQuantity caps a KindQuantity (as a Kubernetes quantity such as "16Ti"); "" means MaxParamQuantity.
 	MaxQuantity string `json:"maxQuantity,omitempty"`
+	// Bound, when set, is the range a published schema (an MCP tool's) states for a KindInt.
+	Bound *Bound `json:"-"`
+}
+
+// Bound is the static range of a KindInt over every registered cluster: the lower end is the operation's own
+// rule, the upper end Max or, with Limit, the largest of that guardrail over the clusters, the most any request
+// can get. Each cluster's own limit is still checked when a request is validated.
+type Bound struct {
+	Min int64
+	// Max is the upper end when no guardrail sets it; 0 leaves it open.
+	Max int64
+	// Limit reads the guardrail that caps the parameter from a cluster's limits.
+	Limit func(config.Limits) int
+}
+
+// Range is the bound over clusters: its ends, nil where open.
+func (b Bound) Range(clusters []config.Cluster) (lo, hi *int64) {
+	lo = &b.Min
+	switch {
+	case b.Limit != nil:
+		var most int64
+		for _, c := range clusters {
+			most = max(most, int64(b.Limit(c.Limits)))
+		}
+		hi = &most
+	case b.Max != 0:
+		hi = &b.Max
+	}
+	return lo, hi
 }
 
 // The caps every number has when its spec names none. Each count ends in an int32 field of Kubernetes or AWS

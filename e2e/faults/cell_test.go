@@ -15,6 +15,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/kube"
 )
 
 // operation is a row of the matrix: a kind of request and where its effect is read at the fakes.
@@ -157,7 +158,7 @@ func (w *world) drive(ctx context.Context, user, id, text string) (*ops.Record, 
 		if _, err := w.Click(ctx, voters[0], harness.OpsChannel, msg.TS, handlers.ActionApprove); err != nil {
 			return rec, err
 		}
-		if rec.Request.Operation == handlers.DeleteStorageOperation {
+		if rec.Request.Operation == kube.OpDeleteStorage {
 			if err := w.confirmDelete(ctx, voters[0], views, rec.Request.Params.String("name")); err != nil {
 				return rec, err
 			}

@@ -35,23 +35,23 @@ type Range struct {
 
 func ptr(n int64) *int64 { return &n }
 
-// BoundsFrom derives the static bounds from the guardrails of the registered clusters: the largest limit over all
-// clusters is the most any request can get, and the lower ends are the operations' own rules.
-func BoundsFrom(cfg *config.Config) Bounds {
-	var maxTrain, maxGPUs, maxInfer, maxNodes int64
-	for _, c := range cfg.Clusters {
-		maxTrain = max(maxTrain, int64(c.Limits.MaxTrainingReplicas))
-		maxGPUs = max(maxGPUs, int64(c.Limits.MaxGPUsPerJob))
-		maxInfer = max(maxInfer, int64(c.Limits.MaxInferenceReplicas))
-		maxNodes = max(maxNodes, int64(c.Limits.MaxNodesPerGroup))
+// BoundsFrom derives the static bounds of the operations' parameters (ops.ParamSpec.Bound) from the guardrails of
+// the registered clusters: the largest limit over all clusters is the most any request can get.
+func BoundsFrom(cfg *config.Config, specs []ops.Spec) Bounds {
+	b := Bounds{}
+	for _, s := range specs {
+		for _, p := range s.Params {
+			if p.Bound == nil {
+				continue
+			}
+			if b[s.Name] == nil {
+				b[s.Name] = map[string]Range{}
+			}
+			lo, hi := p.Bound.Range(cfg.Clusters)
+			b[s.Name][p.Name] = Range{Min: lo, Max: hi}
+		}
 	}
-	return Bounds{
-		"submit-training-job": {"replicas": {Min: ptr(1), Max: ptr(maxTrain)}, "gpus": {Min: ptr(0), Max: ptr(maxGPUs)}},
-		"deploy-inference": {"replicas": {Min: ptr(1), Max: ptr(maxInfer)}, "gpus": {Min: ptr(0)},
-			"port": {Min: ptr(1), Max: ptr(65535)}},
-		"scale-inference": {"replicas": {Min: ptr(0), Max: ptr(maxInfer)}},
-		"scale-capacity":  {"count": {Min: ptr(0), Max: ptr(maxNodes)}},
-	}
+	return b
 }
 
 // Targets are the registered clusters and namespaces, published as enums of the target argument.

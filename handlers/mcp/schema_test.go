@@ -14,7 +14,8 @@ import (
 func TestInputSchemaFromParamSpecs(t *testing.T) {
 	spec := ops.Spec{Name: "submit-training-job", Mutates: true, Params: []ops.ParamSpec{
 		{Name: "name", Kind: ops.KindString, Required: true, Help: "job name"},
-		{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods"},
+		{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods",
+			Bound: &ops.Bound{Min: 1, Limit: func(l config.Limits) int { return l.MaxTrainingReplicas }}},
 		{Name: "kind", Kind: ops.KindString, Default: "job", Enum: []string{"job", "pytorchjob"}, Help: "kind"},
 		{Name: "max-hours", Kind: ops.KindDuration, Help: "deadline"},
 		{Name: "memory", Kind: ops.KindQuantity, Help: "memory"},
@@ -25,7 +26,7 @@ func TestInputSchemaFromParamSpecs(t *testing.T) {
 		{Name: "a", Namespaces: []string{"ml"}, Limits: config.Limits{MaxTrainingReplicas: 4}},
 		{Name: "b", Namespaces: []string{"ml", "research"}, Limits: config.Limits{MaxTrainingReplicas: 16}},
 	}}
-	s := InputSchema(spec, BoundsFrom(cfg), TargetsFrom(cfg))
+	s := InputSchema(spec, BoundsFrom(cfg, []ops.Spec{spec}), TargetsFrom(cfg))
 	b, _ := json.Marshal(s)
 	var got map[string]any
 	_ = json.Unmarshal(b, &got)

@@ -36,7 +36,7 @@ func (s *Server) newAgentServer(a Agent) *agentServer {
 }
 
 func operationTool(spec ops.Spec, bounds Bounds, targets Targets) *mcp.Tool {
-	destructive := spec.Mutates && destructiveVerb(spec.Name)
+	destructive := spec.Mutates && spec.Destructive
 	openWorld := true
 	desc := spec.Summary + "."
 	if spec.Topic != "" {
@@ -46,20 +46,9 @@ func operationTool(spec ops.Spec, bounds Bounds, targets Targets) *mcp.Tool {
 		desc += " Mutating: needs requestId; may wait for a lead's approval in Slack."
 	}
 	return &mcp.Tool{Name: spec.Name, Description: desc, InputSchema: InputSchema(spec, bounds, targets),
-		Annotations: &mcp.ToolAnnotations{Title: spec.Summary, ReadOnlyHint: !spec.Mutates, DestructiveHint: &destructive,
+		Annotations: &mcp.ToolAnnotations{Title: spec.Summary, ReadOnlyHint: spec.ReadOnly(), DestructiveHint: &destructive,
 			// The same requestId never executes twice, so every call is idempotent; reads are idempotent anyway.
 			IdempotentHint: true, OpenWorldHint: &openWorld}}
-}
-
-// destructiveVerb reports operations that may remove things: delete-*, stop-*, and scale-* (down, or to zero), the
-// ones the risk rules call destructive. Bootstrapping is high risk but creates, so it is not destructive.
-func destructiveVerb(name string) bool {
-	for _, v := range []string{"delete-", "stop-", "scale-"} {
-		if strings.HasPrefix(name, v) {
-			return true
-		}
-	}
-	return false
 }
 
 // counted tells OnCall about every call of a tool.

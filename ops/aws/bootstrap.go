@@ -40,9 +40,13 @@ func (o *bootstrapOp) Spec() ops.Spec {
 		Name: OpBootstrapCluster, Domain: "bootstrap", Topic: "bootstrap", Verb: "hyperpod", Mutates: true,
 		Summary:  "Create the cluster's SageMaker HyperPod cluster on its EKS cluster from a registered template",
 		Baseline: ops.RiskHigh, Params: bootstrapParams, Budget: ops.BudgetBootstrap,
-		Lock: func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },
+		Lock:     func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },
+		Headline: bootstrapHeadline,
+		Revert:   "deletes the HyperPod cluster it created, and its instances with it",
 	}
 }
+
+var bootstrapHeadline = ops.MustTemplate(`Create a HyperPod cluster on {{.Cluster}} from the template {{.Param "template"}}`)
 
 // blueprint is a template resolved against config: what CreateCluster will be sent.
 type blueprint struct {

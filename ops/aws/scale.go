@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -32,7 +33,8 @@ type scaleOp struct {
 
 var scaleParams = []ops.ParamSpec{
 	{Name: "group", Kind: ops.KindString, Required: true, Help: "the HyperPod instance group or EKS managed node group"},
-	{Name: "count", Kind: ops.KindInt, Required: true, Help: "the number of instances the group should have"},
+	{Name: "count", Kind: ops.KindInt, Required: true, Help: "the number of instances the group should have",
+		Bound: &ops.Bound{Limit: func(l config.Limits) int { return l.MaxNodesPerGroup }}},
 }
 
 func (o *scaleOp) Spec() ops.Spec {
@@ -43,8 +45,13 @@ func (o *scaleOp) Spec() ops.Spec {
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "capacity", Name: r.Params.String("group")}
 		},
+		Headline: scaleHeadline, Destructive: true,
+		Revert: "scales the group back to the instance count it had",
 	}
 }
+
+var scaleHeadline = ops.MustTemplate(`Scale the node group {{.Param "group"}} of {{.Cluster}}` +
+	`{{with .Change}} from {{.From}} to {{.To}}{{else}} to {{.Plural (.Int "count" 0) "node" "nodes"}}{{end}}`)
 
 // Validate checks the guardrails: the count is within limits.maxNodesPerGroup, and the group exists and has an
 // allowed instance type. Whether the cluster is InService is checked by Plan, after the engine has checked the

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -27,6 +28,9 @@ const AnnotationInferenceSpec = "hyperops.io/inference-spec"
 
 const lockKindInference = "inference"
 
+// maxInferenceReplicas is the guardrail that caps an inference server's replicas.
+func maxInferenceReplicas(l config.Limits) int { return l.MaxInferenceReplicas }
+
 func (r *registry) deployInference() ops.Operation {
 	spec := ops.Spec{
 		Name: "deploy-inference", Domain: "inference", Topic: "infer", Verb: "deploy", Mutates: true, Baseline: ops.RiskLow,
@@ -34,9 +38,11 @@ func (r *registry) deployInference() ops.Operation {
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "deployment and service name (DNS-1123 label)"},
 			{Name: "image", Kind: ops.KindString, Required: true, Help: "container image; must match the cluster's allowed registries"},
-			{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods, 1 to limits.maxInferenceReplicas"},
-			{Name: "gpus", Kind: ops.KindInt, Default: "0", Help: "GPUs per replica (nvidia.com/gpu)"},
-			{Name: "port", Kind: ops.KindInt, Default: "8080", Min: 1, Max: 65535, Help: "container port the Service sends traffic to"},
+			{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods, 1 to limits.maxInferenceReplicas",
+				Bound: &ops.Bound{Min: 1, Limit: maxInferenceReplicas}},
+			{Name: "gpus", Kind: ops.KindInt, Default: "0", Help: "GPUs per replica (nvidia.com/gpu)", Bound: &ops.Bound{}},
+			{Name: "port", Kind: ops.KindInt, Default: "8080", Min: 1, Max: 65535, Help: "container port the Service sends traffic to",
+				Bound: &ops.Bound{Min: 1, Max: 65535}},
 			{Name: "health-path", Kind: ops.KindString, Default: "/healthz", Help: "HTTP path of the readiness probe"},
 			{Name: "command", Kind: ops.KindList, Help: "argv, e.g. python serve.py --port 8080 (no shell)"},
 			{Name: "cpu", Kind: ops.KindQuantity, Help: "CPU request per replica"},
@@ -44,6 +50,9 @@ func (r *registry) deployInference() ops.Operation {
 			{Name: "progress-deadline", Kind: ops.KindDuration, Default: "10m", Help: "how long a rollout may take before it counts as failed"},
 		},
 		Lock: r.lock(lockKindInference),
+		Headline: ops.MustTemplate(`Deploy the inference server {{.Name}} on {{.Target}} — {{.Plural (.Int "replicas" 1) "replica" "replicas"}}` +
+			`{{$g := .Int "gpus" 0}}{{if gt $g 0}} × {{.Plural $g "GPU" "GPUs"}}{{end}}`),
+		Revert: "deletes the Deployment and Service it created",
 	}
 	return r.applyOperation(spec, checkInference, func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
 		have, err := t.c.getObject(ctx, ResDeployment, t.ns, req.Params.String("name"))
@@ -183,8 +192,13 @@ func (r *registry) scaleInference() ops.Operation {
 		Name: "scale-inference", Domain: "inference", Topic: "infer", Verb: "scale", Mutates: true, Baseline: ops.RiskLow,
 		Summary: "Change the replicas of an inference Deployment (down or to zero is high risk)",
 		Params: []ops.ParamSpec{nameParam,
-			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "new replicas, 0 to limits.maxInferenceReplicas"}},
+			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "new replicas, 0 to limits.maxInferenceReplicas",
+				Bound: &ops.Bound{Limit: maxInferenceReplicas}}},
 		Lock: r.lock(lockKindInference),
+		Headline: ops.MustTemplate(`Scale the inference server {{.Name}} on {{.Target}}` +
+			`{{with .Change}} from {{.From}} to {{.To}}{{else}} to {{.Plural (.Int "replicas" 0) "replica" "replicas"}}{{end}}`),
+		Destructive: true,
+		Revert:      "scales the server back to the replicas it had",
 	}
 	check := func(t target, req *ops.Request) error {
 		if err := checkName("name", req.Params.String("name")); err != nil {
@@ -222,7 +236,9 @@ func (r *registry) rolloutInference() ops.Operation {
 		Summary: "Roll an inference Deployment to a new image and follow it until available or its progress deadline",
 		Params: []ops.ParamSpec{nameParam,
 			{Name: "image", Kind: ops.KindString, Required: true, Help: "new image; must match the cluster's allowed registries"}},
-		Lock: r.lock(lockKindInference),
+		Lock:     r.lock(lockKindInference),
+		Headline: ops.MustTemplate(`Roll the inference server {{.Name}} on {{.Target}} to {{.Param "image"}}`),
+		Revert:   "rolls the server back to the image it replaced",
 	}
 	check := func(t target, req *ops.Request) error {
 		if err := checkName("name", req.Params.String("name")); err != nil {
@@ -287,9 +303,12 @@ func (r *registry) poll() time.Duration {
 func (r *registry) deleteInference() ops.Operation {
 	spec := ops.Spec{
 		Name: "delete-inference", Domain: "inference", Topic: "infer", Verb: "delete", Mutates: true, Baseline: ops.RiskHigh,
-		Summary: "Delete an inference Deployment and its Service (volumes are never touched)",
-		Params:  []ops.ParamSpec{nameParam},
-		Lock:    r.lock(lockKindInference),
+		Summary:     "Delete an inference Deployment and its Service (volumes are never touched)",
+		Params:      []ops.ParamSpec{nameParam},
+		Lock:        r.lock(lockKindInference),
+		Headline:    ops.MustTemplate(`Delete the inference server {{.Name}} on {{.Target}} (its volumes are kept)`),
+		Destructive: true,
+		Revert:      "deploys the server again as it was, its Deployment and its Service",
 	}
 	return r.deleteOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*deletion, error) {
 		name := req.Params.String("name")

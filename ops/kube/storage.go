@@ -35,7 +35,9 @@ func (r *registry) createStorage() ops.Operation {
 				Enum: []string{string(corev1.ReadWriteOnce), string(corev1.ReadOnlyMany), string(corev1.ReadWriteMany), string(corev1.ReadWriteOncePod)},
 				Help: "ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod"},
 		},
-		Lock: r.lock(lockKindStorage),
+		Lock:     r.lock(lockKindStorage),
+		Headline: ops.MustTemplate(`Create the volume claim {{.Name}} on {{.Target}}{{if .Set "size"}} — {{.Param "size"}}{{end}}`),
+		Revert:   "deletes the claim it created, and with it whatever was written to it",
 	}
 	check := func(t target, req *ops.Request) error {
 		p := req.Params
@@ -115,12 +117,20 @@ func podsMounting(ctx context.Context, c *Cluster, ns, claim string) ([]string, 
 	return out, nil
 }
 
+// OpDeleteStorage deletes a claim and its data: the one operation whose approver types a name.
+const OpDeleteStorage = "delete-storage"
+
 func (r *registry) deleteStorage() ops.Operation {
 	spec := ops.Spec{
-		Name: "delete-storage", Domain: "storage", Topic: "storage", Verb: "delete", Mutates: true, Baseline: ops.RiskCritical,
-		Summary: "Delete a persistent volume claim and, with its reclaim policy, its data; refused while any pod mounts it",
-		Params:  []ops.ParamSpec{nameParam},
-		Lock:    r.lock(lockKindStorage),
+		Name: OpDeleteStorage, Domain: "storage", Topic: "storage", Verb: "delete", Mutates: true, Baseline: ops.RiskCritical,
+		Summary:  "Delete a persistent volume claim and, with its reclaim policy, its data; refused while any pod mounts it",
+		Params:   []ops.ParamSpec{nameParam},
+		Lock:     r.lock(lockKindStorage),
+		Headline: ops.MustTemplate(`Delete the volume claim {{.Name}} on {{.Target}} {{.Strong "and its data"}}`),
+		Confirm: &ops.Confirmation{Param: "name", Label: "claim name", Title: "Delete storage", Submit: "Delete data",
+			Warning: ops.MustTemplate(`deletes the claim {{.Name}} in {{.Target}} and {{.Strong "its data, for good"}}`)},
+		Destructive: true,
+		Revert:      "cannot be reverted: the claim's data is gone for good",
 	}
 	return r.deleteOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*deletion, error) {
 		name := req.Params.String("name")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -40,8 +41,10 @@ func (r *registry) submitTrainingJob() ops.Operation {
 		Params: []ops.ParamSpec{
 			{Name: "name", Kind: ops.KindString, Required: true, Help: "job name (DNS-1123 label)"},
 			{Name: "image", Kind: ops.KindString, Required: true, Help: "container image; must match the cluster's allowed registries"},
-			{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods (workers) of the job, at most limits.maxTrainingReplicas"},
-			{Name: "gpus", Kind: ops.KindInt, Default: "0", Help: "GPUs per replica (nvidia.com/gpu); replicas × gpus at most limits.maxGPUsPerJob"},
+			{Name: "replicas", Kind: ops.KindInt, Default: "1", Help: "pods (workers) of the job, at most limits.maxTrainingReplicas",
+				Bound: &ops.Bound{Min: 1, Limit: func(l config.Limits) int { return l.MaxTrainingReplicas }}},
+			{Name: "gpus", Kind: ops.KindInt, Default: "0", Help: "GPUs per replica (nvidia.com/gpu); replicas × gpus at most limits.maxGPUsPerJob",
+				Bound: &ops.Bound{Limit: func(l config.Limits) int { return l.MaxGPUsPerJob }}},
 			trainingKindParam,
 			{Name: "max-hours", Kind: ops.KindDuration, Help: "deadline (activeDeadlineSeconds), e.g. 12 or 90m; default and cap limits.maxTrainingHours"},
 			{Name: "queue", Kind: ops.KindString, Help: "Kueue LocalQueue; only the cluster's configured queue (the default when one is set)"},
@@ -50,6 +53,10 @@ func (r *registry) submitTrainingJob() ops.Operation {
 			{Name: "memory", Kind: ops.KindQuantity, Help: "memory per replica, e.g. 64Gi"},
 		},
 		Lock: r.lock(lockKindTraining),
+		Headline: ops.MustTemplate(`Train {{.Name}} on {{.Target}} — {{$r := .Int "replicas" 1}}{{$g := .Int "gpus" 0}}` +
+			`{{if gt $g 0}}{{.Count $r}} × {{.Plural $g "GPU" "GPUs"}}{{else}}{{.Plural $r "replica" "replicas"}}, no GPUs{{end}}` +
+			`{{with .RunTime}}, up to {{.}}{{else}}{{with $.Duration "max-hours"}}, up to {{.}}{{end}}{{end}}`),
+		Revert: "stops the job; what it computed and wrote stays",
 	}
 	return r.applyOperation(spec, checkTraining, r.buildTraining, nil)
 }

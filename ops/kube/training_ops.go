@@ -23,9 +23,12 @@ func checkNameOnly(_ target, req *ops.Request) error {
 func (r *registry) stopTrainingJob() ops.Operation {
 	spec := ops.Spec{
 		Name: "stop-training-job", Domain: "training", Topic: "train", Verb: "stop", Mutates: true, Baseline: ops.RiskHigh,
-		Summary: "Stop a training job by deleting it (its pods go too; volumes are never touched)",
-		Params:  []ops.ParamSpec{nameParam, trainingKindParam},
-		Lock:    r.lock(lockKindTraining),
+		Summary:     "Stop a training job by deleting it (its pods go too; volumes are never touched)",
+		Params:      []ops.ParamSpec{nameParam, trainingKindParam},
+		Lock:        r.lock(lockKindTraining),
+		Headline:    ops.MustTemplate(`Stop the training job {{.Name}} on {{.Target}} (its volumes are kept)`),
+		Destructive: true,
+		Revert:      "submits the job again as it was; it starts over from its last checkpoint, not where it stopped",
 	}
 	return r.deleteOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*deletion, error) {
 		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]

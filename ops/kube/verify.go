@@ -45,6 +45,8 @@ func (r *registry) verifyCluster() ops.Operation {
 			{Name: "image", Kind: ops.KindString, Help: "a small image with echo; default: the cluster's verify.image (else " + config.DefaultVerifyImage + "); must match the cluster's allowed registries"},
 			{Name: "timeout", Kind: ops.KindDuration, Default: "5m", Help: "how long to wait for the Job, at most 30m"},
 		},
+		Headline: ops.MustTemplate(`Smoke-test {{.Target}} with a small Job`),
+		Revert:   "nothing to revert: the smoke test's Job removes itself an hour after it ends",
 		Lock: func(req ops.Request) ops.LockScope {
 			cluster := req.Target.Cluster
 			if c, err := r.cs.Get(cluster); err == nil {
