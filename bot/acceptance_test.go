@@ -10,6 +10,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -87,12 +88,12 @@ func agentReplies(s fakeslack.Snapshot, threadTS string) []fakeslack.Message {
 	return out
 }
 
-func replyBody(t *testing.T, m fakeslack.Message) handlers.AgentReplyBody {
+func replyBody(t *testing.T, m fakeslack.Message) agentapi.Body {
 	t.Helper()
 	if m.Metadata.EventType != handlers.MetadataEventType {
 		t.Fatalf("metadata event type %q", m.Metadata.EventType)
 	}
-	var b handlers.AgentReplyBody
+	var b agentapi.Body
 	if err := json.Unmarshal(m.Metadata.EventPayload, &b); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -64,9 +65,9 @@ func pollUntil(srv *fakeslack.Server, timeout time.Duration, cond func(fakeslack
 }
 
 // agentBody decodes an agent reply's metadata (replyBody for benchmarks).
-func agentBody(tb testing.TB, m fakeslack.Message) handlers.AgentReplyBody {
+func agentBody(tb testing.TB, m fakeslack.Message) agentapi.Body {
 	tb.Helper()
-	var body handlers.AgentReplyBody
+	var body agentapi.Body
 	if m.Metadata.EventType != handlers.MetadataEventType {
 		tb.Fatalf("reply %s: metadata event type %q", m.TS, m.Metadata.EventType)
 	}

@@ -204,7 +204,7 @@ func BenchmarkMCPStorm(b *testing.B) {
 			b.Fatal(err)
 		}
 		if r := decodeReply(b, res); r.Phase != ops.PhaseDone {
-			b.Fatalf("dry run answered %+v", r.AgentReplyBody)
+			b.Fatalf("dry run answered %+v", r.Body)
 		}
 		return time.Since(t0)
 	}

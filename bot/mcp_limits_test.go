@@ -226,7 +226,7 @@ func TestMCPIdleSessionsEnd(t *testing.T) {
 func submitAwaiting(t *testing.T, s *mcp.ClientSession, id string) {
 	t.Helper()
 	if r, _ := call(t, s, "submit-training-job", trainArgs(id, false)); r.Phase != ops.PhaseAwaitingApproval {
-		t.Fatalf("submit %s = %+v, want awaiting-approval", id, r.AgentReplyBody)
+		t.Fatalf("submit %s = %+v, want awaiting-approval", id, r.Body)
 	}
 }
 
@@ -256,7 +256,7 @@ func TestMCPWaitsPerAgentAreCapped(t *testing.T) {
 	r, res := call(t, s1, hmcp.ToolWaitRequest, map[string]any{"requestId": "cap-c", "timeoutSeconds": 1})
 	if !res.IsError || len(r.Errors) != 1 || r.Errors[0].Code != ops.CodeBusy || !strings.Contains(r.Errors[0].Message, "mcp.maxWaitsPerAgent") ||
 		!strings.Contains(r.Errors[0].Next, hmcp.ToolGetRequest) {
-		t.Fatalf("wait over the cap = %+v, want E_BUSY naming mcp.maxWaitsPerAgent and get_request", r.AgentReplyBody)
+		t.Fatalf("wait over the cap = %+v, want E_BUSY naming mcp.maxWaitsPerAgent and get_request", r.Body)
 	}
 	if err := subscribe(h, s2, "cap-c"); err == nil || !strings.Contains(err.Error(), "mcp.maxWaitsPerAgent") {
 		t.Fatalf("subscription over the cap: %v, want the limit named", err)
@@ -356,7 +356,7 @@ func TestMCPDuplicateKeysRefused(t *testing.T) {
 		r := decodeReply(t, res)
 		if !res.IsError || len(r.Errors) != 1 || r.Errors[0].Code != ops.CodeInvalidArgument || r.Errors[0].Field != tc.field ||
 			!strings.Contains(r.Errors[0].Message, "given twice") {
-			t.Errorf("%s %s = %+v, want E_INVALID_ARGUMENT: %s given twice", tc.tool, tc.args, r.AgentReplyBody, tc.field)
+			t.Errorf("%s %s = %+v, want E_INVALID_ARGUMENT: %s given twice", tc.tool, tc.args, r.Body, tc.field)
 		}
 	}
 	if recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{}); err != nil || len(recs) != 0 {
@@ -369,7 +369,7 @@ func TestMCPNextStepsNameTools(t *testing.T) {
 	h := startMCP(t)
 	r, res := call(t, h.session(tokenOps, nil), hmcp.ToolGetRequest, map[string]any{"requestId": "no-such-request"})
 	if !res.IsError || len(r.Errors) != 1 || r.Errors[0].Code != ops.CodeNotFound || r.Errors[0].Next != "check the id with "+hmcp.ToolListRequests {
-		t.Errorf("get_request of an unknown id = %+v, want E_NOT_FOUND with next step list_requests", r.AgentReplyBody)
+		t.Errorf("get_request of an unknown id = %+v, want E_NOT_FOUND with next step list_requests", r.Body)
 	}
 }
 

@@ -441,7 +441,7 @@ func TestMCPAndDMAreOneRequest(t *testing.T) {
 	got, _ := call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "train-20250308-001"})
 	if got.RequestID != viaDM.RequestID || got.Phase != viaDM.Phase || got.Version < viaDM.Version || got.Plan == nil ||
 		got.Plan.Hash != viaDM.Plan.Hash {
-		t.Fatalf("get_request = %+v, want the DM's record %+v", got.AgentReplyBody, viaDM)
+		t.Fatalf("get_request = %+v, want the DM's record %+v", got.Body, viaDM)
 	}
 	args := trainArgs("train-20250308-001", false)
 	args["requiresApproval"] = true
@@ -540,7 +540,7 @@ func TestMCPOnlyAgentReads(t *testing.T) {
 	h := startMCP(t)
 	r, res := call(t, h.session(tokenReader, nil), "get-widget", map[string]any{"name": "w1"})
 	if res.IsError || r.Phase != ops.PhaseSucceeded || r.Result == nil || r.Owner != "agent:reader" {
-		t.Errorf("reader's get-widget = %+v (%s), want succeeded as agent:reader", r.AgentReplyBody, text(res))
+		t.Errorf("reader's get-widget = %+v (%s), want succeeded as agent:reader", r.Body, text(res))
 	}
 }
 
@@ -550,7 +550,7 @@ func TestMCPTakeOverShowsOwner(t *testing.T) {
 	s := h.session(tokenOps, nil)
 	r, _ := call(t, s, "submit-training-job", trainArgs("train-takeover", false))
 	if r.Phase != ops.PhaseAwaitingApproval {
-		t.Fatalf("submit = %+v", r.AgentReplyBody)
+		t.Fatalf("submit = %+v", r.Body)
 	}
 	if rec := h.record("train-takeover"); rec.Request.Origin != "mcp" || rec.Request.Initiator.ID != userAgent || rec.Request.Initiator.Name != "ops-agent" {
 		t.Errorf("recorded request: origin %q, initiator %+v; want mcp from U0AGENT (ops-agent)", rec.Request.Origin, rec.Request.Initiator)
@@ -560,6 +560,6 @@ func TestMCPTakeOverShowsOwner(t *testing.T) {
 	h.waitUntil("the lead owns it", func() bool { return h.record("train-takeover").Owner.ID == userLead1 })
 	got, res := call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "train-takeover"})
 	if res.IsError || got.Owner != userLead1 {
-		t.Errorf("get_request after take over = %+v, want owner %s", got.AgentReplyBody, userLead1)
+		t.Errorf("get_request after take over = %+v, want owner %s", got.Body, userLead1)
 	}
 }

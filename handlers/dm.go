@@ -3,7 +3,10 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -28,7 +31,7 @@ func (h *Handler) DirectMessage(ctx context.Context, dm DM) error {
 	case isAgent && hasJSON:
 		return h.agentRequest(ctx, dm, agent, raw)
 	case isAgent:
-		return h.replyAgent(ctx, dm, AgentBody(nil, "", ops.Errorf(ops.CodeInvalidArgument, "", "post a JSON object, raw or in a ```json block (the request contract is in the README)",
+		return h.replyAgent(ctx, dm, agentapi.NewBody(nil, "", ops.Errorf(ops.CodeInvalidArgument, "", "post a JSON object, raw or in a ```json block (the request contract is in the README)",
 			"no JSON request found in the message")))
 	case hasJSON:
 		return h.replyText(ctx, dm, ErrorMessage(ops.Errorf(ops.CodeNotAuthorized, "", "ask the platform team to register the agent in config (agents:)",
@@ -43,19 +46,24 @@ func (h *Handler) replyText(ctx context.Context, dm DM, m Msg) error {
 	return err
 }
 
-func (h *Handler) replyAgent(ctx context.Context, dm DM, body AgentReplyBody) error {
+func (h *Handler) replyAgent(ctx context.Context, dm DM, body agentapi.Body) error {
 	_, err := h.postAgent(ctx, dm, body)
 	return err
 }
 
-func (h *Handler) postAgent(ctx context.Context, dm DM, body AgentReplyBody) (string, error) {
-	m := AgentReply(body)
+func (h *Handler) postAgent(ctx context.Context, dm DM, body agentapi.Body) (string, error) {
+	m := h.agentReply(body)
 	m.ThreadTS = dm.thread()
 	ts, err := h.poster.Post(ctx, dm.Channel, m)
 	if err != nil {
 		return "", fmt.Errorf("reply to agent: %w", err)
 	}
 	return ts, nil
+}
+
+// agentReply renders a reply in an agent's DM thread, its next steps said as the JSON requests that take them.
+func (h *Handler) agentReply(body agentapi.Body) Msg {
+	return AgentReply(agentapi.InTerms(body, agentapi.NewSteps(h.catalog.Specs()), agentapi.DM))
 }
 
 // personDM runs read-only slash commands written in a DM by a person.
@@ -81,20 +89,20 @@ func (h *Handler) personDM(ctx context.Context, dm DM) error {
 }
 
 func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw []byte) error {
-	ar, err := DecodeAgentRequest(raw, h.catalog)
+	ar, err := agentapi.Decode(raw, h.catalog)
 	if err != nil {
-		return h.replyAgent(ctx, dm, AgentBody(nil, "", err))
+		return h.replyAgent(ctx, dm, agentapi.NewBody(nil, "", err))
 	}
 	who := ops.Initiator{Kind: ops.Agent, ID: dm.User, Name: agent.Name}
 	if err := h.admit(ctx, who, false); err != nil {
-		return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, err))
+		return h.replyAgent(ctx, dm, agentapi.NewBody(nil, ar.RequestID, err))
 	}
-	if ar.Operation == "get-request" {
+	if ar.Operation == agentapi.GetRequest {
 		rec, err := h.visibleByRequestID(ctx, ar.RequestID, who)
-		return h.replyAgent(ctx, dm, AgentBody(rec, ar.RequestID, err))
+		return h.replyAgent(ctx, dm, agentapi.NewBody(rec, ar.RequestID, err))
 	}
 	if !agent.Allows(ar.Operation) {
-		return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, ops.Errorf(ops.CodeNotAuthorized, "operation",
+		return h.replyAgent(ctx, dm, agentapi.NewBody(nil, ar.RequestID, ops.Errorf(ops.CodeNotAuthorized, "operation",
 			"ask the platform team to allow it for agent "+agent.Name, "agent %s may not request %s", agent.Name, ar.Operation)))
 	}
 	req := ar.Request(who)
@@ -109,7 +117,7 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 		return nil
 	}
 	// Not stored (read-only, or refused first), or the id names an existing request: answer here.
-	if err := h.replyAgent(ctx, dm, AgentBody(rec, req.ID, err)); err != nil {
+	if err := h.replyAgent(ctx, dm, agentapi.NewBody(rec, req.ID, err)); err != nil {
 		return err
 	}
 	if rec == nil || len(rec.History) == 0 || rec.Phase.Terminal() || err != nil {
@@ -132,9 +140,25 @@ func (h *Handler) Busy(ctx context.Context, dm DM) error {
 	if !isAgent || !hasJSON {
 		return h.replyText(ctx, dm, InfoMessage("HyperOps is busy right now: nothing was done, please send your message again in a moment."))
 	}
-	ar, err := DecodeAgentRequest(raw, h.catalog)
+	ar, err := agentapi.Decode(raw, h.catalog)
 	if err != nil {
-		return h.replyAgent(ctx, dm, AgentBody(nil, "", err)) // the answer it would get when not busy
+		return h.replyAgent(ctx, dm, agentapi.NewBody(nil, "", err)) // the answer it would get when not busy
 	}
-	return h.replyAgent(ctx, dm, AgentBody(nil, ar.RequestID, busy))
+	return h.replyAgent(ctx, dm, agentapi.NewBody(nil, ar.RequestID, busy))
+}
+
+var fenced = regexp.MustCompile("(?s)```json\\s*\\n?(.*?)```")
+
+// ExtractJSON finds the request in a DM: the whole message as a JSON object, or the first ```json fenced block.
+func ExtractJSON(text string) ([]byte, bool) {
+	t := strings.TrimSpace(text)
+	// Slack escapes &, < and > in message text.
+	unescape := strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+	if strings.HasPrefix(t, "{") {
+		return []byte(unescape.Replace(t)), true
+	}
+	if m := fenced.FindStringSubmatch(t); m != nil {
+		return []byte(unescape.Replace(strings.TrimSpace(m[1]))), true
+	}
+	return nil, false
 }

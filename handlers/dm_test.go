@@ -2,11 +2,14 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -172,5 +175,41 @@ func TestAgentThreadIsToldFromTheRecord(t *testing.T) {
 	}
 	if got := poster.phases(second.TS); fmt.Sprint(got) != want {
 		t.Fatalf("the following thread heard %v, want %v (its direct reply, then what came after)", got, want)
+	}
+}
+
+// lockedEngine refuses every request because another holds its scope, with ops' hint to read that one.
+type lockedEngine struct{ Engine }
+
+func (lockedEngine) Submit(context.Context, ops.Request) (*ops.Record, error) {
+	return nil, ops.Errorf(ops.CodeLocked, "target", "wait for request r0 to finish ("+ops.Ask("request show id=r0")+"), then retry",
+		"request r0 holds the scope")
+}
+
+// An agent in a DM reads a refusal's next step as the JSON request that takes it: never the placeholder, never a
+// slash command it cannot run.
+func TestAgentDMNextStepIsAJSONRequest(t *testing.T) {
+	p := &recordPoster{}
+	h := New(Config{Command: "/hp", Agents: map[string]AgentInfo{"UAGENT": {Name: "ci", Operations: []string{"*"}}}},
+		lockedEngine{}, everyone{}, testCatalog(), p, &memRefs{}, nil)
+	text := `{"operation":"stop-training-job","workload":{"name":"j"},"controls":{"requestId":"stop-1"}}`
+	if err := h.DirectMessage(context.Background(), DM{Channel: "D1", User: "UAGENT", TS: "1.1", Text: text}); err != nil {
+		t.Fatalf("DirectMessage: %v", err)
+	}
+	got := p.last(t)
+	if strings.Contains(got, "/hp") || strings.Contains(got, ops.Command) {
+		t.Errorf("the agent's reply names a slash command or the placeholder: %s", got)
+	}
+	p.mu.Lock()
+	md := p.sent[len(p.sent)-1].Metadata
+	p.mu.Unlock()
+	b, _ := json.Marshal(md.EventPayload)
+	var body agentapi.Body
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := `wait for request r0 to finish ({"operation":"get-request","controls":{"requestId":"r0"}}), then retry`
+	if len(body.Errors) != 1 || body.Errors[0].Code != ops.CodeLocked || body.Errors[0].Next != want {
+		t.Errorf("reply errors = %+v, want E_LOCKED with next step %s", body.Errors, want)
 	}
 }

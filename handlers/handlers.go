@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -104,7 +105,7 @@ type AgentInfo struct {
 
 // Allows reports whether the agent may request operation (globs).
 func (a AgentInfo) Allows(operation string) bool {
-	return slices.ContainsFunc(a.Operations, func(p string) bool { return ops.MatchOperation(p, operation) })
+	return agentapi.Allows(a.Operations, operation)
 }
 
 // Config is what the handlers need from the configuration.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -86,7 +87,7 @@ func TestHostileStringsReachSlackEscaped(t *testing.T) {
 			rec := hostileRecord(s, ph)
 			msgs = append(msgs, PlanMessage(opSpecs, rec).Msg, ResultMessage(opSpecs, rec).Msg, AuditLine(rec, rec.History[0]))
 			tr, _ := TransitionReply(rec, rec.History[0])
-			msgs = append(msgs, tr, AgentReply(AgentBody(rec, rec.ID(), nil)), RequestsMessage(opSpecs, "requests", []*ops.Record{rec}))
+			msgs = append(msgs, tr, AgentReply(agentapi.NewBody(rec, rec.ID(), nil)), RequestsMessage(opSpecs, "requests", []*ops.Record{rec}))
 			c := ops.WatchChange{Object: ops.ObjectRef{Cluster: s, Namespace: s, Kind: s, Name: s}, To: "failed", Reason: s, Events: []string{s}, LogTail: s + "\nerror: " + s}
 			wr, _ := WatchReply(c)
 			msgs = append(msgs, wr, WithWorkloadState(opSpecs, rec, c), WatchMessage(c.Object, "running", rec.Owner))

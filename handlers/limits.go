@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -14,11 +13,6 @@ const (
 	maxMessageText = 40000
 	// maxErrorLine is how much of one problem a reply shows: its code, field, message and next step.
 	maxErrorLine = 700
-	// maxAgentBody is the most JSON an agent reply carries (in its text and again as metadata); a larger body is cut
-	// down to what fits (see fitAgentBody).
-	maxAgentBody = 30000
-	// maxIDEcho is how much of a request id is repeated back: valid ids have at most 128 characters.
-	maxIDEcho = 130
 )
 
 // cappedErrors is the list a reply shows: the first ops.MaxErrors problems and a count of the rest.
@@ -51,37 +45,3 @@ func moreLine(n int) string { return "…and " + strconv.Itoa(n) + " more proble
 
 // fitText clips a message's top-level text to what Slack takes.
 func fitText(s string) string { return clip(s, maxMessageText) }
-
-// fitAgentBody keeps an agent reply's body inside Slack's limits: every problem clipped, at most the capped list,
-// and when the body is still too large (a huge result), the result's data and output are left out with a note
-// saying so, since the agent can read them again with get-request.
-func fitAgentBody(b AgentReplyBody) AgentReplyBody {
-	b.RequestID = clip(b.RequestID, maxIDEcho)
-	if len(b.Errors) > ops.MaxErrors+1 {
-		rest := 0
-		for _, e := range b.Errors[ops.MaxErrors:] {
-			rest += max(e.Omitted, 1)
-		}
-		b.Errors = append(b.Errors[:ops.MaxErrors:ops.MaxErrors], AgentError{Code: b.Errors[ops.MaxErrors].Code,
-			Message: moreLine(rest), Next: "fix the problems above and send again to see the rest", Omitted: rest})
-	}
-	for i, e := range b.Errors {
-		b.Errors[i] = AgentError{Code: e.Code, Field: clip(e.Field, maxIDEcho), Message: clip(e.Message, maxErrorLine),
-			Next: clip(e.Next, maxErrorLine), Omitted: e.Omitted}
-	}
-	if js, err := json.Marshal(b); err == nil && len(js) > maxAgentBody && b.Result != nil {
-		r := *b.Result
-		r.Data, r.Output = nil, ""
-		r.Summary = clip(r.Summary, maxErrorLine) + " (output too long for Slack: read it with get-request or " + ops.Ask("request show") + ")"
-		b.Result = &r
-	}
-	if js, err := json.Marshal(b); err == nil && len(js) > maxAgentBody {
-		b.History = nil // the last resort: the phase and errors are what the agent acts on
-		if b.Plan != nil {
-			p := *b.Plan
-			p.Changes = nil
-			b.Plan = &p
-		}
-	}
-	return b
-}

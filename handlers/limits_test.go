@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -69,8 +70,8 @@ func TestAgentReplyToTenThousandUnknownFieldsFitsSlack(t *testing.T) {
 		fmt.Fprintf(&b, `,"f%05d%s":1`, i, strings.Repeat("x", 300))
 	}
 	b.WriteString(`}}`)
-	_, err := DecodeAgentRequest([]byte(b.String()), testCatalog())
-	body := AgentBody(nil, strings.Repeat("r", 5000), err)
+	_, err := agentapi.Decode([]byte(b.String()), testCatalog())
+	body := agentapi.NewBody(nil, strings.Repeat("r", 5000), err)
 	m := AgentReply(body)
 	slackAccepts(t, m)
 	if len(body.Errors) != ops.MaxErrors+1 || body.Errors[ops.MaxErrors].Message != "…and 9980 more problems" || body.Errors[ops.MaxErrors].Omitted != 9980 {
@@ -79,7 +80,7 @@ func TestAgentReplyToTenThousandUnknownFieldsFitsSlack(t *testing.T) {
 	// The machine-readable body is still whole JSON the agent can parse, in the text and as metadata.
 	start := strings.Index(m.Text, "```json\n")
 	end := strings.LastIndex(m.Text, "\n```")
-	var back AgentReplyBody
+	var back agentapi.Body
 	if start < 0 || end < start || json.Unmarshal([]byte(m.Text[start+8:end]), &back) != nil || len(back.Errors) != ops.MaxErrors+1 {
 		t.Fatalf("the reply's JSON block does not parse")
 	}
@@ -96,7 +97,7 @@ func TestErrorMessageClipsHugeProblems(t *testing.T) {
 	}
 	rec := &ops.Record{Request: ops.Request{ID: "r1", Operation: "submit-training-job"}, Phase: ops.PhaseRejected, Errors: errs,
 		Result: &ops.Result{Summary: huge, Output: huge, Data: json.RawMessage(`{"log":"` + huge + `"}`)}}
-	slackAccepts(t, AgentReply(AgentBody(rec, "r1", nil)))
+	slackAccepts(t, AgentReply(agentapi.NewBody(rec, "r1", nil)))
 	slackAccepts(t, PlanMessage(opSpecs, rec).Msg)
 	slackAccepts(t, ResultMessage(opSpecs, rec).Msg)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -260,7 +261,7 @@ func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agent
 		m = ProgressReply(rec, t.Note)
 		m.Background = true
 	case AgentTells(t):
-		m = AgentReply(AgentBody(atEntry(rec, t), rec.ID(), nil))
+		m = tl.h.agentReply(agentapi.NewBody(atEntry(rec, t), rec.ID(), nil))
 	default:
 		return nil
 	}

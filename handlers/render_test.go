@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
 )
@@ -122,8 +123,8 @@ func TestGoldenMessages(t *testing.T) {
 		"help":                {Msg: HelpMessage(g, "")},
 		"help_topic":          {Msg: HelpMessage(g, "train")},
 		"requests":            {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
-		"agent_reply":         {Msg: AgentReply(AgentBody(agentRec, agentRec.ID(), nil))},
-		"agent_reply_error":   {Msg: AgentReply(AgentBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
+		"agent_reply":         {Msg: AgentReply(agentapi.NewBody(agentRec, agentRec.ID(), nil))},
+		"agent_reply_error":   {Msg: AgentReply(agentapi.NewBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
 		"audit_line":          {Msg: AuditLine(done, tr)},
 		"watch_reply_running": {Msg: running},
 		"watch_reply_failed":  {Msg: failed},

@@ -74,7 +74,7 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 	// 1. Dry run: planned, priced and validated by the API server; nothing created.
 	r := callMCP(t, w, s, "submit-training-job", args)
 	if r.Phase != ops.PhaseDone || r.Plan == nil || !r.Plan.ServerValidated || r.Plan.Cost.Total <= 0 && r.Plan.Cost.HourlyDelta <= 0 {
-		t.Fatalf("dry run = %+v, want done with a server-validated, priced plan", r.AgentReplyBody)
+		t.Fatalf("dry run = %+v, want done with a server-validated, priced plan", r.Body)
 	}
 	if r.Plan.Risk.Level < ops.RiskMedium || len(r.Plan.Risk.Reasons) == 0 {
 		t.Errorf("dry-run risk = %+v, want at least medium for an agent's mutation, with its reasons", r.Plan.Risk)
@@ -87,7 +87,7 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 	args["dryRun"] = false
 	r = callMCP(t, w, s, "submit-training-job", args)
 	if r.Phase != ops.PhaseAwaitingApproval {
-		t.Fatalf("commit = %+v, want awaiting-approval", r.AgentReplyBody)
+		t.Fatalf("commit = %+v, want awaiting-approval", r.Body)
 	}
 	msg, err := w.WaitText(ctx, time.Minute, harness.ApprovalsChannel, id)
 	must(t, w, err)
@@ -109,7 +109,7 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 	// 3. A client retry, on the other replica: the same request, no second approval message.
 	retry := callMCP(t, w, mcpSession(t, w, w.Replicas[1]), "submit-training-job", args)
 	if retry.RequestID != id || retry.Phase != ops.PhaseAwaitingApproval || retry.Version != got.Version {
-		t.Errorf("retry = %+v, want the same request unchanged (version %d)", retry.AgentReplyBody, got.Version)
+		t.Errorf("retry = %+v, want the same request unchanged (version %d)", retry.Body, got.Version)
 	}
 
 	// 4. A lead approves in Slack; wait_request returns succeeded.
@@ -123,7 +123,7 @@ func TestAgentOverMCPTrainsWithApproval(t *testing.T) {
 	// 5. A third identical call after it ran: the same finished request, nothing executed again.
 	third := callMCP(t, w, s, "submit-training-job", args)
 	if third.RequestID != id || third.Phase != ops.PhaseSucceeded || third.Version != done.Version {
-		t.Errorf("third call = %+v, want the same succeeded request (version %d)", third.AgentReplyBody, done.Version)
+		t.Errorf("third call = %+v, want the same succeeded request (version %d)", third.Body, done.Version)
 	}
 
 	// 6. The Job exists, once; one approval message was posted.

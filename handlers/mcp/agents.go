@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -27,7 +27,7 @@ func (a Agent) Name() string { return a.Initiator.Name }
 
 // Allows reports whether the agent may use an operation.
 func (a Agent) Allows(operation string) bool {
-	return handlers.AgentInfo{Name: a.Initiator.Name, Operations: a.Operations}.Allows(operation)
+	return agentapi.Allows(a.Operations, operation)
 }
 
 // AgentsFrom returns the configured agents that have an MCP token. Their initiator is the one their DMs use

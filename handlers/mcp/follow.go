@@ -12,14 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
 // The tools that follow requests, and the resource of a request.
 const (
-	ToolGetRequest   = "get_request"
-	ToolListRequests = "list_requests"
+	ToolGetRequest   = agentapi.ToolGetRequest
+	ToolListRequests = agentapi.ToolListRequests
 	ToolWaitRequest  = "wait_request"
 	// ResourceTemplate is the URI template of a request's resource.
 	ResourceTemplate = "hyperops://requests/{id}"
@@ -52,8 +52,8 @@ func (a *agentServer) addFollowTools() {
 	a.srv.AddTool(&mcp.Tool{Name: ToolGetRequest, Annotations: readOnly,
 		Description: "The state of one of your requests: phase, plan (cost, risk, approvals), result, errors, history, and " +
 			"where it waits. The same record a DM get-request shows.",
-		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{argRequestID},
-			"properties": Schema{argRequestID: requestIDSchema()}}}, a.counted(ToolGetRequest, a.getRequest))
+		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{agentapi.FieldRequestID},
+			"properties": Schema{agentapi.FieldRequestID: requestIDSchema()}}}, a.counted(ToolGetRequest, a.getRequest))
 	a.srv.AddTool(&mcp.Tool{Name: ToolListRequests, Annotations: readOnly,
 		Description: "Your recent requests, newest first, optionally only those in some phases.",
 		InputSchema: Schema{"type": "object", "additionalProperties": false, "properties": Schema{
@@ -64,8 +64,8 @@ func (a *agentServer) addFollowTools() {
 		Description: fmt.Sprintf("Wait until one of your requests reaches a phase (or any final phase: %q), at most "+
 			"timeoutSeconds (≤ %d); sends a progress notification for each transition while it waits. Call it again to "+
 			"wait longer.", untilTerminal, MaxWait),
-		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{argRequestID},
-			"properties": Schema{argRequestID: requestIDSchema(),
+		InputSchema: Schema{"type": "object", "additionalProperties": false, "required": []string{agentapi.FieldRequestID},
+			"properties": Schema{agentapi.FieldRequestID: requestIDSchema(),
 				"until":          Schema{"type": "string", "enum": append(phaseNames(), untilTerminal), "default": untilTerminal},
 				"timeoutSeconds": Schema{"type": "integer", "minimum": 1, "maximum": MaxWait, "default": 30},
 			}}}, a.counted(ToolWaitRequest, a.waitRequest))
@@ -84,7 +84,7 @@ type followArgs struct {
 
 func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
 	var fa followArgs
-	m, err := decodeArgs(raw)
+	m, err := agentapi.ReadArguments(raw)
 	if err != nil {
 		return fa, err
 	}
@@ -102,8 +102,8 @@ func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
 			return fa, ops.Errorf(ops.CodeInvalidArgument, "", "see the tool's input schema", "bad arguments: %v", err)
 		}
 	}
-	if slices.Contains(allowed, argRequestID) && fa.RequestID == "" {
-		return fa, ops.Errorf(ops.CodeInvalidArgument, argRequestID, "add requestId: the id the request was made with", "requestId is required")
+	if slices.Contains(allowed, agentapi.FieldRequestID) && fa.RequestID == "" {
+		return fa, ops.Errorf(ops.CodeInvalidArgument, agentapi.FieldRequestID, "add requestId: the id the request was made with", "requestId is required")
 	}
 	return fa, nil
 }
@@ -120,14 +120,14 @@ func (a *agentServer) own(ctx context.Context, id string) (*ops.Record, error) {
 		return nil, err
 	}
 	if rec.Request.Initiator.ID != a.agent.Initiator.ID {
-		return nil, ops.Errorf(ops.CodeNotAuthorized, argRequestID, "use list_requests to see your own requests",
+		return nil, ops.Errorf(ops.CodeNotAuthorized, agentapi.FieldRequestID, "use list_requests to see your own requests",
 			"request %s was not asked by agent %s: an agent sees only its own requests", id, a.agent.Name())
 	}
 	return rec, nil
 }
 
 func (a *agentServer) getRequest(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	fa, err := decodeFollow(req.Params.Arguments, argRequestID)
+	fa, err := decodeFollow(req.Params.Arguments, agentapi.FieldRequestID)
 	if err != nil {
 		r := a.reply(ctx, nil, "", err)
 		return result(r, r), nil
@@ -160,13 +160,13 @@ func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest
 		r := a.reply(ctx, nil, "", err)
 		return result(r, r), nil
 	}
-	out := ListReply{Requests: []handlers.AgentReplyBody{}}
+	out := ListReply{Requests: []agentapi.Body{}}
 	for _, rec := range recs {
-		b := handlers.AgentBody(rec, rec.ID(), nil)
+		b := agentapi.NewBody(rec, rec.ID(), nil)
 		b.History = nil
 		out.Requests = append(out.Requests, b)
 	}
-	out = inMCPTerms(out, a.s.ask)
+	out = agentapi.InTerms(out, a.s.steps, agentapi.Tools)
 	text := fmt.Sprintf("%d request(s) of agent %s.", len(out.Requests), a.agent.Name())
 	for _, b := range out.Requests {
 		text += fmt.Sprintf(" %s (%s): %s.", b.RequestID, b.Operation, b.Phase)
@@ -177,7 +177,7 @@ func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest
 // waitRequest polls the request until it reaches the phase, ends elsewhere, or the time is up, telling each new
 // version as a progress notification (progress = the record's version) when the client asked for progress.
 func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	fa, err := decodeFollow(req.Params.Arguments, argRequestID, "until", "timeoutSeconds")
+	fa, err := decodeFollow(req.Params.Arguments, agentapi.FieldRequestID, "until", "timeoutSeconds")
 	timeout := 30
 	if err == nil && fa.TimeoutSeconds != nil {
 		if timeout = *fa.TimeoutSeconds; timeout < 1 || timeout > MaxWait {

@@ -2,20 +2,19 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
 // Reply is a tool's structuredContent: the reply object of the DM contract (requestId, phase, plan with cost, risk
 // and approvals, errors with code, field and next step) and, for a request waiting on people, where it waits.
 type Reply struct {
-	handlers.AgentReplyBody
+	agentapi.Body
 	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
@@ -28,19 +27,19 @@ type WaitReply struct {
 
 // ListReply is list_requests' answer, newest first.
 type ListReply struct {
-	Requests []handlers.AgentReplyBody `json:"requests"`
+	Requests []agentapi.Body `json:"requests"`
 }
 
 // reply builds the reply to a call from the record (nil when nothing was stored) and the error of the call.
 func (a *agentServer) reply(ctx context.Context, rec *ops.Record, id string, err error) Reply {
-	r := Reply{AgentReplyBody: handlers.AgentBody(rec, id, mcpErrors(err))}
+	r := Reply{Body: agentapi.NewBody(rec, id, agentapi.ArgumentErrors(err))}
 	if rec != nil && rec.Phase == ops.PhaseAwaitingApproval && a.s.opts.Where != nil {
 		w, werr := a.s.opts.Where.Where(ctx, rec)
 		if werr == nil {
 			r.Waiting = w
 		}
 	}
-	return inMCPTerms(r, a.s.ask)
+	return agentapi.InTerms(r, a.s.steps, agentapi.Tools)
 }
 
 // failed reports whether the call did not get what it asked for (a refusal or a failed read).
@@ -114,34 +113,4 @@ func Summary(r Reply) string {
 		}
 	}
 	return b.String()
-}
-
-// mcpErrors names fields as the tools' arguments do: the DM contract's workload.x and controls.x are plain x here,
-// and parameters are camelCase.
-func mcpErrors(err error) error {
-	if err == nil {
-		return nil
-	}
-	var list ops.Errors
-	if !errors.As(err, &list) {
-		list = ops.Errors{ops.AsError(err)}
-	}
-	out := make(ops.Errors, 0, len(list))
-	for _, e := range list {
-		c := *e
-		c.Field = argName(c.Field)
-		c.Message, c.Next = dmPaths.Replace(c.Message), dmPaths.Replace(c.Next)
-		out = append(out, &c)
-	}
-	return out
-}
-
-var dmPaths = strings.NewReplacer("workload.", "", "controls.", "")
-
-func argName(field string) string {
-	field = dmPaths.Replace(field)
-	if i := strings.IndexAny(field, ".["); i > 0 {
-		return camel(field[:i]) + field[i:]
-	}
-	return camel(field)
 }

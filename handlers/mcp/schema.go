@@ -5,23 +5,14 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
 // Schema is a JSON Schema object, as tools/list publishes it.
 type Schema = map[string]any
-
-// The argument names every operation tool takes besides the operation's own parameters.
-const (
-	argTarget           = "target"
-	argProfile          = "profile"
-	argRequestID        = "requestId"
-	argDryRun           = "dryRun"
-	argRequiresApproval = "requiresApproval"
-)
 
 // Bounds are the static limits the schemas publish: for each (operation, parameter) the smallest and largest value
 // the engine may accept on any registered cluster. Per-cluster limits are still checked by the engine.
@@ -74,17 +65,6 @@ func TargetsFrom(cfg *config.Config) Targets {
 	return t
 }
 
-// camel turns a kebab-case parameter name into the camelCase agents write, as the DM contract does.
-func camel(s string) string {
-	parts := strings.Split(s, "-")
-	for i := 1; i < len(parts); i++ {
-		if parts[i] != "" {
-			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
-		}
-	}
-	return strings.Join(parts, "")
-}
-
 // InputSchema is the input schema of an operation's tool: its parameters (camelCase, typed, with enums, defaults
 // and static bounds), plus target, profile, requestId (required when the operation mutates), dryRun and
 // requiresApproval. Unknown arguments are refused, as the DM contract refuses unknown fields.
@@ -92,7 +72,7 @@ func InputSchema(spec ops.Spec, bounds Bounds, targets Targets) Schema {
 	props := Schema{}
 	var required []string
 	for _, p := range spec.Params {
-		name := camel(p.Name)
+		name := agentapi.FieldName(p.Name)
 		props[name] = paramSchema(p, bounds[spec.Name][p.Name])
 		if p.Required && p.Default == "" {
 			required = append(required, name)
@@ -104,19 +84,19 @@ func InputSchema(spec ops.Spec, bounds Bounds, targets Targets) Schema {
 			"cluster":   withEnum(Schema{"type": "string", "description": "a registered cluster"}, targets.Clusters),
 			"namespace": withEnum(Schema{"type": "string", "description": "an allowed namespace of the cluster"}, targets.Namespaces),
 		}}
-	props[argTarget] = target
-	props[argProfile] = Schema{"type": "string",
+	props[agentapi.FieldTarget] = target
+	props[agentapi.FieldProfile] = Schema{"type": "string",
 		"description": "execution profile registered in config, chosen by name (default: default); identities and privileges come only from profiles, and only from those that list this agent"}
 	rid := Schema{"type": "string", "pattern": `^[A-Za-z0-9._:-]{1,128}$`,
 		"description": "idempotency key: the same id with the same arguments returns the same request (retry freely); " +
 			"the same id with other arguments is refused E_IDEMPOTENCY_CONFLICT"}
-	props[argRequestID] = rid
-	props[argDryRun] = Schema{"type": "boolean", "default": false,
+	props[agentapi.FieldRequestID] = rid
+	props[agentapi.FieldDryRun] = Schema{"type": "boolean", "default": false,
 		"description": "plan and validate (cost, risk, server-side dry run) without changing anything; commit later with the same requestId"}
-	props[argRequiresApproval] = Schema{"type": "boolean", "default": false,
+	props[agentapi.FieldRequiresApproval] = Schema{"type": "boolean", "default": false,
 		"description": "ask for a lead's approval even where policy would not; can only raise what policy asks"}
 	if spec.Mutates {
-		required = append(required, argRequestID)
+		required = append(required, agentapi.FieldRequestID)
 	}
 	s := Schema{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
@@ -185,12 +165,12 @@ func (b Bounds) check(operation string, params map[string]any) error {
 		}
 		switch {
 		case r.Min != nil && n < *r.Min:
-			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, camel(name), fmt.Sprintf("use %d or more", *r.Min),
-				"%s=%d is below the minimum %d", camel(name), n, *r.Min))
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, agentapi.FieldName(name), fmt.Sprintf("use %d or more", *r.Min),
+				"%s=%d is below the minimum %d", agentapi.FieldName(name), n, *r.Min))
 		case r.Max != nil && n > *r.Max:
-			errs = append(errs, ops.Errorf(ops.CodeQuotaExceeded, camel(name),
+			errs = append(errs, ops.Errorf(ops.CodeQuotaExceeded, agentapi.FieldName(name),
 				fmt.Sprintf("use at most %d (the largest limit of any registered cluster), or ask the platform team to raise the limit", *r.Max),
-				"%s=%d is above the maximum %d", camel(name), n, *r.Max))
+				"%s=%d is above the maximum %d", agentapi.FieldName(name), n, *r.Max))
 		}
 	}
 	if len(errs) > 0 {

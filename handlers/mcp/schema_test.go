@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -55,7 +56,7 @@ func TestInputSchemaFromParamSpecs(t *testing.T) {
 		t.Errorf("namespaces = %v, want ml and research once each", ns)
 	}
 	read := InputSchema(ops.Spec{Name: "get-widget", Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true}}}, nil, Targets{})
-	if slices.Contains(read["required"].([]string), argRequestID) {
+	if slices.Contains(read["required"].([]string), agentapi.FieldRequestID) {
 		t.Error("a read requires requestId")
 	}
 }
@@ -72,22 +73,6 @@ func TestBoundsCheck(t *testing.T) {
 			t.Errorf("replicas=%v refused: %v", tc.n, err)
 		case tc.code != "" && (err == nil || ops.AsError(err.(ops.Errors)[0]).Code != tc.code):
 			t.Errorf("replicas=%v: %v, want %s", tc.n, err, tc.code)
-		}
-	}
-}
-
-// Errors name fields as the tool's arguments do, not as the DM contract's paths.
-func TestErrorsUseArgumentNames(t *testing.T) {
-	err := ops.Errors{
-		ops.Errorf(ops.CodeInvalidArgument, "workload.replicaz", "did you mean workload.replicas?", "unknown field workload.replicaz"),
-		ops.Errorf(ops.CodeInvalidArgument, "controls.dryRun", "give true or false", "controls.dryRun must be a boolean"),
-		ops.Errorf(ops.CodeInvalidArgument, "max-hours", "use 12h", "max-hours is too long"),
-		ops.Errorf(ops.CodeInvalidArgument, "command[2]", "strings", "command must be a list of strings"),
-	}
-	got := mcpErrors(err).(ops.Errors)
-	for i, want := range []string{"replicaz", "dryRun", "maxHours", "command[2]"} {
-		if got[i].Field != want || strings.Contains(got[i].Message+got[i].Next, "workload.") || strings.Contains(got[i].Message, "controls.") {
-			t.Errorf("error %d = %+v, want field %s and no DM paths", i, got[i], want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -67,7 +68,7 @@ type Options struct {
 type Server struct {
 	opts   Options
 	limits Limits
-	ask    asker
+	steps  agentapi.Steps
 	agents []*agentServer
 	http   http.Handler
 }
@@ -98,7 +99,7 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), ask: newAsker(opts.Catalog.Specs())}
+	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), steps: agentapi.NewSteps(opts.Catalog.Specs())}
 	for _, a := range opts.Agents {
 		s.agents = append(s.agents, s.newAgentServer(a))
 	}

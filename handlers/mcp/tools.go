@@ -1,16 +1,14 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -92,7 +90,7 @@ func (a *agentServer) refuseOthers(next mcp.MethodHandler) mcp.MethodHandler {
 		if _, err := a.s.opts.Catalog.Lookup(name); err != nil || a.agent.Allows(name) {
 			return next(ctx, method, req)
 		}
-		r := Reply{AgentReplyBody: handlers.AgentBody(nil, requestIDOf(call.Params.Arguments), ops.Errorf(ops.CodeNotAuthorized, "operation",
+		r := Reply{Body: agentapi.NewBody(nil, requestIDOf(call.Params.Arguments), ops.Errorf(ops.CodeNotAuthorized, "operation",
 			"ask the platform team to allow it for agent "+a.agent.Name()+" (agents[].operations)",
 			"agent %s may not request %s", a.agent.Name(), name))}
 		a.s.opts.OnCall(name, string(ops.CodeNotAuthorized))
@@ -108,11 +106,11 @@ func requestIDOf(raw json.RawMessage) string {
 	return args.RequestID
 }
 
-// callOperation handles a call of an operation's tool: the arguments become the DM contract's request and go
-// through the same strict decoder (unknown and forbidden fields refused), then to the engine as the agent.
+// callOperation handles a call of an operation's tool: the arguments are read as the DM contract's request, by the
+// same strict rules (unknown and forbidden fields refused), then go to the engine as the agent.
 func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ar, err := a.decode(spec.Name, req.Params.Arguments)
+		ar, err := agentapi.DecodeArguments(spec.Name, req.Params.Arguments, a.s.opts.Catalog)
 		if err != nil {
 			r := a.reply(ctx, nil, requestIDOf(req.Params.Arguments), err)
 			return result(r, r), nil
@@ -122,7 +120,7 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 			return result(r, r), nil
 		}
 		if spec.Mutates && ar.RequestID == "" {
-			r := a.reply(ctx, nil, "", ops.Errorf(ops.CodeInvalidArgument, argRequestID,
+			r := a.reply(ctx, nil, "", ops.Errorf(ops.CodeInvalidArgument, agentapi.FieldRequestID,
 				"add requestId: a key of your choosing (e.g. train-20250308-001), the same on every retry",
 				"requestId is required for %s, which changes things", spec.Name))
 			return result(r, r), nil
@@ -139,48 +137,6 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 		rep := a.reply(ctx, rec, r.ID, err)
 		return result(rep, rep), nil
 	}
-}
-
-// decode turns tool arguments into the DM contract's JSON object and decodes it with handlers.DecodeAgentRequest.
-func (a *agentServer) decode(operation string, raw json.RawMessage) (*handlers.AgentRequest, error) {
-	args, err := decodeArgs(raw)
-	if err != nil {
-		return nil, err
-	}
-	doc := map[string]any{"operation": operation}
-	controls, workload := map[string]any{}, map[string]any{}
-	for k, v := range args {
-		switch k {
-		case argTarget, argProfile:
-			doc[k] = v
-		case argRequestID, argDryRun, argRequiresApproval:
-			controls[k] = v
-		default:
-			workload[k] = v
-		}
-	}
-	if len(controls) > 0 {
-		doc["controls"] = controls
-	}
-	if len(workload) > 0 {
-		doc["workload"] = workload
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("encode the request: %w", err)
-	}
-	return handlers.DecodeAgentRequest(b, a.s.opts.Catalog)
-}
-
-// decodeArgs reads tool arguments as the DM contract reads a request (handlers.DecodeObject): one JSON object, each
-// key once (the SDK's own decoding into a map would keep the last of two), numbers as json.Number. No arguments are
-// an empty object.
-func decodeArgs(raw json.RawMessage) (map[string]any, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return map[string]any{}, nil
-	}
-	return handlers.DecodeObject(trimmed)
 }
 
 // settled waits a little for a request another call is still planning (a client's retry racing its first call),

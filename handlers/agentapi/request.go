@@ -1,9 +1,9 @@
-package handlers
+package agentapi
 
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -11,8 +11,8 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// AgentRequest is the agent request contract (README, "An agent request"): operation, target, workload and controls.
-type AgentRequest struct {
+// Request is an agent's request: operation, target, profile, workload and controls.
+type Request struct {
 	Operation string
 	Target    ops.Target
 	Profile   string
@@ -49,47 +49,41 @@ func foldName(s string) string {
 	}, s)
 }
 
-var fenced = regexp.MustCompile("(?s)```json\\s*\\n?(.*?)```")
+// The request's fields: top-level, in target and in controls.
+var (
+	topKeys     = []string{FieldOperation, FieldTarget, FieldWorkload, FieldControls, FieldProfile}
+	targetKeys  = []string{"cluster", "namespace"}
+	controlKeys = []string{FieldRequestID, FieldDryRun, FieldRequiresApproval}
+)
 
-// ExtractJSON finds the request in a DM: the whole message as a JSON object, or the first ```json fenced block.
-func ExtractJSON(text string) ([]byte, bool) {
-	t := strings.TrimSpace(text)
-	// Slack escapes &, < and > in message text.
-	unescape := strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
-	if strings.HasPrefix(t, "{") {
-		return []byte(unescape.Replace(t)), true
-	}
-	if m := fenced.FindStringSubmatch(t); m != nil {
-		return []byte(unescape.Replace(strings.TrimSpace(m[1]))), true
-	}
-	return nil, false
-}
+// GetRequest is the operation that reads a request back; it is the contract's, not the catalog's.
+const GetRequest = "get-request"
 
-var agentTopKeys = []string{"operation", "target", "workload", "controls", "profile"}
-var agentTargetKeys = []string{"cluster", "namespace"}
-var agentControlKeys = []string{"requestId", "dryRun", "requiresApproval"}
-
-// DecodeAgentRequest decodes strictly: unknown fields are rejected with their JSON path, forbidden fields anywhere
+// Decode reads a DM's request strictly: unknown fields are rejected with their JSON path, forbidden fields anywhere
 // are E_FORBIDDEN_FIELD, and workload fields must be parameters of the operation (camelCase or kebab-case).
-func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error) {
-	top, err := decodeObject(raw)
+func Decode(raw []byte, catalog *ops.Catalog) (*Request, error) {
+	top, err := DecodeObject(raw)
 	if err != nil {
 		return nil, err
 	}
+	return fromObject(top, catalog)
+}
+
+func fromObject(top map[string]any, catalog *ops.Catalog) (*Request, error) {
 	if errs := forbidden(top, ""); len(errs) > 0 {
 		return nil, errs.Capped()
 	}
 	var errs ops.Errors
-	errs = append(errs, unknownKeys(top, "", agentTopKeys)...)
-	ar := &AgentRequest{}
+	errs = append(errs, unknownKeys(top, "", topKeys)...)
+	ar := &Request{}
 	ar.Operation = str(top, "operation", "operation", &errs)
 	ar.Profile = str(top, "profile", "profile", &errs)
 	if t := obj(top, "target", "target", &errs); t != nil {
-		errs = append(errs, unknownKeys(t, "target.", agentTargetKeys)...)
+		errs = append(errs, unknownKeys(t, "target.", targetKeys)...)
 		ar.Target = ops.Target{Cluster: str(t, "cluster", "target.cluster", &errs), Namespace: str(t, "namespace", "target.namespace", &errs)}
 	}
 	if c := obj(top, "controls", "controls", &errs); c != nil {
-		errs = append(errs, unknownKeys(c, "controls.", agentControlKeys)...)
+		errs = append(errs, unknownKeys(c, "controls.", controlKeys)...)
 		ar.RequestID = str(c, "requestId", "controls.requestId", &errs)
 		ar.DryRun = boolean(c, "dryRun", "controls.dryRun", &errs)
 		ar.RequiresApproval = boolean(c, "requiresApproval", "controls.requiresApproval", &errs)
@@ -101,7 +95,7 @@ func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error)
 	if len(errs) > 0 {
 		return nil, errs.Capped()
 	}
-	if ar.Operation == "get-request" {
+	if ar.Operation == GetRequest {
 		if len(w) > 0 {
 			return nil, ops.Errorf(ops.CodeInvalidArgument, "workload", "get-request takes only controls.requestId", "get-request takes no workload")
 		}
@@ -122,7 +116,7 @@ func DecodeAgentRequest(raw []byte, catalog *ops.Catalog) (*AgentRequest, error)
 	return ar, nil
 }
 
-func agentOperations(c *ops.Catalog) []string { return append(c.Names(), "get-request") }
+func agentOperations(c *ops.Catalog) []string { return append(c.Names(), GetRequest) }
 
 // forbidden walks every object and array for identity- or privilege-picking fields.
 func forbidden(v any, path string) ops.Errors {
@@ -148,13 +142,6 @@ func forbidden(v any, path string) ops.Errors {
 	return errs
 }
 
-func joinPath(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
 func sortedKeys(m map[string]any) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -167,7 +154,7 @@ func sortedKeys(m map[string]any) []string {
 func unknownKeys(m map[string]any, prefix string, valid []string) ops.Errors {
 	var errs ops.Errors
 	for _, k := range sortedKeys(m) {
-		if contains(valid, k) {
+		if slices.Contains(valid, k) {
 			continue
 		}
 		next := "valid fields: " + strings.Join(valid, ", ")
@@ -177,15 +164,6 @@ func unknownKeys(m map[string]any, prefix string, valid []string) ops.Errors {
 		errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(prefix+k), next, "unknown field %s", ops.Echo(prefix+k)))
 	}
 	return errs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func str(m map[string]any, key, path string, errs *ops.Errors) string {
@@ -224,25 +202,14 @@ func obj(m map[string]any, key, path string, errs *ops.Errors) map[string]any {
 	return o
 }
 
-// camel turns a kebab-case parameter name into the camelCase an agent writes: max-hours → maxHours.
-func camel(s string) string {
-	parts := strings.Split(s, "-")
-	for i := 1; i < len(parts); i++ {
-		if parts[i] != "" {
-			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
-		}
-	}
-	return strings.Join(parts, "")
-}
-
 // workloadParams maps workload fields to the operation's parameters; JSON numbers become int64 or float64.
 func workloadParams(w map[string]any, specs []ops.ParamSpec) (map[string]any, error) {
 	byName := map[string]string{}
 	var names []string
 	for _, p := range specs {
 		byName[p.Name] = p.Name
-		byName[camel(p.Name)] = p.Name
-		names = append(names, camel(p.Name))
+		byName[FieldName(p.Name)] = p.Name
+		names = append(names, FieldName(p.Name))
 	}
 	out := map[string]any{}
 	given := map[string]string{} // parameter → the workload key that gave it
@@ -259,7 +226,7 @@ func workloadParams(w map[string]any, specs []ops.ParamSpec) (map[string]any, er
 		}
 		if first, dup := given[name]; dup {
 			// maxHours and max-hours name one parameter: taking either silently would be a guess.
-			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "workload."+k, "give it once, as workload."+camel(name),
+			errs = append(errs, ops.Errorf(ops.CodeInvalidArgument, "workload."+k, "give it once, as workload."+FieldName(name),
 				"workload.%s and workload.%s name the same parameter %s", first, k, name))
 			continue
 		}
@@ -291,7 +258,7 @@ func plainNumber(v any) any {
 }
 
 // Request turns the agent request into an engine request from the agent.
-func (ar *AgentRequest) Request(agent ops.Initiator) ops.Request {
+func (ar *Request) Request(agent ops.Initiator) ops.Request {
 	return ops.Request{ID: ar.RequestID, Operation: ar.Operation, Target: ar.Target, Params: ar.Workload, Initiator: agent,
 		DryRun: ar.DryRun, RequiresApproval: ar.RequiresApproval, Profile: ar.Profile, Origin: "agent"}
 }

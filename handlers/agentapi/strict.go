@@ -1,4 +1,4 @@
-package handlers
+package agentapi
 
 import (
 	"bytes"
@@ -15,13 +15,9 @@ import (
 // walks over it (forbidden fields) recurse.
 const maxJSONDepth = 16
 
-// decodeObject reads exactly one JSON object: a key given twice anywhere is refused naming its path (encoding/json
+// DecodeObject reads exactly one JSON object: a key given twice anywhere is refused naming its path (encoding/json
 // would silently keep the last), so is anything after the object (`{…}}]]`), and so is nesting deeper than
-// maxJSONDepth. Numbers stay json.Number.
-func decodeObject(raw []byte) (map[string]any, error) { return DecodeObject(raw) }
-
-// DecodeObject is the strict reading of an agent's JSON object that the DM contract uses (decodeObject), for the
-// other surfaces that take one, such as MCP tool arguments: a key given twice is refused the same way everywhere.
+// maxJSONDepth. Numbers stay json.Number. A DM's request and an MCP call's arguments are read the same way.
 func DecodeObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -52,8 +48,7 @@ func notJSON(err error) error {
 
 func readObject(dec *json.Decoder, path string, depth int) (map[string]any, error) {
 	if depth > maxJSONDepth {
-		return nil, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(path), "the request contract is three levels deep: operation, target, workload, controls",
-			"%s nests deeper than %d levels", orTop(path), maxJSONDepth)
+		return nil, tooDeep(path)
 	}
 	obj := map[string]any{}
 	for dec.More() {
@@ -99,8 +94,7 @@ func readValue(dec *json.Decoder, path string, depth int) (any, error) {
 
 func readArray(dec *json.Decoder, path string, depth int) ([]any, error) {
 	if depth > maxJSONDepth {
-		return nil, ops.Errorf(ops.CodeInvalidArgument, ops.Echo(path), "the request contract is three levels deep: operation, target, workload, controls",
-			"%s nests deeper than %d levels", orTop(path), maxJSONDepth)
+		return nil, tooDeep(path)
 	}
 	out := []any{}
 	for i := 0; dec.More(); i++ {
@@ -114,6 +108,38 @@ func readArray(dec *json.Decoder, path string, depth int) ([]any, error) {
 		return nil, notJSON(err)
 	}
 	return out, nil
+}
+
+func tooDeep(path string) error {
+	return ops.Errorf(ops.CodeInvalidArgument, ops.Echo(path), "the request contract is three levels deep: operation, target, workload, controls",
+		"%s nests deeper than %d levels", orTop(path), maxJSONDepth)
+}
+
+// checkDepth refuses a decoded value nesting deeper than maxJSONDepth as DecodeObject would have refused its text,
+// naming the first container too deep in the order DecodeObject reads a marshalled map (keys sorted); depth is
+// v's own. A request put together from decoded parts (an MCP call's arguments) nests deeper than its parts did.
+func checkDepth(v any, path string, depth int) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if depth > maxJSONDepth {
+			return tooDeep(path)
+		}
+		for _, k := range sortedKeys(x) {
+			if err := checkDepth(x[k], joinPath(path, k), depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if depth > maxJSONDepth {
+			return tooDeep(path)
+		}
+		for i, e := range x {
+			if err := checkDepth(e, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func orTop(path string) string {

@@ -1,4 +1,4 @@
-package handlers
+package agentapi
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // An agent's JSON is one object, each key once: anything else is refused naming the key, never guessed at.
-func TestDecodeAgentRequestRefusesAmbiguousJSON(t *testing.T) {
+func TestDecodeRefusesAmbiguousJSON(t *testing.T) {
 	cat := testCatalog()
 	tests := []struct {
 		name, raw string
@@ -31,7 +31,7 @@ func TestDecodeAgentRequestRefusesAmbiguousJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeAgentRequest([]byte(tc.raw), cat)
+			_, err := Decode([]byte(tc.raw), cat)
 			var e *ops.Error
 			if !errors.As(err, &e) || e.Code != ops.CodeInvalidArgument || e.Field != tc.field || e.Next == "" {
 				t.Fatalf("err = %v, want E_INVALID_ARGUMENT on %q with a next step", err, tc.field)
@@ -44,14 +44,14 @@ func TestDecodeAgentRequestRefusesAmbiguousJSON(t *testing.T) {
 }
 
 // 10,000 unknown workload fields come back as the first 20 problems and a count of the rest.
-func TestDecodeAgentRequestCapsProblems(t *testing.T) {
+func TestDecodeCapsProblems(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"operation":"submit-training-job","workload":{"name":"j"`)
 	for i := range 10000 {
 		fmt.Fprintf(&b, `,"field%05d%s":1`, i, strings.Repeat("x", 200))
 	}
 	b.WriteString(`}}`)
-	_, err := DecodeAgentRequest([]byte(b.String()), testCatalog())
+	_, err := Decode([]byte(b.String()), testCatalog())
 	var es ops.Errors
 	if !errors.As(err, &es) || len(es) != ops.MaxErrors+1 {
 		t.Fatalf("want %d entries, got %d: %.300v", ops.MaxErrors+1, len(es), err)
