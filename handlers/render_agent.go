@@ -56,6 +56,8 @@ type AgentError struct {
 	Next    string   `json:"next,omitempty"`
 	// Omitted, on the last entry of a capped list, is how many more problems there are.
 	Omitted int `json:"omitted,omitempty"`
+	// Retry says nothing was changed and the same request, sent again with the same requestId, is planned again.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // AgentChange is one step of the history.
@@ -116,7 +118,7 @@ func hasError(list []AgentError, e *ops.Error) bool {
 }
 
 func agentError(e *ops.Error) AgentError {
-	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted}
+	return AgentError{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted, Retry: e.Retry}
 }
 
 // AgentReply renders the thread reply to an agent: a short human summary, the fenced JSON block, and the same
