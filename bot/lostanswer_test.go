@@ -107,13 +107,35 @@ func TestLostUploadIsNotUploadedAgain(t *testing.T) {
 	if err := tl.Tell(ctx, rec, 0); err != nil {
 		t.Fatalf("Tell again: %v", err)
 	}
+	if got := sharedFiles(srv); got != "upload-lost-1-manifest.yaml" {
+		t.Fatalf("shared files %q, want the manifest once", got)
+	}
+	// The outcome's output is uploaded with the reply that tells it; lost too, it is found, and the plan's
+	// manifest, uploaded with the first entry, is not sent again.
+	rec.Phase, rec.Version = ops.PhaseSucceeded, 5
+	rec.Result = &ops.Result{Summary: "applied", Output: strings.Repeat("log line\n", 2000)}
+	rec.History = append(rec.History, ops.Transition{From: ops.PhaseReceived, To: ops.PhaseAwaitingApproval},
+		ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, By: who},
+		ops.Transition{From: ops.PhaseApproved, To: ops.PhaseExecuting}, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded})
+	last := len(rec.History) - 1
+	srv.Inject(fakeslack.Fault{Method: "files.completeUploadExternal", Status: http.StatusInternalServerError, After: true})
+	if err := tl.Tell(ctx, rec, last); err == nil {
+		t.Fatal("Tell succeeded although Slack answered 500 to the output's upload")
+	}
+	if err := tl.Tell(ctx, rec, last); err != nil {
+		t.Fatalf("Tell the outcome again: %v", err)
+	}
+	if got := sharedFiles(srv); got != "upload-lost-1-manifest.yaml upload-lost-1-output.txt" {
+		t.Fatalf("shared files %q, want the manifest and the output once each", got)
+	}
+}
+
+func sharedFiles(srv *fakeslack.Server) string {
 	var shared []string
 	for _, f := range srv.Files() {
 		if f.Completed {
 			shared = append(shared, f.Name)
 		}
 	}
-	if len(shared) != 1 || shared[0] != "upload-lost-1-manifest.yaml" {
-		t.Fatalf("shared files %v, want the manifest once", shared)
-	}
+	return strings.Join(shared, " ")
 }

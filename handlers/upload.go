@@ -47,7 +47,18 @@ func (tl *Teller) finishUploads(ctx context.Context, rec *ops.Record, i int, pla
 	if done, _, err := h.refs.Told(ctx, rec.ID(), filesPart); err != nil || done > i {
 		return err
 	}
-	return tl.uploadFiles(ctx, rec, i, plan.Channel, plan.TS, PlanMessage(rec).Files)
+	// Only the files this entry tried: the plan's, uploaded with an earlier entry, are not this entry's to send.
+	var started []File
+	for _, f := range PlanMessage(rec).Files {
+		n, _, err := h.refs.Told(ctx, rec.ID(), "file:"+f.Name+"/try")
+		if err != nil {
+			return fmt.Errorf("read what was tried of %s: %w", rec.ID(), err)
+		}
+		if n > i {
+			started = append(started, f)
+		}
+	}
+	return tl.uploadFiles(ctx, rec, i, plan.Channel, plan.TS, started)
 }
 
 // uploadOnce uploads one file of entry i unless it was uploaded, or is found after an attempt whose answer was lost.
