@@ -10,7 +10,10 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 )
 
-var _ handlers.PostedFinder = (*SlackClient)(nil)
+var (
+	_ handlers.PostedFinder = (*SlackClient)(nil)
+	_ handlers.UploadFinder = (*SlackClient)(nil)
+)
 
 // findHistory is how many of a channel's latest top-level messages FindPosted reads: a lost post is looked for
 // right after it was lost, when it is among the latest.
@@ -20,19 +23,7 @@ const findHistory = 200
 // latest top-level messages) with include_all_metadata, for a message whose metadata has meta's event type and
 // every value of its payload. A user id is looked up in the bot's direct message with the user.
 func (c *SlackClient) FindPosted(ctx context.Context, channel, threadTS string, meta slack.SlackMetadata) (string, bool, error) {
-	if strings.HasPrefix(channel, "U") {
-		var err error
-		if channel, err = c.openDM(ctx, channel); err != nil {
-			return "", false, err
-		}
-	}
-	var msgs []slack.Message
-	var err error
-	if threadTS != "" {
-		msgs, err = c.replies(ctx, channel, threadTS)
-	} else {
-		msgs, err = c.history(ctx, channel)
-	}
+	msgs, err := c.messages(ctx, channel, threadTS)
 	if err != nil {
 		return "", false, err
 	}
@@ -42,6 +33,37 @@ func (c *SlackClient) FindPosted(ctx context.Context, channel, threadTS string, 
 		}
 	}
 	return "", false, nil
+}
+
+// FindUploaded implements handlers.UploadFinder: the thread's replies (or the channel's latest messages) are read
+// for a message of the bot's that shares a file of that name.
+func (c *SlackClient) FindUploaded(ctx context.Context, channel, threadTS, name string) (bool, error) {
+	msgs, err := c.messages(ctx, channel, threadTS)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range msgs {
+		for _, f := range m.Files {
+			if f.Name == name {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// messages reads a thread's replies, or the channel's latest top-level messages when threadTS is empty.
+func (c *SlackClient) messages(ctx context.Context, channel, threadTS string) ([]slack.Message, error) {
+	if strings.HasPrefix(channel, "U") {
+		var err error
+		if channel, err = c.openDM(ctx, channel); err != nil {
+			return nil, err
+		}
+	}
+	if threadTS != "" {
+		return c.replies(ctx, channel, threadTS)
+	}
+	return c.history(ctx, channel)
 }
 
 func sameMetadata(got, want slack.SlackMetadata) bool {

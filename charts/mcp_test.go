@@ -3,6 +3,7 @@ package charts
 import (
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,5 +77,47 @@ func TestMCPExposure(t *testing.T) {
 	cfg, err = config.Parse([]byte(cm.Data["config.yaml"]), "ConfigMap")
 	if err != nil || cfg.MCP.Listen != "" {
 		t.Errorf("mcp off: mcp.listen = %q (%v), want empty", cfg.MCP.Listen, err)
+	}
+}
+
+// The listeners' timeouts, the MCP caps and the execution timeouts set in values reach the config file, and the
+// chart's own values are the config's defaults.
+func TestTimeoutsAndCapsReachConfig(t *testing.T) {
+	t.Setenv("SLACK_APP_TOKEN", "xapp-1")
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-1")
+	parse := func(t *testing.T, vals map[string]any) *config.Config {
+		t.Helper()
+		out, err := renderChart(loadChart(t), vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := decodeRendered(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := r.one(t, "ConfigMap", "").Typed.(*corev1.ConfigMap)
+		cfg, err := config.Parse([]byte(cm.Data["config.yaml"]), "ConfigMap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	def := parse(t, readValues(t, ""))
+	if def.Server.ReadTimeout != config.DefaultReadTimeout || def.Server.IdleTimeout != config.DefaultIdleTimeout ||
+		def.MCP.SessionIdleTimeout != config.DefaultMCPSessionIdle || def.MCP.MaxSessionsPerAgent != config.DefaultMCPSessions ||
+		def.MCP.MaxWaitsPerAgent != config.DefaultMCPWaits || def.Execution.WriteTimeout != config.DefaultWriteTimeout ||
+		def.Execution.VerifyWait != config.DefaultVerifyWait || def.Execution.HoldUnknown != config.DefaultHoldUnknown {
+		t.Errorf("chart defaults differ from config's: server %+v, mcp %+v, execution %+v", def.Server, def.MCP, def.Execution)
+	}
+	got := parse(t, map[string]any{
+		"server": map[string]any{"readTimeout": "3s", "idleTimeout": "7s"},
+		"mcp":    map[string]any{"sessionIdleTimeout": "1m", "maxSessionsPerAgent": 5, "maxWaitsPerAgent": 6},
+		"config": map[string]any{"execution": map[string]any{"writeTimeout": "90s", "verifyWait": "20s", "holdUnknown": "2h"}},
+	})
+	if got.Server.ReadTimeout.Std() != 3*time.Second || got.Server.IdleTimeout.Std() != 7*time.Second ||
+		got.MCP.SessionIdleTimeout.Std() != time.Minute || got.MCP.MaxSessionsPerAgent != 5 || got.MCP.MaxWaitsPerAgent != 6 ||
+		got.Execution.WriteTimeout.Std() != 90*time.Second || got.Execution.VerifyWait.Std() != 20*time.Second ||
+		got.Execution.HoldUnknown.Std() != 2*time.Hour {
+		t.Errorf("set values did not reach the config: server %+v, mcp %+v, execution %+v", got.Server, got.MCP, got.Execution)
 	}
 }

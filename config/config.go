@@ -31,6 +31,12 @@ type Execution struct {
 	// HoldUnknown is how long the lock of a request interrupted with an unknown outcome (AWS's answer lost and
 	// reading back could not tell) stays held for a person to choose Stop or Take over (default 24h).
 	HoldUnknown Duration `yaml:"holdUnknown"`
+	// WriteTimeout bounds the one call of an execution that changes the world, and reading it back when its answer
+	// was lost (default 2m). A write in flight when the replica stops is not cut short before it.
+	WriteTimeout Duration `yaml:"writeTimeout"`
+	// VerifyWait bounds how long reading back an AWS write whose answer was lost waits for AWS to show the change
+	// before concluding it was not made (default 30s); at most writeTimeout.
+	VerifyWait Duration `yaml:"verifyWait"`
 }
 
 // Budgets are execution time budgets; an execution still running when its budget ends fails (the change may still
@@ -165,6 +171,9 @@ type Cluster struct {
 	StorageClasses []string `yaml:"storageClasses"`
 	// Verify configures the smoke test of /hp bootstrap verify.
 	Verify Verify `yaml:"verify"`
+	// RequestTimeout bounds every call to the cluster's API server but watches (default 30s), so a server that
+	// hangs never holds a caller forever.
+	RequestTimeout Duration `yaml:"requestTimeout"`
 }
 
 // Verify configures verify-cluster's smoke-test Job.

@@ -41,6 +41,9 @@ const (
 	DefaultMCPSessionIdle    = Duration(10 * time.Minute)
 	DefaultMCPSessions       = 256
 	DefaultMCPWaits          = 128
+	DefaultWriteTimeout      = Duration(2 * time.Minute)
+	DefaultVerifyWait        = Duration(30 * time.Second)
+	DefaultRequestTimeout    = Duration(30 * time.Second)
 )
 
 // DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
@@ -82,6 +85,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Execution.Budgets.Capacity, DefaultCapacityBudget)
 	setDefault(&c.Execution.Budgets.Bootstrap, DefaultBootstrapBudget)
 	setDefault(&c.Execution.HoldUnknown, DefaultHoldUnknown)
+	setDefault(&c.Execution.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.Execution.VerifyWait, DefaultVerifyWait)
 	setDefault(&c.Redact.MaxChars, DefaultRedactMaxChars)
 }
 
@@ -116,6 +121,7 @@ func (r *Redis) applyDefaults() {
 
 func (cl *Cluster) applyDefaults() {
 	setDefault(&cl.Environment, DefaultEnvironment)
+	setDefault(&cl.RequestTimeout, DefaultRequestTimeout)
 	if cl.DefaultNamespace == "" && len(cl.Namespaces) > 0 {
 		cl.DefaultNamespace = cl.Namespaces[0]
 	}

@@ -83,10 +83,15 @@ func (e *Execution) validate(l *problemList) {
 		at string
 		d  Duration
 	}{{"execution.budgets.kubernetes", e.Budgets.Kubernetes}, {"execution.budgets.capacity", e.Budgets.Capacity},
-		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}, {"execution.holdUnknown", e.HoldUnknown}} {
+		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}, {"execution.holdUnknown", e.HoldUnknown},
+		{"execution.writeTimeout", e.WriteTimeout}, {"execution.verifyWait", e.VerifyWait}} {
 		if b.d < Duration(time.Second) {
 			l.add(b.at, "must be at least 1s (0 means the default), got %s", time.Duration(b.d))
 		}
+	}
+	if e.VerifyWait > e.WriteTimeout && e.WriteTimeout >= Duration(time.Second) {
+		l.add("execution.verifyWait", "must be at most execution.writeTimeout (%s), which bounds reading back too; got %s",
+			time.Duration(e.WriteTimeout), time.Duration(e.VerifyWait))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 )
@@ -78,6 +79,9 @@ func (cl *Cluster) validate(l *problemList, at string, roles map[string]string, 
 	}
 	cl.validateHyperPod(l, at+".hyperpod", roles)
 	cl.validateVerify(l, at+".verify")
+	if cl.RequestTimeout < Duration(time.Second) {
+		l.add(at+".requestTimeout", "must be at least 1s (0 means the default %s), got %s", time.Duration(DefaultRequestTimeout), time.Duration(cl.RequestTimeout))
+	}
 }
 
 // validateVerify checks only an image set explicitly: the default may be disallowed by Images, which makes

@@ -386,6 +386,21 @@ func TestValidationRules(t *testing.T) {
 			"server.listen", `must be host:port or :port (e.g. ":8080"), got "8080"`},
 		{"server port", func(c *Config) { c.Server.Listen = ":0" }, func(c *Config) { c.Server.Listen = ":http-alt" },
 			"server.listen", `port must be a number from 0 to 65535, got "http-alt"`},
+		{"write timeout", func(c *Config) { c.Execution.WriteTimeout = Duration(time.Minute) },
+			func(c *Config) { c.Execution.WriteTimeout = Duration(-time.Second) },
+			"execution.writeTimeout", "must be at least 1s (0 means the default), got -1s"},
+		{"verify wait", func(c *Config) { c.Execution.VerifyWait = Duration(time.Minute) },
+			func(c *Config) { c.Execution.VerifyWait = Duration(time.Millisecond) },
+			"execution.verifyWait", "must be at least 1s (0 means the default), got 1ms"},
+		{"verify wait within the write timeout", func(c *Config) { c.Execution.VerifyWait = c.Execution.WriteTimeout },
+			func(c *Config) { c.Execution.VerifyWait = c.Execution.WriteTimeout + Duration(time.Second) },
+			"execution.verifyWait", "must be at most execution.writeTimeout (2m0s), which bounds reading back too; got 2m1s"},
+		{"hold unknown", func(c *Config) { c.Execution.HoldUnknown = Duration(time.Hour) },
+			func(c *Config) { c.Execution.HoldUnknown = Duration(-time.Hour) },
+			"execution.holdUnknown", "must be at least 1s (0 means the default), got -1h0m0s"},
+		{"cluster request timeout", func(c *Config) { cluster(c).RequestTimeout = Duration(5 * time.Second) },
+			func(c *Config) { cluster(c).RequestTimeout = Duration(10 * time.Millisecond) },
+			"clusters[0].requestTimeout", "must be at least 1s (0 means the default 30s), got 10ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -492,5 +507,30 @@ func TestRedisEndpoint(t *testing.T) {
 	}
 	if !(&Redis{}).Embedded() {
 		t.Errorf("no url, sentinel or cluster: Embedded() = false")
+	}
+}
+
+// The execution timeouts and the cluster's request timeout are reported together, each with its key.
+func TestExecutionTimeoutsReportedAtOnce(t *testing.T) {
+	c := parseExample(t)
+	c.Execution.WriteTimeout, c.Execution.VerifyWait, c.Execution.HoldUnknown = -1, -1, -1
+	c.Clusters[0].RequestTimeout = -1
+	ps := problemsOf(t, c.Validate())
+	for _, at := range []string{"execution.writeTimeout", "execution.verifyWait", "execution.holdUnknown", "clusters[0].requestTimeout"} {
+		if _, ok := findProblem(ps, at); !ok {
+			t.Errorf("no problem at %s; got:\n%v", at, ps)
+		}
+	}
+}
+
+// Unset, the timeouts take their documented defaults.
+func TestExecutionTimeoutDefaults(t *testing.T) {
+	var c Config
+	c.Clusters = []Cluster{{Name: "a"}}
+	c.ApplyDefaults()
+	if c.Execution.WriteTimeout != DefaultWriteTimeout || c.Execution.VerifyWait != DefaultVerifyWait ||
+		c.Execution.HoldUnknown != DefaultHoldUnknown || c.Clusters[0].RequestTimeout != DefaultRequestTimeout {
+		t.Errorf("defaults: write %s, verify %s, hold %s, request %s", c.Execution.WriteTimeout, c.Execution.VerifyWait,
+			c.Execution.HoldUnknown, c.Clusters[0].RequestTimeout)
 	}
 }

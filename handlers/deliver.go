@@ -45,6 +45,11 @@ type part struct {
 	channel string
 	thread  string
 	msg     Msg
+	// label is what Undelivered.Part says (default name): an agent thread's part is named by its route.
+	label string
+	// find is the metadata a post of this part is found by, for a message that carries its own (an agent reply);
+	// nil means tellMeta, which deliver then puts on the message.
+	find *slack.SlackMetadata
 }
 
 // tellMeta is the metadata that identifies a part of an entry.
@@ -68,12 +73,15 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 		return "", true, nil
 	}
 	meta := tellMeta(id, i, p.name)
+	if p.find != nil {
+		meta = *p.find
+	}
 	tried, _, err := h.refs.Told(ctx, id, p.name+"/try")
 	if err != nil {
 		return "", false, fmt.Errorf("read what was tried of %s: %w", id, err)
 	}
 	if tried > i && h.finder != nil {
-		ts, err := tl.findPosted(ctx, rec, i, p.name, p.channel, p.thread)
+		ts, err := tl.findByMeta(ctx, rec, p.name, p.channel, p.thread, meta)
 		if err != nil {
 			return "", false, err
 		}
@@ -98,7 +106,11 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	if Classify(err) == Transient {
 		return "", false, fmt.Errorf("post the %s of %s: %w", p.name, id, err)
 	}
-	tl.undelivered(Undelivered{RequestID: id, Entry: i, Part: p.name, Channel: p.channel, Method: "chat.postMessage",
+	label := p.label
+	if label == "" {
+		label = p.name
+	}
+	tl.undelivered(Undelivered{RequestID: id, Entry: i, Part: label, Channel: p.channel, Method: "chat.postMessage",
 		Code: SlackCode(err), Err: err})
 	if err := tl.posted(ctx, id, i, p.name); err != nil {
 		return "", false, err
@@ -158,10 +170,15 @@ func (tl *Teller) fallbackRoute(rec *ops.Record) (channel, thread string, ok boo
 
 // findPosted finds the part of entry i in Slack by its metadata ("" when it is not there or cannot be looked for).
 func (tl *Teller) findPosted(ctx context.Context, rec *ops.Record, i int, name, channel, thread string) (string, error) {
+	return tl.findByMeta(ctx, rec, name, channel, thread, tellMeta(rec.ID(), i, name))
+}
+
+// findByMeta finds a message of the request in Slack by its metadata.
+func (tl *Teller) findByMeta(ctx context.Context, rec *ops.Record, name, channel, thread string, meta slack.SlackMetadata) (string, error) {
 	if tl.h.finder == nil {
 		return "", nil
 	}
-	ts, _, err := tl.h.finder.FindPosted(ctx, channel, thread, tellMeta(rec.ID(), i, name))
+	ts, _, err := tl.h.finder.FindPosted(ctx, channel, thread, meta)
 	if err != nil && Classify(err) != Transient {
 		return "", nil // the conversation cannot be read (gone, or not the bot's): posting says what Slack thinks
 	}

@@ -152,6 +152,8 @@ type Handler struct {
 	teller   *Teller
 	// finder, when the poster implements PostedFinder, finds a post whose answer was lost before it is sent again.
 	finder PostedFinder
+	// uploads, when the poster implements UploadFinder, finds a file whose upload's answer was lost.
+	uploads UploadFinder
 }
 
 // New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter
@@ -164,6 +166,7 @@ func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster 
 	h := &Handler{cfg: cfg, engine: engine, access: access, catalog: catalog, poster: commandPoster{poster, cfg.Command}, refs: refs, reporter: reporter,
 		watches: cfg.Watches, grammar: NewGrammar(cfg.Command, catalog.Specs())}
 	h.finder, _ = poster.(PostedFinder)
+	h.uploads, _ = poster.(UploadFinder)
 	h.teller = &Teller{h: h, shown: newShownPlans(shownPlansMax)}
 	return h
 }

@@ -84,6 +84,8 @@ func (tl *Teller) tell(ctx context.Context, rec *ops.Record, i int) error {
 		}
 	} else if err := tl.reply(ctx, rec, i, at, t, plan); err != nil {
 		return err
+	} else if err := tl.finishUploads(ctx, rec, i, plan); err != nil {
+		return err
 	}
 	if h.cfg.AuditChannel != "" && t.Kind == ops.KindPhase {
 		return tl.audit(ctx, rec, i, at, t, plan, hasPlan)
@@ -167,15 +169,11 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel,
 	if rec.Result != nil && rec.Phase.Terminal() {
 		files = r.Files
 	}
-	if err := h.upload(ctx, channel, ts, files); err != nil {
-		h.fail(err)
-	}
-	return ref, nil
+	return ref, tl.uploadFiles(ctx, rec, i, channel, ts, files)
 }
 
 // reply tells one entry in the plan message's thread; a thread that refuses it for good sends it to the requester.
 func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef) error {
-	h := tl.h
 	var m Msg
 	switch t.Kind {
 	case ops.KindStep:
@@ -197,9 +195,7 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 		return err
 	}
 	if ts != "" && t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
-		if err := h.upload(ctx, plan.Channel, plan.TS, resultFiles(PlanMessage(h.catalog, rec).Files)); err != nil {
-			h.fail(err)
-		}
+		return tl.uploadFiles(ctx, rec, i, plan.Channel, plan.TS, resultFiles(PlanMessage(tl.h.catalog, rec).Files))
 	}
 	return nil
 }
@@ -265,21 +261,29 @@ func (tl *Teller) tellAgent(ctx context.Context, rec *ops.Record, i int, r agent
 	default:
 		return nil
 	}
-	m.ThreadTS = r.thread
-	_, err := tl.h.poster.Post(ctx, r.channel, m)
-	if Classify(err) == Rejected {
-		_, err = tl.h.poster.Post(ctx, r.channel, PlainVersion(rec, m))
+	p := part{name: r.key(), label: "agent", channel: r.channel, thread: r.thread, msg: m}
+	if m.Metadata != nil {
+		if m.Metadata.EventPayload == nil {
+			m.Metadata.EventPayload = map[string]any{}
+		}
+		// The reply's metadata is the agent contract's: the entry it tells goes in its payload, to find it by.
+		m.Metadata.EventPayload[AgentEntryKey] = i
+		p.find = &slack.SlackMetadata{EventType: m.Metadata.EventType,
+			EventPayload: map[string]any{"requestId": rec.ID(), AgentEntryKey: i}}
 	}
-	switch {
-	case err == nil:
-		return nil
-	case Classify(err) == Transient:
+	_, _, err := tl.deliver(ctx, rec, i, p)
+	if _, ok := refused(err); ok {
+		return nil // recorded as undelivered; the agent can read the request with get-request
+	}
+	if err != nil {
 		return fmt.Errorf("reply to agent about %s: %w", rec.ID(), err)
 	}
-	tl.undelivered(Undelivered{RequestID: rec.ID(), Entry: i, Part: "agent", Channel: r.channel, Method: "chat.postMessage",
-		Code: SlackCode(err), Err: err})
 	return nil
 }
+
+// AgentEntryKey is the key of the agent reply metadata's payload that names the history entry an outbox reply
+// tells: a reply whose answer was lost is found by it instead of being posted again.
+const AgentEntryKey = "entry"
 
 // AgentTells reports whether an agent's thread hears about an entry: every phase change a person's thread hears
 // of, and the end of planning (the plan, or the dry run's result).

@@ -268,12 +268,29 @@ func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req
 		}
 		return e.plan(ctx, op, next)
 	}
+	// A request whose planning did not finish in time changed nothing: sent again, it is planned again.
+	if stored.Phase == PhaseRejected && retryable(stored) {
+		next, err := e.move(ctx, stored, PhaseReceived, req.Initiator, "sent again after its planning did not finish in time",
+			func(r *Record) { r.Plan, r.Errors = nil, nil })
+		if errors.Is(err, ErrVersionConflict) {
+			return e.Get(ctx, stored.ID())
+		}
+		if err != nil {
+			return nil, stateError("plan the request again", err)
+		}
+		return e.planOnce(ctx, op, next, true)
+	}
 	// A record received a while ago whose creator is not planning it was left behind; one received just now is
 	// being planned by its creator, which takes the planning lock right after creating it.
 	if stored.Phase == PhaseReceived && e.opts.Clock.Since(stored.UpdatedAt) >= receivedGrace {
 		return e.planOnce(ctx, op, stored, false)
 	}
 	return stored, nil
+}
+
+// retryable says whether a rejected request may be planned again under its id: its refusal says so (Error.Retry).
+func retryable(rec *Record) bool {
+	return len(rec.Errors) > 0 && rec.Errors[len(rec.Errors)-1].Retry
 }
 
 // receivedGrace is how long a received record is left to the caller that created it before a caller resending its
@@ -310,13 +327,21 @@ func (e *Engine) plan(ctx context.Context, op Operation, rec *Record) (*Record, 
 		}
 	}
 	p, err := e.makePlan(ctx, op, rec.Request)
-	if err != nil {
-		return e.reject(ctx, rec, err)
+	if err == nil {
+		var appr Approval
+		if appr, err = e.requirement(ctx, rec.Request, p); err == nil {
+			return e.planned(ctx, rec, p, appr)
+		}
 	}
-	appr, err := e.requirement(ctx, rec.Request, p)
-	if err != nil {
-		return e.reject(ctx, rec, err)
+	if ctx.Err() != nil {
+		return e.planTimedOut(ctx, rec, err)
 	}
+	return e.reject(ctx, rec, err)
+}
+
+// planned stores a finished plan and moves the request on to done, awaiting-approval or execution.
+func (e *Engine) planned(ctx context.Context, rec *Record, p *Plan, appr Approval) (*Record, error) {
+	var err error
 	rec, err = e.move(ctx, rec, PhasePlanned, systemActor, "", func(r *Record) { r.Plan, r.Approval = p, appr })
 	if err != nil {
 		return nil, stateError("store the plan", err)
@@ -381,6 +406,27 @@ func (e *Engine) requirement(ctx context.Context, req Request, p *Plan) (Approva
 	a.Votes = nil
 	return a, nil
 }
+
+// planTimedOut ends a request whose planning outlived its caller (the Slack handling timeout, an agent's call):
+// it is rejected with the cause and the step to take, recorded with a context of its own since the caller's has
+// ended, so the requester is told through the outbox and the request never stays received. Nothing was changed,
+// so the same request id may be sent again: it is planned again (existing).
+func (e *Engine) planTimedOut(ctx context.Context, rec *Record, cause error) (*Record, error) {
+	ue := &Error{Code: CodeClusterUnavailable, Field: "target", Retry: true, Err: cause,
+		Message: fmt.Sprintf("planning %s on %s did not finish in time (%v): nothing was changed", rec.Request.Operation,
+			Echo(rec.Request.Target.Cluster), context.Cause(ctx)),
+		Next: fmt.Sprintf("check that the cluster answers (%s), then send the same request again with the same request id %s to plan it again",
+			Ask("status"), rec.ID())}
+	if p := AsError(cause); p.Code != CodeInternal && p.Message != "" {
+		ue.Message += "; " + p.Message
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordAfterTimeout)
+	defer cancel()
+	return e.reject(rctx, rec, ue)
+}
+
+// recordAfterTimeout bounds recording the outcome of work whose caller's context has ended.
+const recordAfterTimeout = 10 * time.Second
 
 func (e *Engine) reject(ctx context.Context, rec *Record, cause error) (*Record, error) {
 	ue := AsError(cause)

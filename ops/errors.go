@@ -48,8 +48,11 @@ type Error struct {
 	// Holder is the request id holding a lock, for E_LOCKED.
 	Holder string `json:"holder,omitempty"`
 	// Omitted is set on the last entry of a capped list (see Errors.Capped): how many problems it stands for.
-	Omitted int   `json:"omitted,omitempty"`
-	Err     error `json:"-"`
+	Omitted int `json:"omitted,omitempty"`
+	// Retry says nothing was changed and the cause may pass, so the request may be sent again with the same
+	// request id and is then planned again (a plan that did not finish in time).
+	Retry bool  `json:"retry,omitempty"`
+	Err   error `json:"-"`
 }
 
 // Error renders "CODE field: message (next step)".

@@ -52,6 +52,8 @@ type Error struct {
 	Next    string   `json:"next,omitempty"`
 	// Omitted, on the last entry of a capped list, is how many more problems there are.
 	Omitted int `json:"omitted,omitempty"`
+	// Retry says nothing was changed and the same request, sent again with the same requestId, is planned again.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Change is one step of the history.
@@ -113,7 +115,7 @@ func hasError(list []Error, e *ops.Error) bool {
 }
 
 func errorOf(e *ops.Error) Error {
-	return Error{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted}
+	return Error{Code: e.Code, Field: e.Field, Message: e.Message, Next: e.Next, Omitted: e.Omitted, Retry: e.Retry}
 }
 
 // The limits of a body, from Slack's on a message (a DM reply carries the body in its text and again as metadata).
@@ -141,7 +143,7 @@ func fit(b Body) Body {
 	}
 	for i, e := range b.Errors {
 		b.Errors[i] = Error{Code: e.Code, Field: clip(e.Field, maxIDEcho), Message: clip(e.Message, maxErrorLine),
-			Next: clip(e.Next, maxErrorLine), Omitted: e.Omitted}
+			Next: clip(e.Next, maxErrorLine), Omitted: e.Omitted, Retry: e.Retry}
 	}
 	if js, err := json.Marshal(b); err == nil && len(js) > maxBody && b.Result != nil {
 		r := *b.Result

@@ -69,7 +69,7 @@ func NewWithAWSConfig(cfg *config.Config, base awssdk.Config) *Clients {
 		base.Retryer = func() awssdk.Retryer { return retry.NewStandard() }
 	}
 	c := &Clients{cfg: cfg, regional: map[string]regional{}, region: base.Region,
-		PollInterval: DefaultPollInterval, WaitTimeout: DefaultWaitTimeout}
+		PollInterval: DefaultPollInterval, WaitTimeout: DefaultWaitTimeout, VerifyWait: cfg.Execution.VerifyWait.Std()}
 	ep := cfg.AWS.Endpoints
 	for _, cl := range cfg.Clusters {
 		rc := base.Copy()

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -169,6 +175,9 @@ func TestAgainstAPIServer(t *testing.T) {
 			t.Fatalf("groups = %+v", groups)
 		}
 	})
+	t.Run("a hung API server answers within requestTimeout", func(t *testing.T) {
+		testHungAPIServer(ctx, t, cp)
+	})
 	t.Run("verify-cluster", func(t *testing.T) {
 		if err := cp.SetContainerLog(verifyMarker); err != nil {
 			t.Fatal(err)
@@ -216,4 +225,62 @@ func mustDesired(t *testing.T, e *env, op string, params map[string]any, res Res
 	}
 	t.Fatalf("%s builds no %s", op, res.Kind)
 	return nil
+}
+
+// testHungAPIServer puts the fault proxy in front of the API server and holds requests there, never forwarding
+// them: each call through NewClusters' clients ends with an error within the cluster's requestTimeout instead of
+// holding its caller. (TestWatchesAreNotBounded shows a watch is left alone.)
+func testHungAPIServer(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane) {
+	proxy, err := faultproxy.NewKube(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: proxy.URL()}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	kc.CurrentContext = "proxy"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 2 * time.Second
+	cfg := testConfig()
+	cfg.Clusters[0].Kubeconfig, cfg.Clusters[0].RequestTimeout = path, config.Duration(bound)
+	cs, err := NewClusters(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := cs.Get(testCluster)
+	for _, verb := range []string{"list", "get", "patch"} {
+		proxy.Inject(faultproxy.Rule{Verb: verb, Action: faultproxy.HoldBefore})
+		proxy.Inject(faultproxy.Rule{Verb: verb, DryRun: true, Action: faultproxy.HoldBefore})
+	}
+	// Without a bound each call would wait for its caller's own deadline, far past requestTimeout.
+	calls := map[string]func(callCtx context.Context) error{
+		"list nodes (node groups)": func(callCtx context.Context) error { _, err := cs.NodeGroups(callCtx, testCluster); return err },
+		"get a config map": func(callCtx context.Context) error {
+			_, err := c.Kube.CoreV1().ConfigMaps(testNS).Get(callCtx, "absent", metav1.GetOptions{})
+			return err
+		},
+		"server-side dry run": func(callCtx context.Context) error {
+			_, err := c.Kube.CoreV1().ConfigMaps(testNS).Patch(callCtx, "dry", types.ApplyPatchType,
+				[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry"}}`),
+				metav1.PatchOptions{FieldManager: "hyperops", DryRun: []string{metav1.DryRunAll}})
+			return err
+		},
+	}
+	for name, call := range calls {
+		callCtx, cancel := context.WithTimeout(ctx, 15*bound)
+		start := time.Now()
+		err := call(callCtx)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s: %v after %s", name, err, took.Round(time.Millisecond))
+		if err == nil || took > 5*bound {
+			t.Errorf("%s: answered %v after %s; want an error within about %s", name, err, took, bound)
+		}
+	}
+	proxy.ClearRules()
 }

@@ -54,6 +54,7 @@ func NewClusters(cfg *config.Config) (*Clusters, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
+		boundCalls(rc, cl.RequestTimeout.Std())
 		c, err := clientsFor(rc)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)

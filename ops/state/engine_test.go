@@ -26,6 +26,7 @@ type scaleOp struct {
 	execs    atomic.Int64
 	started  chan string   // gets the request id when an execution starts (if not nil)
 	gate     chan struct{} // an execution waits for it to close (if not nil)
+	hang     atomic.Bool   // planning waits until its context ends, as a call to a hung API server does
 }
 
 func newScaleOp() *scaleOp {
@@ -47,8 +48,12 @@ func (o *scaleOp) Spec() ops.Spec {
 
 func (o *scaleOp) Validate(context.Context, *ops.Request) error { return nil }
 
-func (o *scaleOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
+func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
 	o.plans.Add(1)
+	if o.hang.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("read the node group: %w", ctx.Err())
+	}
 	observed := o.observed.Load().(string)
 	return &ops.Plan{Summary: fmt.Sprintf("scale %s to %d", req.Params.String("group"), req.Params.IntOr("count", 0)),
 		Observed: observed,
@@ -585,5 +590,55 @@ func TestScopeIsFreeWhenSuccessIsTold(t *testing.T) {
 	defer w.mu.Unlock()
 	if w.told != 3 || len(w.held) > 0 {
 		t.Fatalf("told %d successes; lock still held: %q", w.told, w.held)
+	}
+}
+
+// A request whose planning outlives its caller (the Slack handler's timeout) ends rejected with the cause and the
+// next step, told through the outbox like any transition, instead of staying received for good; resent with the
+// same request id and content it is planned again, and other content under that id is still a conflict.
+func TestPlanningPastTheCallersTimeout(t *testing.T) {
+	cl := newCluster(t)
+	e := cl.engine(t, "a", quorumPolicy{1}, 5*time.Second)
+	s := cl.store(t)
+	ctx := ctxT(t)
+	cl.op.hang.Store(true)
+	hctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	rec, err := e.Submit(hctx, scaleRequest("req-hung", 4))
+	if code(err) != ops.CodeClusterUnavailable || rec == nil || rec.Phase != ops.PhaseRejected {
+		t.Fatalf("Submit = %+v, %v; want the record rejected with E_CLUSTER_UNAVAILABLE", rec, err)
+	}
+	stored, err := e.Get(ctx, "req-hung")
+	if err != nil || stored.Phase != ops.PhaseRejected || len(stored.Errors) != 1 {
+		t.Fatalf("stored %+v, %v; want it rejected with its error", stored, err)
+	}
+	ue := stored.Errors[0]
+	if ue.Field != "target" || !strings.Contains(ue.Message, "did not finish in time") || !strings.Contains(ue.Next, "same request id req-hung") || !ue.Retry {
+		t.Errorf("stored error %+v; want the field, the cause and the step naming the request id", ue)
+	}
+	tl := &countingTeller{told: map[int]int{}}
+	tctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); e.RunTellers(tctx, s.Outbox(), tl, ops.TellerOptions{Wait: 100 * time.Millisecond}) }()
+	eventually(t, 30*time.Second, "the rejection told", func() bool {
+		n, err := s.Outbox().Told(ctx, "req-hung")
+		return err == nil && n == len(stored.History)
+	})
+	stop()
+	<-done
+	if last := len(stored.History) - 1; stored.History[last].To != ops.PhaseRejected || tl.told[last] != 1 {
+		t.Errorf("history %+v told %v: want the rejection told once", stored.History, tl.told)
+	}
+
+	cl.op.hang.Store(false)
+	if _, err := e.Submit(ctx, scaleRequest("req-hung", 8)); code(err) != ops.CodeIdempotencyConflict {
+		t.Errorf("other content under the id: %v, want E_IDEMPOTENCY_CONFLICT", err)
+	}
+	again, err := e.Submit(ctx, scaleRequest("req-hung", 4))
+	if err != nil || again.Phase != ops.PhaseAwaitingApproval || again.ID() != "req-hung" || again.Plan == nil {
+		t.Fatalf("sent again: %+v, %v; want it planned again and awaiting approval", again, err)
+	}
+	if _, err := e.Submit(ctx, scaleRequest("req-hung", 4)); err != nil || cl.op.plans.Load() != 2 {
+		t.Errorf("a third send: %v, %d plans; want the stored record and no third plan", err, cl.op.plans.Load())
 	}
 }

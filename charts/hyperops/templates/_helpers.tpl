@@ -121,9 +121,15 @@ service account. Rendered as a JSON list of the cluster maps.
 {{- $_ = set $cfg "redis" $redis }}
 {{- $server := get $cfg "server" | default dict }}
 {{- $_ = set $server "listen" (printf ":%d" (int .Values.server.port)) }}
+{{- range $k := list "readTimeout" "idleTimeout" }}
+{{- with get $.Values.server $k }}{{ $_ := set $server $k . }}{{ end }}
+{{- end }}
 {{- $_ = set $cfg "server" $server }}
 {{- $mcp := get $cfg "mcp" | default dict }}
 {{- $_ = set $mcp "listen" (ternary (printf ":%d" (int .Values.mcp.port)) "" .Values.mcp.enabled) }}
+{{- range $k := list "sessionIdleTimeout" "maxSessionsPerAgent" "maxWaitsPerAgent" }}
+{{- with get $.Values.mcp $k }}{{ $_ := set $mcp $k . }}{{ end }}
+{{- end }}
 {{- $_ = set $cfg "mcp" $mcp }}
 {{- toYaml $cfg }}
 {{- end }}
