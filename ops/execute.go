@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/hyperops/hyperops/config"
 )
 
 // executionScope is the lease an executing replica holds on a request; when it lapses, another replica resumes it.
@@ -28,7 +30,7 @@ const (
 // DefaultWriteTimeout bounds the one call that changes the world (EngineOptions.WriteTimeout); it is not cut
 // short by a hand-over, so a write in flight when the replica stops is finished and recorded. Reading back a
 // write whose answer was lost has the same bound.
-const DefaultWriteTimeout = 2 * time.Minute
+const DefaultWriteTimeout = time.Duration(config.DefaultWriteTimeout)
 
 // DefaultHoldTTL is how long the scope lock of a request interrupted with an unknown outcome stays held for a
 // person to choose Stop or Take over (EngineOptions.HoldTTL).

@@ -25,7 +25,7 @@ const (
 	DefaultWaitTimeout  = 4 * time.Hour
 	// DefaultVerifyWait is how long reading back a write whose answer was lost waits for AWS to show the change
 	// before concluding it was not made.
-	DefaultVerifyWait = 30 * time.Second
+	DefaultVerifyWait = time.Duration(config.DefaultVerifyWait)
 )
 
 // Clients are the SDK clients HyperOps uses, one SageMaker and one EKS client per registered cluster (in the
