@@ -619,7 +619,10 @@ func TestPlanningPastTheCallersTimeout(t *testing.T) {
 	tl := &countingTeller{told: map[int]int{}}
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); e.RunTellers(tctx, s.Outbox(), tl, ops.TellerOptions{Wait: 100 * time.Millisecond}) }()
+	go func() {
+		defer close(done)
+		e.RunTellers(tctx, s.Outbox(), tl, ops.TellerOptions{Wait: 100 * time.Millisecond})
+	}()
 	eventually(t, 30*time.Second, "the rejection told", func() bool {
 		n, err := s.Outbox().Told(ctx, "req-hung")
 		return err == nil && n == len(stored.History)
