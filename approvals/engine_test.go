@@ -2,148 +2,16 @@ package approvals
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/jonboulle/clockwork"
 )
-
-// memStore is an in-memory ops.Store: records by id, compare-and-set on Version, an audit slice.
-type memStore struct {
-	mu      sync.Mutex
-	records map[string]*ops.Record
-	audit   []ops.AuditEvent
-}
-
-func (s *memStore) Create(_ context.Context, rec *ops.Record) (*ops.Record, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.records[rec.ID()]; ok {
-		return got.Clone(), false, nil
-	}
-	s.records[rec.ID()] = rec.Clone()
-	return rec.Clone(), true, nil
-}
-
-func (s *memStore) Get(_ context.Context, id string) (*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.records[id]; ok {
-		return got.Clone(), nil
-	}
-	return nil, ops.ErrNotFound
-}
-
-func (s *memStore) Update(_ context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	got, ok := s.records[rec.ID()]
-	if !ok {
-		return ops.ErrNotFound
-	}
-	if got.Version != expect {
-		return ops.ErrVersionConflict
-	}
-	rec.Version = expect + 1
-	s.records[rec.ID()] = rec.Clone()
-	s.audit = append(s.audit, ev)
-	return nil
-}
-
-func (s *memStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*ops.Record
-	for _, r := range s.records {
-		if (len(q.Phases) == 0 || slices.Contains(q.Phases, r.Phase)) && (q.Initiator == "" || q.Initiator == r.Request.Initiator.ID) {
-			out = append(out, r.Clone())
-		}
-	}
-	slices.SortFunc(out, func(a, b *ops.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
-}
-
-// memLocker is an in-memory ops.Locker with expiry on the test clock and increasing fencing numbers.
-type memLocker struct {
-	clock clockwork.Clock
-	mu    sync.Mutex
-	held  map[string]memLock
-	fence int64
-}
-
-type memLock struct {
-	lock    ops.Lock
-	expires time.Time
-}
-
-func (l *memLocker) live(scope ops.LockScope) (memLock, bool) {
-	h, ok := l.held[scope.String()]
-	return h, ok && l.clock.Now().Before(h.expires)
-}
-
-func (l *memLocker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, ok := l.live(scope)
-	switch {
-	case ok && h.lock.Owner != owner:
-		return nil, &ops.LockHeldError{Scope: scope, Holder: h.lock.Owner}
-	case !ok:
-		l.fence++
-		h.lock = ops.Lock{Scope: scope, Owner: owner, Token: fmt.Sprintf("t%d", l.fence), Fence: l.fence}
-	}
-	h.expires = l.clock.Now().Add(ttl)
-	l.held[scope.String()] = h
-	out := h.lock
-	return &out, nil
-}
-
-func (l *memLocker) Holder(_ context.Context, scope ops.LockScope) (string, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, ok := l.live(scope)
-	return h.lock.Owner, ok, nil
-}
-
-func (l *memLocker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, ok := l.live(lk.Scope)
-	if !ok || h.lock.Token != lk.Token {
-		return ops.ErrLockLost
-	}
-	h.expires = l.clock.Now().Add(ttl)
-	l.held[lk.Scope.String()] = h
-	return nil
-}
-
-func (l *memLocker) Release(_ context.Context, lk *ops.Lock) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
-		delete(l.held, lk.Scope.String())
-	}
-	return nil
-}
-
-func (l *memLocker) Check(_ context.Context, lk *ops.Lock) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
-		return ops.ErrLockLost
-	}
-	return nil
-}
 
 // scaleOp is a mutating operation whose plan is as risky as level; it counts its executions.
 type scaleOp struct {
@@ -194,9 +62,7 @@ func newEngineWith(t *testing.T, mutate func(*config.Config)) *engineFixture {
 		critical: &scaleOp{name: "delete-inference", level: ops.RiskCritical}}
 	catalog := ops.NewCatalog()
 	catalog.Register(f.high, f.critical)
-	store := &memStore{records: map[string]*ops.Record{}}
-	locks := &memLocker{clock: clock, held: map[string]memLock{}}
-	f.engine = ops.NewEngine(catalog, store, locks, p, ops.EngineOptions{Replica: "r1", Clock: clock})
+	f.engine = ops.NewEngine(catalog, opstest.NewStore(), opstest.NewLocker(clock), p, ops.EngineOptions{Replica: "r1", Clock: clock})
 	return f
 }
 

@@ -1,27 +1,11 @@
 package charts
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/leftover"
 )
 
 // TestMain fails the run if a goroutine leaks or a control-plane process or port outlives the tests.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(leftoverCheck{m})
-}
-
-type leftoverCheck struct{ m *testing.M }
-
-func (c leftoverCheck) Run() int {
-	code := c.m.Run()
-	if err := controlplane.Leftovers(); err != nil {
-		fmt.Fprintf(os.Stderr, "control-plane leftovers after the run:\n%v\n", err)
-		return 1
-	}
-	return code
-}
+func TestMain(m *testing.M) { leftover.Main(m, leftover.ControlPlane(controlplane.Leftovers)) }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // matrixConfig has two command channels: the people of the matrix work in C0OPS; request R is asked in C0ML.
@@ -53,65 +52,6 @@ func (matrixDirectory) UserGroupMembers(_ context.Context, id string) ([]string,
 	return map[string][]string{"S0LEADS": {"U0LEADX"}, "S0AUDIT": {"U0AUDIT"}}[id], nil
 }
 
-// matrixStore is an in-memory ops.Store and ops.Locker, enough for the engine to plan, vote and execute inline.
-type matrixStore struct {
-	mu   sync.Mutex
-	recs map[string]*ops.Record
-}
-
-func (s *matrixStore) Create(_ context.Context, rec *ops.Record) (*ops.Record, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.recs[rec.ID()]; ok {
-		return got.Clone(), false, nil
-	}
-	s.recs[rec.ID()] = rec.Clone()
-	return rec.Clone(), true, nil
-}
-
-func (s *matrixStore) Get(_ context.Context, id string) (*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.recs[id]; ok {
-		return got.Clone(), nil
-	}
-	return nil, ops.ErrNotFound
-}
-
-func (s *matrixStore) Update(_ context.Context, rec *ops.Record, expect int64, _ ops.AuditEvent) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.recs[rec.ID()]; !ok || got.Version != expect {
-		return ops.ErrVersionConflict
-	}
-	rec.Version = expect + 1
-	s.recs[rec.ID()] = rec.Clone()
-	return nil
-}
-
-func (s *matrixStore) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*ops.Record
-	for _, r := range s.recs {
-		if q.Initiator == "" || q.Initiator == r.Request.Initiator.ID {
-			out = append(out, r.Clone())
-		}
-	}
-	slices.SortFunc(out, func(a, b *ops.Record) int { return strings.Compare(a.ID(), b.ID()) })
-	return out, nil
-}
-
-func (s *matrixStore) Acquire(_ context.Context, scope ops.LockScope, owner string, _ time.Duration) (*ops.Lock, error) {
-	return &ops.Lock{Scope: scope, Owner: owner, Token: "t", Fence: 1}, nil
-}
-func (s *matrixStore) Holder(context.Context, ops.LockScope) (string, bool, error) {
-	return "", false, nil
-}
-func (s *matrixStore) Renew(context.Context, *ops.Lock, time.Duration) error { return nil }
-func (s *matrixStore) Release(context.Context, *ops.Lock) error              { return nil }
-func (s *matrixStore) Check(context.Context, *ops.Lock) error                { return nil }
-
 type matrixWatches struct{}
 
 func (matrixWatches) Resolve(t ops.WatchTarget) (ops.ObjectRef, error) {
@@ -133,7 +73,7 @@ func (r matrixReporter) CapacityReport(ctx context.Context, channel string, _ []
 // ("req-r", a high-risk scale asked in C0ML by U0MLENG) awaiting approval.
 type matrixFixture struct {
 	h      *Handler
-	store  *matrixStore
+	store  *opstest.Store
 	poster *recordPoster
 }
 
@@ -154,8 +94,8 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	) {
 		cat.Register(fakeOp{s})
 	}
-	store := &matrixStore{recs: map[string]*ops.Record{}}
-	engine := ops.NewEngine(cat, store, store, policy, ops.EngineOptions{Replica: "r1", Clock: clock})
+	store := opstest.NewStore()
+	engine := ops.NewEngine(cat, store, opstest.NewLocker(clock), policy, ops.EngineOptions{Replica: "r1", Clock: clock})
 	agents := map[string]AgentInfo{}
 	for _, a := range cfg.Agents {
 		agents[a.SlackUser] = AgentInfo{Name: a.Name, Operations: a.Operations}

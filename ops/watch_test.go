@@ -7,11 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hyperops/hyperops/ops"
-	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/redistest"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // toldSink records what it was told: one line per subscription and change.
@@ -75,15 +73,7 @@ func (oneCluster) Resolve(t ops.Target) (ops.Target, error) {
 // number of watched objects any of them reported.
 func replicas(t *testing.T, n int, objects clusterObjects) (ws []*ops.Watches, sinks []*toldSink, count func() int64) {
 	t.Helper()
-	url, prefix := redistest.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rdb, err := state.Dial(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	store := state.New(rdb, state.Options{KeyPrefix: prefix})
+	store := opstest.NewRedisStore(t).Store
 	var mu sync.Mutex
 	var last int64 = -1
 	for range n {

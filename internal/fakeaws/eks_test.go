@@ -1,6 +1,9 @@
 package fakeaws
 
 import (
+	"github.com/hyperops/hyperops/ops/opstest"
+	"time"
+
 	"errors"
 	"testing"
 
@@ -141,7 +144,7 @@ func TestScaleNodegroup(t *testing.T) {
 			}
 
 			f.advance(t, f.delay)
-			eventually(t, "Successful", func() bool { return describe().Update.Status == ekstypes.UpdateStatusSuccessful })
+			opstest.Eventually(t, 5*time.Second, "Successful", func() bool { return describe().Update.Status == ekstypes.UpdateStatusSuccessful })
 			out, err := f.c.eks.DescribeNodegroup(ctxT(t), &eks.DescribeNodegroupInput{
 				ClusterName: aws.String("ml-eks"), NodegroupName: aws.String("gpu-ng")})
 			if err != nil {
@@ -235,7 +238,7 @@ func TestFailNextNodegroupUpdate(t *testing.T) {
 	}
 	f.advance(t, f.delay)
 	var out *eks.DescribeUpdateOutput
-	eventually(t, "Failed", func() bool {
+	opstest.Eventually(t, 5*time.Second, "Failed", func() bool {
 		out, err = f.c.eks.DescribeUpdate(ctxT(t), &eks.DescribeUpdateInput{
 			Name: aws.String("ml-eks"), UpdateId: up.Update.Id, NodegroupName: aws.String("gpu-ng")})
 		return err == nil && out.Update.Status == ekstypes.UpdateStatusFailed

@@ -99,20 +99,6 @@ func (f *fixture) advance(t *testing.T, d time.Duration) {
 	f.clock.Advance(d)
 }
 
-// eventually polls cond until it holds or five seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // apiCode is the AWS error code of err, or "" if it is not an API error.
 func apiCode(err error) string {
 	var ae smithy.APIError

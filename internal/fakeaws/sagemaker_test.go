@@ -1,6 +1,8 @@
 package fakeaws
 
 import (
+	"github.com/hyperops/hyperops/ops/opstest"
+
 	"errors"
 	"slices"
 	"strings"
@@ -181,7 +183,7 @@ func TestScaleHyperPodGroup(t *testing.T) {
 			}
 
 			f.advance(t, f.delay)
-			eventually(t, "InService", func() bool {
+			opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 				status, g = describeGroup(t, f, "gpu")
 				return status == smtypes.ClusterStatusInservice
 			})
@@ -255,7 +257,7 @@ func TestScaleHyperPodOneNodeAtATime(t *testing.T) {
 	for want := int32(3); want <= 5; want++ {
 		f.advance(t, step)
 		step = time.Minute
-		eventually(t, "one more node", func() bool {
+		opstest.Eventually(t, 5*time.Second, "one more node", func() bool {
 			_, g := describeGroup(t, f, "gpu")
 			return aws.ToInt32(g.CurrentCount) == want
 		})
@@ -264,7 +266,7 @@ func TestScaleHyperPodOneNodeAtATime(t *testing.T) {
 			t.Fatalf("at %d nodes status = %s, want Updating", want, status)
 		}
 	}
-	eventually(t, "InService", func() bool {
+	opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 		status, _ := describeGroup(t, f, "gpu")
 		return status == smtypes.ClusterStatusInservice
 	})
@@ -322,7 +324,7 @@ func TestUpdateClusterValidation(t *testing.T) {
 					t.Fatalf("first UpdateCluster: %v", err)
 				}
 				f.advance(t, f.delay)
-				eventually(t, "Failed", func() bool {
+				opstest.Eventually(t, 5*time.Second, "Failed", func() bool {
 					c, _ := f.srv.HyperPodCluster("ml-hp")
 					return c.Status == StatusFailed
 				})
@@ -381,7 +383,7 @@ func TestUpdateClusterAddsAndDeletesGroups(t *testing.T) {
 		t.Errorf("new group while updating: %+v", g)
 	}
 	f.advance(t, f.delay)
-	eventually(t, "InService", func() bool {
+	opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 		c, _ := f.srv.HyperPodCluster("ml-hp")
 		return c.Status == StatusInService
 	})
@@ -417,7 +419,7 @@ func TestCreateCluster(t *testing.T) {
 		t.Fatalf("after create: %s current %d target %d", status, aws.ToInt32(g.CurrentCount), aws.ToInt32(g.TargetCount))
 	}
 	f.advance(t, f.delay)
-	eventually(t, "InService", func() bool {
+	opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 		status, g = describeGroup(t, f, "gpu")
 		return status == smtypes.ClusterStatusInservice
 	})
@@ -456,7 +458,7 @@ func TestFailNextUpdate(t *testing.T) {
 	}
 	f.advance(t, f.delay)
 	var out *sagemaker.DescribeClusterOutput
-	eventually(t, "Failed", func() bool {
+	opstest.Eventually(t, 5*time.Second, "Failed", func() bool {
 		out, err = f.c.sm.DescribeCluster(ctxT(t), &sagemaker.DescribeClusterInput{ClusterName: aws.String("ml-hp")})
 		return err == nil && out.ClusterStatus == smtypes.ClusterStatusFailed
 	})
@@ -482,7 +484,7 @@ func TestDeleteCluster(t *testing.T) {
 		t.Errorf("status = %s, want Deleting", status)
 	}
 	f.advance(t, f.delay)
-	eventually(t, "gone", func() bool {
+	opstest.Eventually(t, 5*time.Second, "gone", func() bool {
 		_, ok := f.srv.HyperPodCluster("ml-hp")
 		return !ok
 	})

@@ -1,6 +1,8 @@
 package fakeaws
 
 import (
+	"github.com/hyperops/hyperops/ops/opstest"
+
 	"context"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ func TestRealClockTransition(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no node change within 5s")
 	}
-	eventually(t, "InService", func() bool {
+	opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 		hc, _ := srv.HyperPodCluster("ml-hp")
 		return hc.Status == StatusInService && hc.InstanceGroups[0].CurrentCount == 2
 	})

@@ -1,6 +1,9 @@
 package fakeaws
 
 import (
+	"github.com/hyperops/hyperops/ops/opstest"
+	"time"
+
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -139,7 +142,7 @@ func TestUpdateClusterReplacesGroupConfiguration(t *testing.T) {
 			t.Fatalf("UpdateCluster: %v", err)
 		}
 		f.advance(t, f.delay)
-		eventually(t, "InService", func() bool {
+		opstest.Eventually(t, 5*time.Second, "InService", func() bool {
 			status, _ := describeGroup(t, f, "gpu")
 			return status == smtypes.ClusterStatusInservice
 		})

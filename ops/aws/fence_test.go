@@ -1,67 +1,14 @@
 package aws
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
-	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/redistest"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
-
-// gatedOp is the real scale-capacity operation whose Write, for one request, waits at a gate before it goes on:
-// the moment between the engine taking the lock and the write reaching AWS, where a lock can be lost.
-type gatedOp struct {
-	ops.Operation
-	request string
-	entered chan ops.Execution // gets the gated request's Execution when its Write begins
-	gate    chan struct{}
-}
-
-func (g *gatedOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
-	if req.ID == g.request {
-		g.entered <- x
-		<-g.gate
-	}
-	return g.Operation.(ops.Steps).Write(ctx, req, plan, x)
-}
-
-func (g *gatedOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
-	return g.Operation.(ops.Steps).Await(ctx, req, plan, written, x)
-}
-
-func (g *gatedOp) Recheck(ctx context.Context, req *ops.Request, plan *ops.Plan) (string, error) {
-	return g.Operation.(ops.Rechecker).Recheck(ctx, req, plan)
-}
-
-func (g *gatedOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
-	return g.Operation.(ops.Observer).Observe(ctx, req)
-}
-
-// storeAndClient is the real Redis store with its client, so a test can delete a lock's key as an expiry or an
-// operator would.
-func storeAndClient(t *testing.T) (*state.Store, redis.UniversalClient, string) {
-	t.Helper()
-	url, prefix := redistest.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rdb, err := state.Dial(ctx, url)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return state.New(rdb, state.Options{KeyPrefix: prefix}), rdb, prefix
-}
-
-// lockKey is where ops/state keeps a scope's lock ({prefix}:lock:<scope>); the test checks it deleted one key.
-func lockKey(prefix string, scope ops.LockScope) string {
-	return "{" + prefix + "}:lock:" + scope.String()
-}
 
 // A loses its lock while its write is on the way (the key deleted, B acquiring it with a larger fence): A's write
 // is refused by its guard before anything reaches AWS and A ends failed with E_LOCKED; B's write goes through.
@@ -84,10 +31,11 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, fixtureOptions{})
-			store, rdb, prefix := storeAndClient(t)
+			rs := opstest.NewRedisStore(t)
+			store := rs.Store
 			scale, err := f.catalog.Lookup(OpScaleCapacity)
 			must(t, err)
-			g := &gatedOp{Operation: scale, request: "scale-a", entered: make(chan ops.Execution, 1), gate: make(chan struct{})}
+			g, gate := opstest.GateWrite(scale, "scale-a")
 			catalog := ops.NewCatalog()
 			catalog.Register(g)
 			e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
@@ -105,7 +53,7 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 			}()
 			var xa ops.Execution
 			select {
-			case xa = <-g.entered:
+			case xa = <-gate.Entered():
 			case <-ctx.Done():
 				t.Fatal("A's write never began")
 			}
@@ -113,15 +61,8 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 				t.Fatalf("before the loss %s is held by %q (%v, %v), want scale-a", scope, holder, held, err)
 			}
 			// The lock is lost: its key goes, and B takes the scope with the next fence.
-			if n, err := rdb.Del(ctx, lockKey(prefix, scope)).Result(); err != nil || n != 1 {
-				t.Fatalf("delete the lock key: %d keys, %v", n, err)
-			}
-			lb, err := store.Acquire(ctx, scope, "scale-b", 10*time.Second)
-			must(t, err)
-			if lb.Fence != xa.Fence+1 {
-				t.Fatalf("B's fence %d, want A's %d + 1", lb.Fence, xa.Fence)
-			}
-			close(g.gate)
+			lb := rs.StealLock(ctx, t, scope, "scale-b", xa.Fence)
+			gate.Open()
 			a := <-aDone
 			ue := asOpsError(t, a.err)
 			if ue.Code != ops.CodeLocked || !strings.Contains(ue.Message, scope.String()) || ue.Next == "" {

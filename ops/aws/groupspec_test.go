@@ -11,6 +11,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // fullDetails is an instance group as DescribeCluster could describe it, with every field set.
@@ -188,7 +189,7 @@ func TestScaleKeepsGroupConfiguration(t *testing.T) {
 		return smtypes.ClusterInstanceGroupDetails{}
 	}
 	var before smtypes.ClusterInstanceGroupDetails
-	eventually(t, "the tuned group InService", func() bool { before = describe(); return before.InstanceGroupName != nil })
+	opstest.Eventually(t, 5*time.Second, "the tuned group InService", func() bool { before = describe(); return before.InstanceGroupName != nil })
 	if awssdk.ToInt32(before.ThreadsPerCore) != 2 || before.KubernetesConfig == nil || before.OverrideVpcConfig == nil {
 		t.Fatalf("the fake did not keep the group's configuration: %s", jsonOf(before))
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
 const (
@@ -63,7 +63,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.gpuCount == 0 {
 		o.gpuCount = 2
 	}
-	f := &fixture{store: newStateStore(t), progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
+	f := &fixture{store: opstest.NewRedisStore(t).Store, progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
 	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record})
 	t.Cleanup(f.srv.Close)
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
@@ -190,20 +190,6 @@ func asOpsError(t *testing.T, err error) *ops.Error {
 	return ue
 }
 
-// eventually polls cond until it holds or five seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // progressLog is an ops.Notifier that keeps the progress steps executions report.
 type progressLog struct {
 	mu    sync.Mutex
@@ -321,19 +307,4 @@ func (h *hookNodes) count(cluster, group string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.groups[cluster][group])
-}
-
-// newStateStore is the real Redis store (ops/state) on a redis-server of this test; the client is closed
-// before the server stops.
-func newStateStore(t *testing.T) *state.Store {
-	t.Helper()
-	url, prefix := redistest.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rdb, err := state.Dial(ctx, url)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return state.New(rdb, state.Options{KeyPrefix: prefix})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -180,7 +181,7 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 			// The read-back: the token's re-send for EKS (struck by the fault above), DescribeCluster for HyperPod,
 			// which fails from the moment the read-back begins.
 			engine := f.withOps(t, func(op ops.Operation) ops.Operation {
-				return &readBackHook{Operation: op, before: func() {
+				return &opstest.HookedOp{Operation: op, BeforeVerify: func(*ops.Request) {
 					if wt.op != fakeaws.OpEKSUpdateNodegroupConfig {
 						f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerDescribeCluster, When: fakeaws.FaultBefore, Status: 500,
 							Code: "InternalFailure", Message: "reads down", Times: -1})
@@ -217,34 +218,6 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 	}
 }
 
-// readBackHook is a real operation that runs a hook right before its Verify: how a test makes AWS fail from the
-// moment the read-back begins, after planning read it fine.
-type readBackHook struct {
-	ops.Operation
-	before func()
-}
-
-func (h *readBackHook) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
-	return h.Operation.(ops.Steps).Write(ctx, req, plan, x)
-}
-
-func (h *readBackHook) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
-	return h.Operation.(ops.Steps).Await(ctx, req, plan, written, x)
-}
-
-func (h *readBackHook) Recheck(ctx context.Context, req *ops.Request, plan *ops.Plan) (string, error) {
-	return h.Operation.(ops.Rechecker).Recheck(ctx, req, plan)
-}
-
-func (h *readBackHook) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
-	return h.Operation.(ops.Observer).Observe(ctx, req)
-}
-
-func (h *readBackHook) Verify(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (ops.Verdict, []byte, error) {
-	h.before()
-	return h.Operation.(ops.Verifier).Verify(ctx, req, plan, x)
-}
-
 // withOps is an engine on the fixture's store whose catalog holds the fixture's operations, each wrapped.
 func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) *ops.Engine {
 	t.Helper()
@@ -266,7 +239,7 @@ func TestResumeAfterUnknownOutcome(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerUpdateCluster, When: fakeaws.FaultAfter, Reset: true})
 	engine := f.withOps(t, func(op ops.Operation) ops.Operation {
-		return &readBackHook{Operation: op, before: func() {
+		return &opstest.HookedOp{Operation: op, BeforeVerify: func(*ops.Request) {
 			f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerDescribeCluster, When: fakeaws.FaultBefore, Status: 500,
 				Code: "InternalFailure", Message: "reads down", Times: -1})
 		}}
@@ -276,7 +249,7 @@ func TestResumeAfterUnknownOutcome(t *testing.T) {
 		t.Fatalf("Submit: %v, phase %v; want interrupted", err, rec.Phase)
 	}
 	f.srv.ClearFaults()
-	eventually(t, "the lost change to finish on AWS", func() bool {
+	opstest.Eventually(t, 5*time.Second, "the lost change to finish on AWS", func() bool {
 		hp, _ := f.srv.HyperPodCluster("ml-hp")
 		return hp.Status == fakeaws.StatusInService && hp.InstanceGroups[0].CurrentCount == 4
 	})

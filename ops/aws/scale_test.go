@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 func TestScaleHyperPodGroup(t *testing.T) {
@@ -229,7 +230,7 @@ func TestScaleConcurrentSameGroupIsLocked(t *testing.T) {
 		first <- outcome{rec, err}
 	}()
 	scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}
-	eventually(t, "the first request to hold the lock", func() bool {
+	opstest.Eventually(t, 5*time.Second, "the first request to hold the lock", func() bool {
 		h, held, _ := f.store.Holder(ctxT(t), scope)
 		return held && h == "scale-first"
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // TestAgainstAPIServer runs the operations against a real kube-apiserver (with scheduler, controllers and kwok
@@ -127,7 +128,7 @@ func TestAgainstAPIServer(t *testing.T) {
 		stop := startWatcher(t, e, &memLeases{}, rec, "a")
 		defer stop()
 		e.execute(t, request("submit-training-job", trainParams(map[string]any{"name": "e2e-watched", "replicas": "1", "gpus": "1"})))
-		waitForWithin(t, time.Minute, "completed", func() bool {
+		opstest.Eventually(t, time.Minute, "completed", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, g := range got {

@@ -17,12 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/ops"
-	"github.com/hyperops/hyperops/ops/state"
-	"github.com/hyperops/hyperops/ops/state/redistest"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // TestExecutionAgainstAPIServer runs whole submissions through an ops.Engine over real Redis against a real
@@ -70,7 +67,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 	c, _ := cs.Get(testCluster)
 
 	t.Run("one auto-approved submit: one dry run per object, at most one LIST of nodes", func(t *testing.T) {
-		store, _, _ := redisStore(t)
+		store := opstest.NewRedisStore(t).Store
 		e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
 		cases := []struct {
 			name    string
@@ -116,7 +113,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 	// The annotation-tampering case of issue 14, end to end: the engine records what the deploy applied in Redis,
 	// someone edits the live Deployment, and the scale applies HyperOps's values and reports the drift.
 	t.Run("a tampered inference-spec annotation is never applied; the plan reports drift", func(t *testing.T) {
-		store, _, _ := redisStore(t)
+		store := opstest.NewRedisStore(t).Store
 		vouching := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
 		vcat := ops.NewCatalog()
 		vouching.register(vcat)
@@ -164,12 +161,13 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 	})
 
 	t.Run("lost lock: the stale holder's write is refused", func(t *testing.T) {
-		store, rdb, prefix := redisStore(t)
+		rs := opstest.NewRedisStore(t)
+		store := rs.Store
 		deploy, err := catalog.Lookup("deploy-inference")
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &gatedOp{Operation: deploy, request: "infer-a", entered: make(chan ops.Execution, 1), gate: make(chan struct{})}
+		g, gate := opstest.GateWrite(deploy, "infer-a")
 		gated := ops.NewCatalog()
 		gated.Register(g)
 		e := ops.NewEngine(gated, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
@@ -190,23 +188,14 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		}()
 		var xa ops.Execution
 		select {
-		case xa = <-g.entered:
+		case xa = <-gate.Entered():
 		case <-ctx.Done():
 			t.Fatal("A's write never began")
 		}
-		if n, err := rdb.Del(ctx, lockKey(prefix, scope)).Result(); err != nil || n != 1 {
-			t.Fatalf("delete the lock key of %s: %d keys, %v", scope, n, err)
-		}
-		lb, err := store.Acquire(ctx, scope, "infer-b", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lb.Fence != xa.Fence+1 {
-			t.Fatalf("B's fence %d, want A's %d + 1", lb.Fence, xa.Fence)
-		}
+		lb := rs.StealLock(ctx, t, scope, "infer-b", xa.Fence)
 
 		// A's write goes on: nothing carries a fence yet, so its guard is what refuses it.
-		close(g.gate)
+		gate.Open()
 		a := <-aDone
 		wantCode(t, a.err, ops.CodeLocked, "no longer held by this execution", scope.String())
 		if a.rec == nil || a.rec.Phase != ops.PhaseFailed {
@@ -250,7 +239,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 // halfwayApply makes the API server refuse (422) the real apply of the Service of deploy-inference "halfway" (not
 // its dry run, so planning passes), after the Deployment was applied.
 func halfwayApply(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, catalog *ops.Catalog, c *Cluster) {
-	store, _, _ := redisStore(t)
+	store := opstest.NewRedisStore(t).Store
 	e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
 	unrefuse := refuseService(ctx, t, cp, "halfway")
 	req := *request("deploy-inference", deployParams(map[string]any{"name": "halfway"}))
@@ -409,36 +398,6 @@ func snapshot(ctx context.Context, t *testing.T, c *Cluster) []objectView {
 	return out
 }
 
-// gatedOp is a real operation whose Write, for one request, waits at a gate before it goes on: the moment between
-// the engine taking the lock and the write reaching the API server, where a lock can be lost.
-type gatedOp struct {
-	ops.Operation
-	request string
-	entered chan ops.Execution // gets the gated request's Execution when its Write begins
-	gate    chan struct{}
-}
-
-func (g *gatedOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) ([]byte, error) {
-	if req.ID == g.request {
-		g.entered <- x
-		<-g.gate
-	}
-	return g.Operation.(ops.Steps).Write(ctx, req, plan, x)
-}
-
-func (g *gatedOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
-	return g.Operation.(ops.Steps).Await(ctx, req, plan, written, x)
-}
-
-func (g *gatedOp) Recheck(ctx context.Context, req *ops.Request, plan *ops.Plan) (string, error) {
-	return g.Operation.(ops.Rechecker).Recheck(ctx, req, plan)
-}
-
-func (g *gatedOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
-	return g.Operation.(ops.Observer).Observe(ctx, req)
-}
-
-// redisStore is the real Redis store with its client (to delete a lock's key as an expiry would) and key prefix.
 // settled waits until the deployment controller stopped writing the Deployment's status (the same resourceVersion
 // twice, half a second apart, with the rollout observed): an apply carries the resourceVersion it read, so a status
 // write in between would make it a conflict.
@@ -460,24 +419,6 @@ func settled(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, n
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func redisStore(t *testing.T) (*state.Store, redis.UniversalClient, string) {
-	t.Helper()
-	url, prefix := redistest.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rdb, err := state.Dial(ctx, url)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return state.New(rdb, state.Options{KeyPrefix: prefix}), rdb, prefix
-}
-
-// lockKey is where ops/state keeps a scope's lock ({prefix}:lock:<scope>); the test checks it deleted one key.
-func lockKey(prefix string, scope ops.LockScope) string {
-	return "{" + prefix + "}:lock:" + scope.String()
 }
 
 // apiCalls records the API requests that went over the wire, as "VERB resource[/name][ dryRun=All]".

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -50,23 +51,6 @@ func (r *recorder) Transition(ctx context.Context, t ops.WatchChange) {
 	defer r.mu.Unlock()
 	*r.got = append(*r.got, fmt.Sprintf("%s %s/%s %s→%s", r.holder, t.Object.Kind, t.Object.Name, t.From, t.To))
 	*r.last = t
-}
-
-// waitFor polls until cond holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitForWithin(t, 10*time.Second, what, cond)
-}
-
-func waitForWithin(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // memLeases is an in-process LeaseStore with the semantics of ops/state's: TTL expiry and holder checks.
@@ -147,7 +131,7 @@ func TestWatcherTellsWhyAJobWaits(t *testing.T) {
 	rec := newRecorder("a", nil, &mu, &got)
 	stop := startWatcher(t, e, &memLeases{}, rec, "a")
 	defer stop()
-	waitFor(t, "pending", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+	opstest.Eventually(t, 10*time.Second, "pending", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if rec.last.To != StatePending || rec.last.Reason != "train-c-0: Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu." {
@@ -171,11 +155,11 @@ func TestWatcherTellsTransitions(t *testing.T) {
 	saw := func(s string) func() bool {
 		return func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(got, s) }
 	}
-	waitFor(t, "pending", saw("a Job/train-a →pending"))
+	opstest.Eventually(t, 10*time.Second, "pending", saw("a Job/train-a →pending"))
 	setJobStatus(t, e, "train-a", batchv1.JobStatus{Active: 1})
-	waitFor(t, "running", saw("a Job/train-a pending→running"))
+	opstest.Eventually(t, 10*time.Second, "running", saw("a Job/train-a pending→running"))
 	setJobStatus(t, e, "train-a", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
-	waitFor(t, "completed", saw("a Job/train-a running→completed"))
+	opstest.Eventually(t, 10*time.Second, "completed", saw("a Job/train-a running→completed"))
 	mu.Lock()
 	if rec.last.LogTail != "loss 0.1\ndone" || rec.last.RequestID != "req-0" {
 		t.Errorf("completed transition = %+v", *rec.last)
@@ -184,7 +168,7 @@ func TestWatcherTellsTransitions(t *testing.T) {
 	if err := e.kube.BatchV1().Jobs(testNS).Delete(context.Background(), "train-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "deleted", saw("a Job/train-a completed→deleted"))
+	opstest.Eventually(t, 10*time.Second, "deleted", saw("a Job/train-a completed→deleted"))
 }
 
 // TestWatcherHandOver runs two replicas against one Redis: only the lease holder informs, and after the holder
@@ -215,19 +199,19 @@ func TestWatcherHandOver(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "a tells running", func() bool { return count("a Job/train-b →running") == 1 })
+	opstest.Eventually(t, 10*time.Second, "a tells running", func() bool { return count("a Job/train-b →running") == 1 })
 	stopB := startWatcher(t, e, store, newRecorder("b", store, &mu, &got), "b")
 	defer stopB()
 	if h, ok, _ := store.LeaseHolder(context.Background(), LeaseName(testCluster)); !ok || h != "a" {
 		t.Fatalf("lease holder = %q %v", h, ok)
 	}
 	stopA()
-	waitFor(t, "b takes the lease", func() bool {
+	opstest.Eventually(t, 10*time.Second, "b takes the lease", func() bool {
 		h, ok, _ := store.LeaseHolder(context.Background(), LeaseName(testCluster))
 		return ok && h == "b"
 	})
 	setJobStatus(t, e, "train-b", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}})
-	waitFor(t, "b tells failed", func() bool { return count("Job/train-b") >= 2 && count("failed") == 1 })
+	opstest.Eventually(t, 10*time.Second, "b tells failed", func() bool { return count("Job/train-b") >= 2 && count("failed") == 1 })
 	mu.Lock()
 	defer mu.Unlock()
 	// b's From is "running" or "" depending on whether its first list came before the change; what was told is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -323,7 +324,7 @@ func TestTwoReplicasRaceToExecute(t *testing.T) {
 		})
 	}
 	// Everyone but the winner gives up while the winner is still executing; then the winner finishes.
-	eventually(t, 10*time.Second, "the losers to return", func() bool { return returned.Load() == 2*perEngine-1 })
+	opstest.Eventually(t, 10*time.Second, "the losers to return", func() bool { return returned.Load() == 2*perEngine-1 })
 	close(cl.op.gate)
 	wg.Wait()
 	if n := cl.op.execs.Load(); n != 1 {
@@ -359,7 +360,7 @@ func TestRedisStoppedFailsClosed(t *testing.T) {
 		t.Fatalf("executed %d times with Redis down", n)
 	}
 	cl.srv.Restart()
-	eventually(t, 10*time.Second, "Redis to answer again", func() bool { return s.Ping(ctx) == nil })
+	opstest.Eventually(t, 10*time.Second, "Redis to answer again", func() bool { return s.Ping(ctx) == nil })
 	rec, err := e.Submit(ctx, scaleRequest("outage-1", 4))
 	if err != nil || rec.Phase != ops.PhaseSucceeded {
 		t.Fatalf("Submit after Redis came back = %v, %v; want succeeded", rec, err)
@@ -420,7 +421,7 @@ func TestDeadReplicaIsInterruptedNotReExecuted(t *testing.T) {
 
 	die() // the replica stops renewing; its execution hangs on
 	var interrupted *ops.Record
-	eventually(t, 10*time.Second, "a sweep to mark the request interrupted", func() bool {
+	opstest.Eventually(t, 10*time.Second, "a sweep to mark the request interrupted", func() bool {
 		changed, err := survivor.Sweep(ctx)
 		if err != nil {
 			t.Fatalf("Sweep: %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -67,7 +68,7 @@ func TestRedisDownIsStateUnavailable(t *testing.T) {
 	}
 	srv.Restart()
 	// go-redis stops dialling after repeated failures and probes once a second until Redis answers again.
-	eventually(t, 10*time.Second, "the client to reconnect", func() bool { return s.Ping(ctx) == nil })
+	opstest.Eventually(t, 10*time.Second, "the client to reconnect", func() bool { return s.Ping(ctx) == nil })
 	for _, c := range calls {
 		if err := c.call(); errors.Is(err, ops.ErrStateUnavailable) {
 			t.Errorf("%s after Redis came back: %v", c.name, err)

@@ -77,15 +77,3 @@ func record(id string, phase ops.Phase, initiator string, created time.Time) *op
 	return &ops.Record{Request: req, Fingerprint: req.Fingerprint(), Phase: phase, Version: 1,
 		Owner: req.Initiator, CreatedAt: created, UpdatedAt: created}
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -74,7 +75,7 @@ func TestLockExpiresWithoutRenewal(t *testing.T) {
 		}
 		start := time.Now()
 		var next *ops.Lock
-		eventually(t, 5*time.Second, "the lock to lapse", func() bool {
+		opstest.Eventually(t, 5*time.Second, "the lock to lapse", func() bool {
 			next, err = s.Acquire(ctx, scope, "req-new", time.Minute)
 			return err == nil
 		})
@@ -128,7 +129,7 @@ func TestLeases(t *testing.T) {
 				t.Fatalf("%s: LeaseHolder = %q, %v, %v; want %q", st.name, h, ok, err, st.holder)
 			}
 		}
-		eventually(t, 5*time.Second, "B's lease to lapse", func() bool {
+		opstest.Eventually(t, 5*time.Second, "B's lease to lapse", func() bool {
 			ok, err := s.AcquireLease(ctx, name, "A", time.Minute)
 			return err == nil && ok
 		})

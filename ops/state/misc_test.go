@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -48,7 +49,7 @@ func TestSeenAndClaimTick(t *testing.T) {
 		if ok, _ := s.ClaimTick(ctx, "daily-capacity", at.Add(24*time.Hour)); !ok {
 			t.Errorf("the next day's tick was refused")
 		}
-		eventually(t, 5*time.Second, "the dedupe window to pass", func() bool {
+		opstest.Eventually(t, 5*time.Second, "the dedupe window to pass", func() bool {
 			ok, err := s.Seen(ctx, "envelope", "env-1")
 			return err == nil && ok
 		})
@@ -101,7 +102,7 @@ func TestCache(t *testing.T) {
 		if err := s.CacheSet(ctx, "forever", []byte("x"), 0); err == nil {
 			t.Fatalf("a cache entry without TTL was accepted")
 		}
-		eventually(t, 5*time.Second, "the cache entry to expire", func() bool {
+		opstest.Eventually(t, 5*time.Second, "the cache entry to expire", func() bool {
 			_, ok, err := s.CacheGet(ctx, "price/ml.p5.48xlarge")
 			return err == nil && !ok
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -179,7 +180,7 @@ func leaseScope(id string) ops.LockScope {
 // requeueOrphan sweeps until the orphaned execution of id is back on the queue (its lease lapsed).
 func requeueOrphan(t *testing.T, ctx context.Context, e *ops.Engine, q *state.Queue) {
 	t.Helper()
-	eventually(t, 10*time.Second, "a sweep to put the orphaned execution back on the queue", func() bool {
+	opstest.Eventually(t, 10*time.Second, "a sweep to put the orphaned execution back on the queue", func() bool {
 		if _, err := e.Sweep(ctx); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
@@ -191,7 +192,7 @@ func requeueOrphan(t *testing.T, ctx context.Context, e *ops.Engine, q *state.Qu
 func waitPhase(t *testing.T, ctx context.Context, e *ops.Engine, id string, phase ops.Phase) *ops.Record {
 	t.Helper()
 	var rec *ops.Record
-	eventually(t, 20*time.Second, "request "+id+" to be "+string(phase), func() bool {
+	opstest.Eventually(t, 20*time.Second, "request "+id+" to be "+string(phase), func() bool {
 		var err error
 		rec, err = e.Get(ctx, id)
 		return err == nil && rec.Phase == phase
@@ -455,7 +456,7 @@ func TestRequestQueuedWhileReplicaStopsIsNotStranded(t *testing.T) {
 		_ = a.RunExecutors(runCtx, ops.ExecutorOptions{Workers: 2, Poll: 2 * time.Second})
 	}()
 	rdb := dial(t, r.srv.URL())
-	eventually(t, 10*time.Second, "a's executors to read the queue", func() bool {
+	opstest.Eventually(t, 10*time.Second, "a's executors to read the queue", func() bool {
 		gs, err := rdb.XInfoGroups(ctx, "{resume}:exec").Result() // the group exists once a's reader began
 		return err == nil && len(gs) == 1
 	})

@@ -1,0 +1,51 @@
+// Package leftover is the TestMain of packages whose tests start goroutines, processes or listeners: it fails the
+// run when a goroutine leaks (goleak) or when a check finds something the tests left behind.
+package leftover
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Check looks, once every test is done, for something the tests must not leave behind.
+type Check struct {
+	// What names what is looked for, in the failure ("control-plane leftovers after the run").
+	What string
+	// Find returns what it found as an error, or nil when nothing is left.
+	Find func() error
+}
+
+// ControlPlane is the check of internal/controlplane's processes and ports; the caller passes its Leftovers (this
+// package cannot import controlplane, whose own tests use it).
+func ControlPlane(leftovers func() error) Check {
+	return Check{What: "control-plane leftovers after the run", Find: leftovers}
+}
+
+// Main runs the tests, then every check, and exits: non-zero when a test failed, a check found something or a
+// goroutine leaked.
+func Main(m *testing.M, checks ...Check) {
+	goleak.VerifyTestMain(run{m, checks})
+}
+
+type run struct {
+	m      *testing.M
+	checks []Check
+}
+
+func (r run) Run() int { return After(os.Stderr, r.m.Run(), r.checks...) }
+
+// After runs every check after tests that ended with code, printing what each finds to w; it returns code, or 1
+// when a check found something. For a TestMain that must stop what it started before checking.
+func After(w io.Writer, code int, checks ...Check) int {
+	for _, c := range checks {
+		if err := c.Find(); err != nil {
+			fmt.Fprintf(w, "%s:\n%v\n", c.What, err)
+			code = 1
+		}
+	}
+	return code
+}

@@ -1,0 +1,107 @@
+package opstest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Locker is an in-memory ops.Locker with ops/state's rules: a lock expires on the clock, the same owner
+// acquiring again refreshes it and keeps its token, each new lock gets the next fencing number, and Renew,
+// Release and Check act only with the current token.
+type Locker struct {
+	clock clockwork.Clock
+	mu    sync.Mutex
+	held  map[string]heldLock
+	fence int64
+}
+
+type heldLock struct {
+	lock    ops.Lock
+	expires time.Time
+}
+
+// NewLocker returns a locker whose locks expire on clock (nil: the real clock).
+func NewLocker(clock clockwork.Clock) *Locker {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	return &Locker{clock: clock, held: map[string]heldLock{}}
+}
+
+func (l *Locker) live(scope ops.LockScope) (heldLock, bool) {
+	h, ok := l.held[scope.String()]
+	return h, ok && l.clock.Now().Before(h.expires)
+}
+
+// Acquire takes scope for owner for ttl, or fails with *ops.LockHeldError naming the live holder.
+func (l *Locker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(scope)
+	switch {
+	case ok && h.lock.Owner != owner:
+		return nil, &ops.LockHeldError{Scope: scope, Holder: h.lock.Owner}
+	case !ok:
+		l.fence++
+		h.lock = ops.Lock{Scope: scope, Owner: owner, Token: fmt.Sprintf("t%d", l.fence), Fence: l.fence}
+	}
+	h.expires = l.clock.Now().Add(ttl)
+	l.held[scope.String()] = h
+	out := h.lock
+	return &out, nil
+}
+
+// Holder returns the live holder of scope, if any.
+func (l *Locker) Holder(_ context.Context, scope ops.LockScope) (string, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(scope)
+	return h.lock.Owner, ok, nil
+}
+
+// Renew extends a live lock that still carries lk's token, else ops.ErrLockLost.
+func (l *Locker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.live(lk.Scope)
+	if !ok || h.lock.Token != lk.Token {
+		return ops.ErrLockLost
+	}
+	h.expires = l.clock.Now().Add(ttl)
+	l.held[lk.Scope.String()] = h
+	return nil
+}
+
+// Release frees the lock if it carries lk's token; another token does nothing.
+func (l *Locker) Release(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
+		delete(l.held, lk.Scope.String())
+	}
+	return nil
+}
+
+// Check reports whether the live lock carries lk's token (ops.ErrLockLost otherwise).
+func (l *Locker) Check(_ context.Context, lk *ops.Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
+		return ops.ErrLockLost
+	}
+	return nil
+}
+
+// Drop deletes scope's lock whoever holds it, as an expiry or an operator would: its holder's next Check or
+// Renew fails, and the next Acquire gets a larger fencing number.
+func (l *Locker) Drop(scope ops.LockScope) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.held, scope.String())
+}
