@@ -624,7 +624,7 @@ func TestPlanningPastTheCallersTimeout(t *testing.T) {
 		defer close(done)
 		e.RunTellers(tctx, s.Outbox(), tl, ops.TellerOptions{Wait: 100 * time.Millisecond})
 	}()
-	eventually(t, 30*time.Second, "the rejection told", func() bool {
+	opstest.Eventually(t, 30*time.Second, "the rejection told", func() bool {
 		n, err := s.Outbox().Told(ctx, "req-hung")
 		return err == nil && n == len(stored.History)
 	})
