@@ -50,6 +50,13 @@ var (
 		writes:  func(w *world, _ string) int { return w.AWS.Applied(fakeaws.OpSageMakerUpdateCluster) },
 		scope:   func(string) string { return harness.GPUGroup }, aws: fakeaws.OpSageMakerUpdateCluster,
 	}
+	bootstrap = operation{
+		name:    "bootstrap (HyperPod CreateCluster)",
+		command: func(string) string { return "bootstrap hyperpod template=" + Template },
+		writes:  func(w *world, _ string) int { return w.AWS.Applied(fakeaws.OpSageMakerCreateCluster) },
+		scope:   func(string) string { return harness.Cluster + "/bootstrap" }, aws: fakeaws.OpSageMakerCreateCluster,
+		world:   worldOptions{noHyperPod: true},
+	}
 	scaleEKS = operation{
 		name:    "scale-capacity (EKS)",
 		command: func(string) string { return "capacity scale group=" + EKSGroup + " count=1" },
@@ -61,7 +68,7 @@ var (
 // kubeFault answers the request's non-dry-run write of its object with status (once when times is 1).
 func kubeFault(name string, act faultproxy.Action, status, retryAfter, times int, want ops.Phase, writes int) fault {
 	return fault{name: name, want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
-		w.kube.Inject(faultproxy.Rule{Resource: c.op.kube, Name: c.name, Verb: writeVerb(c.op), Action: act,
+		c.fired = w.kube.Inject(faultproxy.Rule{Resource: c.op.kube, Name: c.name, Verb: writeVerb(c.op), Action: act,
 			Status: status, RetryAfter: retryAfter, Times: times})
 	}}
 }
@@ -76,7 +83,7 @@ func writeVerb(op operation) string {
 // redisDropOnStep loses Redis's answer to the script that records the step note of the request: the script ran.
 func redisDropOnStep(note string, want ops.Phase, writes int) fault {
 	return fault{name: "redis: answer to «" + note + "» lost", want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
-		w.redisProxy.DropAfterForward(faultproxy.Contains(c.id, note), 1)
+		c.fired = w.redisProxy.DropAfterForward(faultproxy.Contains(c.id, note), 1)
 	}}
 }
 
@@ -150,6 +157,16 @@ var (
 		Code: "InternalFailure", Times: 3}, ops.PhaseSucceeded, 1)
 	awsResetAfter = awsFault("aws: connection reset after acting", fakeaws.Fault{When: fakeaws.FaultAfter, Reset: true, Times: 3},
 		ops.PhaseSucceeded, 1)
+	// CreateCluster, like UpdateCluster, has no idempotency token: refusals are final, a lost answer is read back.
+	awsResourceLimit = awsFault("aws: ResourceLimitExceeded", fakeaws.Fault{When: fakeaws.FaultBefore, Status: 400,
+		Code: "ResourceLimitExceeded", Message: "The account-level service limit 'ml.p5.48xlarge for cluster usage' is 0 Instances"},
+		ops.PhaseFailed, 0)
+	awsAccessDenied = awsFault("aws: AccessDeniedException", fakeaws.Fault{When: fakeaws.FaultBefore, Status: 400,
+		Code: "AccessDeniedException", Message: "User is not authorized to perform: sagemaker:CreateCluster"}, ops.PhaseFailed, 0)
+	aws500AfterOnce = awsFault("aws: 500 after acting (answer lost)", fakeaws.Fault{When: fakeaws.FaultAfter, Status: 500,
+		Code: "InternalFailure"}, ops.PhaseSucceeded, 1)
+	awsResetAfterOnce = awsFault("aws: connection reset after acting", fakeaws.Fault{When: fakeaws.FaultAfter, Reset: true},
+		ops.PhaseSucceeded, 1)
 )
 
 // cells is the committed matrix: every pair whose invariants hold.
@@ -185,6 +202,17 @@ func cells() []struct {
 			out = append(out, cell{op, f})
 		}
 	}
+	for _, f := range []fault{none, awsThrottled, aws500Before, aws400, awsResourceLimit, awsAccessDenied, aws500AfterOnce,
+		awsResetAfterOnce, redisCutAwait, redisDropAcc} {
+		out = append(out, cell{bootstrap, f})
+	}
+	for _, op := range []operation{deployInference, scaleHyperPod} {
+		for _, f := range slackFaults {
+			out = append(out, cell{op, f})
+		}
+		out = append(out, cell{op, redisReadOnly}, cell{op, redisFailover})
+	}
+	out = append(out, cell{deployInference, watchClosed("deployments")}, cell{createStorage, watchClosed("persistentvolumeclaims")})
 	return out
 }
 
