@@ -29,10 +29,8 @@ var slackFaults = []fault{
 	slackFault("slack: thread reply posted, connection reset", fakeslack.Fault{Method: "chat.postMessage", Reply: true,
 		Reset: true, After: true}, telling{}),
 	// Every update with blocks refused for its content: each goes again as plain text.
-	slackFault("slack: chat.update msg_too_long", fakeslack.Fault{Method: "chat.update", WithBlocks: true,
-		Error: "msg_too_long", Times: -1}, telling{plainText: true}),
-	slackFault("slack: chat.update invalid_blocks", fakeslack.Fault{Method: "chat.update", WithBlocks: true,
-		Error: "invalid_blocks", Times: -1}, telling{plainText: true}),
+	plainRetry("slack: chat.update msg_too_long once", "msg_too_long"),
+	plainRetry("slack: chat.update invalid_blocks once", "invalid_blocks"),
 	channelRefusing("slack: request's channel archived once approved (is_archived)",
 		func(w *world) { w.Slack.ArchiveChannel(TeamChannel) }),
 	channelRefusing("slack: bot removed from the request's channel once approved (not_in_channel)",
@@ -49,8 +47,25 @@ func slackFault(name string, f fakeslack.Fault, how telling) fault {
 		}}
 }
 
+// plainRetry refuses the first update of the plan message for its content: it goes again as plain text at once,
+// and later updates carry their blocks again.
+func plainRetry(name, code string) fault {
+	f := slackFault(name, fakeslack.Fault{Method: "chat.update", WithBlocks: true, Error: code}, telling{})
+	f.check = func(t *testing.T, w *world, c *run, rec *ops.Record) string {
+		plan, _ := planMessage(w.Slack.Snapshot(), TeamChannel, c.id)
+		for _, r := range append(plan.Revisions, fakeslack.Revision{Text: plan.Text, Blocks: plan.Blocks}) {
+			if len(r.Blocks) == 0 && strings.Contains(r.Text, "Slack refused the full message") {
+				return "plain-text version shown once"
+			}
+		}
+		t.Errorf("the plan message of %s never showed its plain-text version after %s", c.id, code)
+		return ""
+	}
+	return f
+}
+
 // channelRefusing makes the request's channel refuse everything for good right after the vote that approved the
-// request: what was told before stays in the thread, every later entry reaches the requester by a direct message
+// request (or as soon as policy approved it): what was told before stays in the thread, every later entry reaches the requester by a direct message
 // saying it could not be posted there, and the change is made once all the same.
 func channelRefusing(name string, refuse func(*world)) fault {
 	return fault{name: name, want: ops.PhaseSucceeded, wantWrites: 1, channel: TeamChannel, telling: telling{undeliverable: true},
@@ -58,6 +73,14 @@ func channelRefusing(name string, refuse func(*world)) fault {
 			var once sync.Once
 			c.voted = func() { once.Do(func() { refuse(w) }) }
 			c.fired = func() int { return len(notices(w.Slack.Snapshot(), c.id)) }
+			// A request that needs no vote is approved by policy: refuse once it is.
+			go func() {
+				if _, err := w.WaitRecord(t.Context(), 3*time.Minute, c.id, func(r *ops.Record) bool {
+					return r.Phase != ops.PhaseReceived && r.Phase != ops.PhasePlanned && r.Phase != ops.PhaseAwaitingApproval
+				}); err == nil {
+					once.Do(func() { refuse(w) })
+				}
+			}()
 		},
 		check: func(t *testing.T, w *world, c *run, rec *ops.Record) string {
 			snap := w.Slack.Snapshot()

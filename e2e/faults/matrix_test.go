@@ -188,8 +188,12 @@ func cells() []struct {
 		if op.name == deployInference.name {
 			drop, hold = kubeDropAfterHalf, kubeHoldAfterHalf
 		}
-		for _, f := range []fault{none, kube429, kube403, conflict, kube422, kube503, kubeHoldBefore, drop, hold,
-			redisLatency, redisDropAcc} {
+		faults := []fault{none, kube429, kube403, conflict, kube422, kube503, kubeHoldBefore, drop, hold, redisLatency}
+		// A delete is no ops.Steps operation: it records no «change accepted», so that fault would strike nothing.
+		if op.name != deleteStorage.name {
+			faults = append(faults, redisDropAcc)
+		}
+		for _, f := range faults {
 			out = append(out, cell{op, f})
 		}
 	}
