@@ -49,6 +49,8 @@ type fault struct {
 	wantWrites int
 	// world is what the fault needs of its world (a Redis replica, an audit channel).
 	world worldOptions
+	// plainRetry marks a fault that refuses an update of the plan message for its content.
+	plainRetry bool
 	// channel is where the request is typed ("" is harness.OpsChannel).
 	channel string
 	// telling says how the request's messages may end up when the fault is on Slack.
