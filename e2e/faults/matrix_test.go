@@ -55,7 +55,7 @@ var (
 		command: func(string) string { return "bootstrap hyperpod template=" + Template },
 		writes:  func(w *world, _ string) int { return w.AWS.Applied(fakeaws.OpSageMakerCreateCluster) },
 		scope:   func(string) string { return harness.Cluster + "/bootstrap" }, aws: fakeaws.OpSageMakerCreateCluster,
-		world:   worldOptions{noHyperPod: true},
+		world: worldOptions{noHyperPod: true},
 	}
 	scaleEKS = operation{
 		name:    "scale-capacity (EKS)",
