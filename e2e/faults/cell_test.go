@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ type operation struct {
 	aws string
 	// scope is a part of the request's lock scope key.
 	scope func(name string) string
+	// world is what the operation needs of its world.
+	world worldOptions
 }
 
 // fault is a column: what goes wrong on which wire, and what the request must end as.
@@ -44,14 +47,38 @@ type fault struct {
 	want ops.Phase
 	// wantWrites is the number of effective writes the fakes must show.
 	wantWrites int
+	// world is what the fault needs of its world (a Redis replica, an audit channel).
+	world worldOptions
+	// plainRetry marks a fault that refuses an update of the plan message for its content.
+	plainRetry bool
+	// channel is where the request is typed ("" is harness.OpsChannel).
+	channel string
+	// telling says how the request's messages may end up when the fault is on Slack.
+	telling telling
+	// check is a further check at the fakes once the request is finished; what it returns is added to the
+	// matrix's told column.
+	check func(t *testing.T, w *world, c *run, rec *ops.Record) string
+}
+
+// telling is what a Slack fault allows of a request's messages.
+type telling struct {
+	// undeliverable: the request's channel refuses for good, so an entry may be told by a direct message to the
+	// requester instead of a thread reply (never both), and the plan message may stay as it was.
+	undeliverable bool
 }
 
 // run is one cell under way.
 type run struct {
-	op   operation
-	name string // the object
-	id   string // the request id
-	done chan struct{}
+	op      operation
+	name    string // the object
+	id      string // the request id
+	channel string // where the request is typed
+	done    chan struct{}
+	// fired, when the fault's arm sets it, says how often the fault struck: a cell whose fault never struck
+	// tested nothing.
+	fired func() int
+	// voted, when the fault's arm sets it, is called right after each vote on the request was acknowledged.
+	voted func()
 }
 
 // result is one cell's line in the printed matrix.
@@ -71,9 +98,12 @@ func randomName(prefix string) string {
 // runCell runs one request of op under f in a fresh world, next to a healthy request on another scope, and checks
 // every invariant at the fakes.
 func runCell(t *testing.T, op operation, f fault) result {
-	w := newWorld(t)
+	w := newWorld(t, op.world.with(f.world))
 	ctx := t.Context()
-	c := &run{op: op, name: randomName("fx"), done: make(chan struct{})}
+	c := &run{op: op, name: randomName("fx"), channel: f.channel, done: make(chan struct{})}
+	if c.channel == "" {
+		c.channel = harness.OpsChannel
+	}
 	c.id = "req-" + c.name
 	if op.setup != nil {
 		op.setup(t, w, c.name)
@@ -84,7 +114,11 @@ func runCell(t *testing.T, op operation, f fault) result {
 	}
 	healthy := make(chan error, 1)
 	go func() { healthy <- w.healthy(ctx, randomName("ok")) }()
-	rec := w.submit(t, c.id, op.command(c.name))
+	rec, err := w.drive(ctx, harness.Alice, c.channel, c.id, op.command(c.name), c.voted)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, w.Logs())
+	}
+	rec = w.settled(t, c.id, rec)
 	close(c.done)
 	writes := op.writes(w, c.name) - before
 	defer func() {
@@ -104,29 +138,44 @@ func runCell(t *testing.T, op operation, f fault) result {
 	if writes != f.wantWrites {
 		t.Errorf("%d effective writes, want %d (the record says %s)", writes, f.wantWrites, rec.Phase)
 	}
-	w.checkRecord(t, rec)
+	w.checkRecord(t, rec, c.channel)
 	w.checkLock(t, rec, op.scope(c.name))
-	res.told = w.checkTold(t, rec)
+	res.told = w.checkTold(t, rec, c.channel, f.telling)
+	if f.check != nil {
+		if more := f.check(t, w, c, rec); more != "" {
+			res.told += "; " + more
+		}
+	}
+	if c.fired != nil && c.fired() == 0 {
+		t.Errorf("the fault %q never struck: the cell tested nothing", f.name)
+	}
 	if err := <-healthy; err != nil {
 		t.Errorf("the healthy request beside it: %v", err)
 	}
 	return res
 }
 
-// submit types the command as Alice, approves it as often as policy asks, and waits until it is finished.
+// submit types the command as Alice in harness.OpsChannel, approves it as often as policy asks, and waits until
+// it is finished.
 func (w *world) submit(t *testing.T, id, text string) *ops.Record {
 	t.Helper()
-	rec, err := w.drive(t.Context(), harness.Alice, id, text)
+	return w.submitIn(t, harness.OpsChannel, id, text)
+}
+
+// submitIn is submit with the command typed in channel.
+func (w *world) submitIn(t *testing.T, channel, id, text string) *ops.Record {
+	t.Helper()
+	rec, err := w.drive(t.Context(), harness.Alice, channel, id, text, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, w.Logs())
 	}
 	return w.settled(t, id, rec)
 }
 
-// drive types the command as user, votes as the leads other than user until policy is satisfied, and waits
-// until the request is finished.
-func (w *world) drive(ctx context.Context, user, id, text string) (*ops.Record, error) {
-	if _, err := w.Slash(ctx, user, harness.OpsChannel, text+" request-id="+id); err != nil {
+// drive types the command as user in channel, votes as the leads other than user until policy is satisfied
+// (calling voted, when set, after each vote), and waits until the request is finished.
+func (w *world) drive(ctx context.Context, user, channel, id, text string, voted func()) (*ops.Record, error) {
+	if _, err := w.Slash(ctx, user, channel, text+" request-id="+id); err != nil {
 		return nil, err
 	}
 	var voters []string
@@ -148,27 +197,37 @@ func (w *world) drive(ctx context.Context, user, id, text string) (*ops.Record, 
 			return rec, fmt.Errorf("%s still awaits approval after every lead voted", id)
 		}
 		received := rec.Approval.Received()
-		msg, err := w.WaitMessage(ctx, time.Minute, harness.OpsChannel, func(m fakeslack.Message) bool {
+		msg, err := w.WaitMessage(ctx, time.Minute, channel, func(m fakeslack.Message) bool {
 			return m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) && harness.HasButton(m, handlers.ActionApprove)
 		})
 		if err != nil {
 			return rec, err
 		}
-		views := len(w.Slack.Snapshot().Views)
-		if _, err := w.Click(ctx, voters[0], harness.OpsChannel, msg.TS, handlers.ActionApprove); err != nil {
-			return rec, err
-		}
-		if rec.Request.Operation == kube.OpDeleteStorage {
-			if err := w.confirmDelete(ctx, voters[0], views, rec.Request.Params.String("name")); err != nil {
+		// A vote made while Redis was cut is refused (fail closed); the voter, like a person, clicks again.
+		for try := 1; ; try++ {
+			views := len(w.Slack.Snapshot().Views)
+			if _, err := w.Click(ctx, voters[0], channel, msg.TS, handlers.ActionApprove); err != nil {
+				return rec, err
+			}
+			if rec.Request.Operation == kube.OpDeleteStorage {
+				if err := w.confirmDelete(ctx, voters[0], views, rec.Request.Params.String("name")); err != nil {
+					return rec, err
+				}
+			}
+			if voted != nil {
+				voted()
+			}
+			_, err := w.WaitRecord(ctx, 15*time.Second, id, func(r *ops.Record) bool {
+				return r.Phase != ops.PhaseAwaitingApproval || r.Approval.Received() > received
+			})
+			if err == nil {
+				break
+			}
+			if try == 4 {
 				return rec, err
 			}
 		}
 		voters = voters[1:]
-		if _, err := w.WaitRecord(ctx, time.Minute, id, func(r *ops.Record) bool {
-			return r.Phase != ops.PhaseAwaitingApproval || r.Approval.Received() > received
-		}); err != nil {
-			return rec, err
-		}
 	}
 }
 
@@ -208,7 +267,7 @@ func (w *world) settled(t *testing.T, id string, rec *ops.Record) *ops.Record {
 // healthy is a request on another scope while the cell's fault is on: it must succeed and be told.
 func (w *world) healthy(ctx context.Context, name string) error {
 	id := "req-" + name
-	rec, err := w.drive(ctx, harness.Lead2, id, "storage create name="+name+" size=1Gi storage-class="+harness.StorageClass)
+	rec, err := w.drive(ctx, harness.Lead2, harness.OpsChannel, id, "storage create name="+name+" size=1Gi storage-class="+harness.StorageClass, nil)
 	if err != nil {
 		return err
 	}
@@ -220,7 +279,7 @@ func (w *world) healthy(ctx context.Context, name string) error {
 }
 
 // checkRecord: a failure names its cause (code, message, next step); an interruption offers Stop and Take over.
-func (w *world) checkRecord(t *testing.T, rec *ops.Record) {
+func (w *world) checkRecord(t *testing.T, rec *ops.Record, channel string) {
 	t.Helper()
 	switch rec.Phase {
 	case ops.PhaseFailed:
@@ -233,7 +292,7 @@ func (w *world) checkRecord(t *testing.T, rec *ops.Record) {
 			t.Errorf("%s failed with %+v: the cause lacks its code, message or next step", rec.ID(), e)
 		}
 	case ops.PhaseInterrupted:
-		msg := w.approvableOr(t, rec.ID())
+		msg := w.approvableOr(t, channel, rec.ID())
 		for _, a := range []string{handlers.ActionStop, handlers.ActionTakeOver} {
 			if !harness.HasButton(msg, a) {
 				t.Errorf("%s is interrupted but its message offers no %s", rec.ID(), a)
@@ -242,9 +301,9 @@ func (w *world) checkRecord(t *testing.T, rec *ops.Record) {
 	}
 }
 
-func (w *world) approvableOr(t *testing.T, id string) fakeslack.Message {
+func (w *world) approvableOr(t *testing.T, channel, id string) fakeslack.Message {
 	t.Helper()
-	msg, err := w.WaitMessage(t.Context(), time.Minute, harness.OpsChannel, func(m fakeslack.Message) bool {
+	msg, err := w.WaitMessage(t.Context(), time.Minute, channel, func(m fakeslack.Message) bool {
 		return m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) && harness.HasButton(m, handlers.ActionStop)
 	})
 	if err != nil {
@@ -269,44 +328,47 @@ func (w *world) checkLock(t *testing.T, rec *ops.Record, scope string) {
 	}
 }
 
-// checkTold: every entry of the record that tells people is one reply in the plan message's thread, exactly
-// once, and the plan message shows the final phase. It returns what the matrix prints: "once", or what went wrong.
-func (w *world) checkTold(t *testing.T, rec *ops.Record) string {
+// checkTold: every entry of the record that tells people is one reply in the plan message's thread in channel,
+// exactly once, and the plan message shows the final phase. Where how allows it, an entry is told instead by a
+// notice to the requester that it could not be delivered. It returns what the matrix prints: "once", how many
+// went undelivered to a notice, or what went wrong.
+func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how telling) string {
 	t.Helper()
 	snap := w.Slack.Snapshot()
-	var plan fakeslack.Message
-	for _, m := range snap.Messages[harness.OpsChannel] {
-		if m.ThreadTS == "" && strings.Contains(harness.MessageText(m), rec.ID()) {
-			plan = m
-			break
-		}
-	}
-	if plan.TS == "" {
+	plan, ok := planMessage(snap, channel, rec.ID())
+	if !ok {
 		var texts []string
-		for _, m := range snap.Messages[harness.OpsChannel] {
+		for _, m := range snap.Messages[channel] {
 			texts = append(texts, fmt.Sprintf("ts=%s thread=%s %q", m.TS, m.ThreadTS, m.Text))
 		}
-		t.Errorf("%s: no plan message in %s; it held:\n%s", rec.ID(), harness.OpsChannel, strings.Join(texts, "\n"))
+		t.Errorf("%s: no plan message in %s; it held:\n%s", rec.ID(), channel, strings.Join(texts, "\n"))
 		return "no message"
 	}
 	want := map[string]int{}
-	for _, tr := range rec.History {
-		switch tr.Kind {
-		case ops.KindProgress:
-			want[handlers.ProgressReply(rec, tr.Note).Text]++
-		case ops.KindPhase:
-			at := *rec
-			at.Phase = tr.To
-			if m, ok := handlers.TransitionReply(&at, tr); ok {
-				want[m.Text]++
-			}
+	for i := range rec.History {
+		if text, ok := entryText(rec, i); ok {
+			want[text]++
 		}
 	}
 	got := map[string]int{}
-	for _, m := range snap.Messages[harness.OpsChannel] {
+	for _, m := range snap.Messages[channel] {
 		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(m.Text, rec.ID()+": ") {
 			got[m.Text]++
 		}
+	}
+	noticed := map[string]int{}
+	undelivered := 0
+	for _, n := range notices(snap, rec.ID()) {
+		text, ok := entryText(rec, n)
+		if !ok {
+			t.Errorf("%s: a notice about entry %d, which tells nobody anything", rec.ID(), n)
+			continue
+		}
+		noticed[text]++
+		undelivered++
+	}
+	if undelivered > 0 && !how.undeliverable {
+		t.Errorf("%s: %d entries were noticed as undeliverable, yet Slack refused nothing for good: %v", rec.ID(), undelivered, noticed)
 	}
 	verdict := "once"
 	for text, n := range got {
@@ -316,19 +378,99 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record) string {
 		}
 	}
 	for text, n := range want {
-		if got[text] < n {
-			t.Errorf("%s: told %d times, its record has it %d times: %q", rec.ID(), got[text], n, text)
+		switch all := got[text] + noticed[text]; {
+		case all < n:
+			t.Errorf("%s: told %d times and noticed undeliverable %d times, its record has it %d times: %q", rec.ID(),
+				got[text], noticed[text], n, text)
 			verdict = "untold"
+		case all > n:
+			t.Errorf("%s: told %d times and noticed undeliverable %d times, its record has it %d times: %q", rec.ID(),
+				got[text], noticed[text], n, text)
+			verdict = "twice"
 		}
 	}
-	// The message is settled after the entries are told: give it the time a person would.
-	if _, err := w.WaitMessage(t.Context(), 30*time.Second, harness.OpsChannel, func(m fakeslack.Message) bool {
+	if verdict == "once" && undelivered > 0 {
+		verdict = fmt.Sprintf("told %d, undeliverable %d + DM to the requester", len(rec.History)-undelivered-untelling(rec), undelivered)
+	}
+	if how.undeliverable {
+		return verdict // the plan message can no longer be updated: it stays as it was
+	}
+	settledAs := func(m fakeslack.Message) bool {
 		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)) && strings.HasSuffix(m.Text, "(request "+rec.ID()+")")
-	}); err != nil {
-		t.Errorf("%s: the plan message never showed %s: %v", rec.ID(), rec.Phase, err)
+	}
+	// The message is settled after the entries are told: give it the time a person would.
+	if _, err := w.WaitMessage(t.Context(), 30*time.Second, channel, settledAs); err != nil {
+		m, _ := snap.Message(channel, plan.TS)
+		t.Errorf("%s: the plan message never showed %s: %v (it shows %q)", rec.ID(), rec.Phase, err, m.Text)
 		verdict = "message stale"
 	}
 	return verdict
+}
+
+// planMessage finds the request's plan message: the top-level message in channel that names it.
+func planMessage(snap fakeslack.Snapshot, channel, id string) (fakeslack.Message, bool) {
+	for _, m := range snap.Messages[channel] {
+		if m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) {
+			return m, true
+		}
+	}
+	return fakeslack.Message{}, false
+}
+
+// entryText is the thread reply entry i of rec is told with; false for an entry that tells nobody.
+func entryText(rec *ops.Record, i int) (string, bool) {
+	tr := rec.History[i]
+	switch tr.Kind {
+	case ops.KindProgress:
+		return handlers.ProgressReply(rec, tr.Note).Text, true
+	case ops.KindPhase:
+		at := *rec
+		at.Phase = tr.To
+		if m, ok := handlers.TransitionReply(&at, tr); ok {
+			return m.Text, true
+		}
+	}
+	return "", false
+}
+
+// untelling counts the entries of rec that tell nobody (steps, the first phase).
+func untelling(rec *ops.Record) int {
+	n := 0
+	for i := range rec.History {
+		if _, ok := entryText(rec, i); !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// tellPayload is the metadata the teller posts every part with.
+type tellPayload struct {
+	Request string `json:"request"`
+	Entry   int    `json:"entry"`
+	Part    string `json:"part"`
+}
+
+// notices are the entries of request id that a notice told the requester could not be delivered, wherever the
+// notices went (a direct message, an agent's thread).
+func notices(snap fakeslack.Snapshot, id string) []int {
+	var out []int
+	for _, msgs := range snap.Messages {
+		for _, m := range msgs {
+			if p, ok := tellPart(m); ok && p.Request == id && p.Part == "notice" {
+				out = append(out, p.Entry)
+			}
+		}
+	}
+	return out
+}
+
+func tellPart(m fakeslack.Message) (tellPayload, bool) {
+	var p tellPayload
+	if m.Metadata == nil || m.Metadata.EventType != handlers.TellEventType {
+		return p, false
+	}
+	return p, json.Unmarshal(m.Metadata.EventPayload, &p) == nil
 }
 
 func phrase(p ops.Phase) string { return strings.ReplaceAll(string(p), "-", " ") }

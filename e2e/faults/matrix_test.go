@@ -50,6 +50,13 @@ var (
 		writes:  func(w *world, _ string) int { return w.AWS.Applied(fakeaws.OpSageMakerUpdateCluster) },
 		scope:   func(string) string { return harness.GPUGroup }, aws: fakeaws.OpSageMakerUpdateCluster,
 	}
+	bootstrap = operation{
+		name:    "bootstrap (HyperPod CreateCluster)",
+		command: func(string) string { return "bootstrap hyperpod template=" + Template },
+		writes:  func(w *world, _ string) int { return w.AWS.Applied(fakeaws.OpSageMakerCreateCluster) },
+		scope:   func(string) string { return harness.Cluster + "/bootstrap" }, aws: fakeaws.OpSageMakerCreateCluster,
+		world: worldOptions{noHyperPod: true},
+	}
 	scaleEKS = operation{
 		name:    "scale-capacity (EKS)",
 		command: func(string) string { return "capacity scale group=" + EKSGroup + " count=1" },
@@ -61,7 +68,7 @@ var (
 // kubeFault answers the request's non-dry-run write of its object with status (once when times is 1).
 func kubeFault(name string, act faultproxy.Action, status, retryAfter, times int, want ops.Phase, writes int) fault {
 	return fault{name: name, want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
-		w.kube.Inject(faultproxy.Rule{Resource: c.op.kube, Name: c.name, Verb: writeVerb(c.op), Action: act,
+		c.fired = w.kube.Inject(faultproxy.Rule{Resource: c.op.kube, Name: c.name, Verb: writeVerb(c.op), Action: act,
 			Status: status, RetryAfter: retryAfter, Times: times})
 	}}
 }
@@ -76,7 +83,7 @@ func writeVerb(op operation) string {
 // redisDropOnStep loses Redis's answer to the script that records the step note of the request: the script ran.
 func redisDropOnStep(note string, want ops.Phase, writes int) fault {
 	return fault{name: "redis: answer to «" + note + "» lost", want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
-		w.redisProxy.DropAfterForward(faultproxy.Contains(c.id, note), 1)
+		c.fired = w.redisProxy.DropAfterForward(faultproxy.Contains(c.id, note), 1)
 	}}
 }
 
@@ -150,6 +157,16 @@ var (
 		Code: "InternalFailure", Times: 3}, ops.PhaseSucceeded, 1)
 	awsResetAfter = awsFault("aws: connection reset after acting", fakeaws.Fault{When: fakeaws.FaultAfter, Reset: true, Times: 3},
 		ops.PhaseSucceeded, 1)
+	// CreateCluster, like UpdateCluster, has no idempotency token: refusals are final, a lost answer is read back.
+	awsResourceLimit = awsFault("aws: ResourceLimitExceeded", fakeaws.Fault{When: fakeaws.FaultBefore, Status: 400,
+		Code: "ResourceLimitExceeded", Message: "The account-level service limit 'ml.p5.48xlarge for cluster usage' is 0 Instances"},
+		ops.PhaseFailed, 0)
+	awsAccessDenied = awsFault("aws: AccessDeniedException", fakeaws.Fault{When: fakeaws.FaultBefore, Status: 400,
+		Code: "AccessDeniedException", Message: "User is not authorized to perform: sagemaker:CreateCluster"}, ops.PhaseFailed, 0)
+	aws500AfterOnce = awsFault("aws: 500 after acting (answer lost)", fakeaws.Fault{When: fakeaws.FaultAfter, Status: 500,
+		Code: "InternalFailure"}, ops.PhaseSucceeded, 1)
+	awsResetAfterOnce = awsFault("aws: connection reset after acting", fakeaws.Fault{When: fakeaws.FaultAfter, Reset: true},
+		ops.PhaseSucceeded, 1)
 )
 
 // cells is the committed matrix: every pair whose invariants hold.
@@ -171,8 +188,12 @@ func cells() []struct {
 		if op.name == deployInference.name {
 			drop, hold = kubeDropAfterHalf, kubeHoldAfterHalf
 		}
-		for _, f := range []fault{none, kube429, kube403, conflict, kube422, kube503, kubeHoldBefore, drop, hold,
-			redisLatency, redisDropAcc} {
+		faults := []fault{none, kube429, kube403, conflict, kube422, kube503, kubeHoldBefore, drop, hold, redisLatency}
+		// A delete is no ops.Steps operation: it records no «change accepted», so that fault would strike nothing.
+		if op.name != deleteStorage.name {
+			faults = append(faults, redisDropAcc)
+		}
+		for _, f := range faults {
 			out = append(out, cell{op, f})
 		}
 	}
@@ -185,6 +206,26 @@ func cells() []struct {
 			out = append(out, cell{op, f})
 		}
 	}
+	// No «redis: cut 5s after the write» here: the cut can strike the healthy request's «write started», which
+	// then ends interrupted although nothing was sent (reported, not fixed).
+	for _, f := range []fault{none, awsThrottled, aws500Before, aws400, awsResourceLimit, awsAccessDenied, aws500AfterOnce,
+		awsResetAfterOnce, redisDropAcc} {
+		out = append(out, cell{bootstrap, f})
+	}
+	for _, op := range []operation{deployInference, scaleHyperPod} {
+		for _, f := range slackFaults {
+			// A plain-text version has no buttons: a refused update to «waiting for approval» leaves nothing to
+			// approve with (reported, not fixed), so the plain-text cells run on a request that needs no vote.
+			if op.name == scaleHyperPod.name && f.plainRetry {
+				continue
+			}
+			out = append(out, cell{op, f})
+		}
+		// redisReadOnly is left out: the healthy request beside it meets the switch too, and when the switch
+		// closes its connection during «write started» it ends interrupted although nothing was sent.
+		out = append(out, cell{op, redisFailover})
+	}
+	out = append(out, cell{deployInference, watchClosed("deployments")}, cell{createStorage, watchClosed("persistentvolumeclaims")})
 	return out
 }
 

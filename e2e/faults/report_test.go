@@ -20,7 +20,7 @@ const reportPosted ops.Phase = "report posted"
 var reportFaults = []fault{
 	{name: "none"},
 	{name: "kube: 429 Retry-After 1 on listing nodes", arm: func(t *testing.T, w *world, c *run) {
-		w.kube.Inject(faultproxy.Rule{Verb: "list", Resource: "nodes", Action: faultproxy.Answer,
+		c.fired = w.kube.Inject(faultproxy.Rule{Verb: "list", Resource: "nodes", Action: faultproxy.Answer,
 			Status: http.StatusTooManyRequests, RetryAfter: 1, Times: 1})
 	}},
 	redisLatency,
@@ -29,7 +29,7 @@ var reportFaults = []fault{
 // runReportCell asks for a capacity report under f: it is posted once, and writes nothing at
 // the API server or AWS.
 func runReportCell(t *testing.T, f fault) result {
-	w := newWorld(t)
+	w := newWorld(t, f.world)
 	ctx := t.Context()
 	c := &run{name: randomName("report"), done: make(chan struct{})}
 	defer close(c.done)
@@ -63,5 +63,8 @@ func runReportCell(t *testing.T, f fault) result {
 		}
 	}
 	res.writes += w.AWS.Applied(fakeaws.OpSageMakerUpdateCluster) + w.AWS.Applied(fakeaws.OpEKSUpdateNodegroupConfig)
+	if c.fired != nil && c.fired() == 0 {
+		t.Errorf("the fault %q never struck: the cell tested nothing", f.name)
+	}
 	return res
 }

@@ -40,15 +40,38 @@ const (
 	kubeBudget = 40 * time.Second
 	// EKSGroup is the EKS managed node group every world's fake AWS has.
 	EKSGroup = "ng-faults"
+	// TeamChannel is a second command channel: a cell whose fault is on the request's own channel types it
+	// there, so the healthy request beside it (in harness.OpsChannel) keeps a channel that works.
+	TeamChannel = "C0TEAM"
+	// AuditChannel is the audit channel of a world with audit set.
+	AuditChannel = "C0AUDIT"
+	// Template is the HyperPod template every world registers for bootstrap-cluster.
+	Template = "faults-small"
 )
+
+// worldOptions are what a cell needs of its world beyond the common one.
+type worldOptions struct {
+	// noHyperPod leaves the HyperPod cluster out of the fake AWS, for bootstrap-cluster to create it.
+	noHyperPod bool
+	// replica starts a replica of the world's Redis (world.replica), for a cell that points the bot at it.
+	replica bool
+	// audit sets slack.auditChannel to AuditChannel.
+	audit bool
+}
+
+func (o worldOptions) with(p worldOptions) worldOptions {
+	return worldOptions{noHyperPod: o.noHyperPod || p.noHyperPod, replica: o.replica || p.replica, audit: o.audit || p.audit}
+}
 
 // world is one cell's environment: its own Redis (behind a TCP fault proxy), fake Slack and fake AWS, the shared
 // control plane behind a Kubernetes fault proxy, and one bot running in this process.
 type world struct {
 	*harness.World
 	redisProxy *faultproxy.TCP
-	kube       *faultproxy.Kube
-	log        *syncBuffer
+	// replica is a replica of Redis (nil unless worldOptions.replica).
+	replica *redistest.Server
+	kube    *faultproxy.Kube
+	log     *syncBuffer
 }
 
 // syncBuffer is the bot's log, written by its goroutines and read by a failing test.
@@ -70,12 +93,15 @@ func (s *syncBuffer) String() string {
 }
 
 // newWorld starts a cell's world and its bot; everything stops when the test ends.
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, opts worldOptions) *world {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	w := &world{World: &harness.World{T: t, Plane: plane, Dir: t.TempDir(), Prefix: "faults-" + suffix()}, log: &syncBuffer{}}
 	w.Redis = redistest.Start(t)
+	if opts.replica {
+		w.replica = redistest.StartWith(t, "--replicaof", "127.0.0.1", fmt.Sprint(w.Redis.Port()))
+	}
 	var err error
 	if w.redisProxy, err = faultproxy.NewTCP(w.Redis.Addr()); err != nil {
 		t.Fatal(err)
@@ -94,13 +120,13 @@ func newWorld(t *testing.T) *world {
 	w.AWS = fakeaws.New(fakeaws.Options{Region: harness.Region, TransitionDelay: transition,
 		SecretKeys: map[string]string{harness.BotKey: harness.BotSecret}})
 	t.Cleanup(w.AWS.Close)
-	if err := seedAWS(w.AWS); err != nil {
+	if err := seedAWS(w.AWS, !opts.noHyperPod); err != nil {
 		t.Fatal(err)
 	}
 	if err := ensureNamespace(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := w.config()
+	cfg, err := w.config(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +145,8 @@ func newSlack() *fakeslack.Server {
 		UserGroups: map[string][]string{harness.Leads: {harness.Lead2}},
 		Channels: map[string][]string{
 			harness.OpsChannel:       {"U0BOT", harness.Alice, harness.Lead1, harness.Lead2},
+			TeamChannel:              {"U0BOT", harness.Alice, harness.Lead1, harness.Lead2},
+			AuditChannel:             {"U0BOT", harness.Lead1},
 			harness.ApprovalsChannel: {"U0BOT", harness.Lead1, harness.Lead2},
 			harness.ReportChannel:    {"U0BOT", harness.Lead1},
 			harness.AgentDM:          {harness.Agent},
@@ -126,20 +154,22 @@ func newSlack() *fakeslack.Server {
 	})
 }
 
-// seedAWS creates the EKS cluster with the node group EKSGroup, and the HyperPod cluster with one instance of
-// harness.GPUGroup.
-func seedAWS(s *fakeaws.Server) error {
+// seedAWS creates the EKS cluster with the node group EKSGroup and, with hyperPod, the HyperPod cluster with one
+// instance of harness.GPUGroup.
+func seedAWS(s *fakeaws.Server, hyperPod bool) error {
 	if err := s.AddEKSCluster(fakeaws.EKSCluster{Name: harness.EKSCluster, Region: harness.Region}); err != nil {
 		return fmt.Errorf("seed the EKS cluster: %w", err)
 	}
 	eks, _ := s.EKSCluster(harness.EKSCluster)
-	err := s.AddHyperPodCluster(fakeaws.HyperPodCluster{
-		Name: harness.HyperPod, Region: harness.Region, EKSClusterARN: eks.ARN,
-		InstanceGroups: []fakeaws.InstanceGroup{{Name: harness.GPUGroup, Type: harness.GPUType, Count: 1,
-			LifecycleS3URI: "s3://faults-lifecycle/scripts/", ExecutionRole: "arn:aws:iam::123456789012:role/HyperPodExecutionRole"}},
-	})
-	if err != nil {
-		return fmt.Errorf("seed the HyperPod cluster: %w", err)
+	if hyperPod {
+		err := s.AddHyperPodCluster(fakeaws.HyperPodCluster{
+			Name: harness.HyperPod, Region: harness.Region, EKSClusterARN: eks.ARN,
+			InstanceGroups: []fakeaws.InstanceGroup{{Name: harness.GPUGroup, Type: harness.GPUType, Count: 1,
+				LifecycleS3URI: "s3://faults-lifecycle/scripts/", ExecutionRole: "arn:aws:iam::123456789012:role/HyperPodExecutionRole"}},
+		})
+		if err != nil {
+			return fmt.Errorf("seed the HyperPod cluster: %w", err)
+		}
 	}
 	return s.AddNodegroup(fakeaws.Nodegroup{Cluster: harness.EKSCluster, Name: EKSGroup,
 		InstanceTypes: []string{harness.EKSType}, MinSize: 0, MaxSize: 2, DesiredSize: 0})
@@ -154,8 +184,19 @@ func ensureNamespace(ctx context.Context) error {
 	return nil
 }
 
-// config is the e2e configuration with this world's endpoints: Redis and the API server through their proxies.
-func (w *world) config() (*config.Config, error) {
+// templateYAML registers Template for bootstrap-cluster: one instance of harness.GPUGroup, like the seeded cluster.
+const templateYAML = `      clusterName: ` + harness.HyperPod + `
+      templates:
+        ` + Template + `:
+          instanceGroups: [{name: ` + harness.GPUGroup + `, instanceType: ` + harness.GPUType + `, instanceCount: 1}]
+          lifecycleScript: "s3://faults-lifecycle/scripts/"
+          executionRole: hyperpod-exec
+          vpc: {subnets: [subnet-0123456789abcdef0], securityGroups: [sg-0123456789abcdef0]}
+`
+
+// config is the e2e configuration with this world's endpoints: Redis and the API server through their proxies;
+// the HyperPod template, the second command channel and, with opts.audit, the audit channel.
+func (w *world) config(opts worldOptions) (*config.Config, error) {
 	kubeconfig := filepath.Join(w.Dir, "kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -174,7 +215,15 @@ current-context: faults
 	}
 	so := w.Slack.Options()
 	text = strings.NewReplacer("${SLACK_APP_TOKEN}", so.AppToken, "${SLACK_BOT_TOKEN}", so.BotToken,
-		"${HYPEROPS_LISTEN}", "127.0.0.1:0", "${HYPEROPS_MCP_LISTEN}", `""`).Replace(text)
+		"${HYPEROPS_LISTEN}", "127.0.0.1:0", "${HYPEROPS_MCP_LISTEN}", `""`,
+		"      clusterName: "+harness.HyperPod+"\n", templateYAML,
+		"  channels: ["+harness.OpsChannel+"]", "  channels: ["+harness.OpsChannel+", "+TeamChannel+"]").Replace(text)
+	if !strings.Contains(text, Template+":") || !strings.Contains(text, TeamChannel+"]") {
+		return nil, fmt.Errorf("the generated config changed shape: the template or %s could not be added", TeamChannel)
+	}
+	if opts.audit {
+		text = strings.Replace(text, "  approvalsChannel: ", "  auditChannel: "+AuditChannel+"\n  approvalsChannel: ", 1)
+	}
 	cfg, err := config.Parse([]byte(text), "faults.yaml")
 	if err != nil {
 		return nil, err
@@ -235,3 +284,8 @@ func tail(s string, lines int) string {
 
 // suffix makes a world's key prefix unique.
 func suffix() string { return randomName("w") }
+
+// replicaClient talks to the world's replica directly.
+func (w *world) replicaClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: w.replica.Addr(), MaxRetries: -1})
+}

@@ -14,6 +14,12 @@ import (
 type Fault struct {
 	Method  string // Web API method, e.g. "chat.postMessage", "chat.update"
 	Channel string // only calls for this channel ("" = any)
+	// Reply matches only thread replies (calls with a thread_ts), so a fault on a request's thread spares its
+	// top-level message.
+	Reply bool
+	// WithBlocks matches only calls that carry blocks, the way Slack refuses a message for its content
+	// (invalid_blocks) and takes its plain-text version.
+	WithBlocks bool
 	// Error is the Slack error answered with ok:false ("channel_not_found", "not_in_channel", "is_archived",
 	// "invalid_blocks", "msg_too_long", …); "" with Status for an HTTP error.
 	Error      string
@@ -25,14 +31,27 @@ type Fault struct {
 	Times      int           // how many matching calls; negative: until ClearFaults; 0 counts as 1
 }
 
-// Inject adds a fault for the Web API calls it matches.
-func (s *Server) Inject(f Fault) {
+// armedFault is an injected fault and how many calls it answered.
+type armedFault struct {
+	Fault
+	hits int
+}
+
+// Inject adds a fault for the Web API calls it matches. It returns a function that says how many calls the
+// fault answered so far, so a test can tell that it fired.
+func (s *Server) Inject(f Fault) (hits func() int) {
 	if f.Times == 0 {
 		f.Times = 1
 	}
+	a := &armedFault{Fault: f}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
+	s.faults = append(s.faults, a)
+	return func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return a.hits
+	}
 }
 
 // ClearFaults removes every injected fault.
@@ -64,10 +83,11 @@ func (s *Server) RemoveMember(channel, user string) {
 // faultLocked takes the first fault matching a call, spending one of its times.
 func (s *Server) faultLocked(method string, p params) *Fault {
 	for i, f := range s.faults {
-		if f.Method != method || (f.Channel != "" && f.Channel != p.get("channel")) {
+		if !f.matches(method, p) {
 			continue
 		}
-		hit := *f
+		f.hits++
+		hit := f.Fault
 		if f.Times > 0 {
 			if f.Times--; f.Times == 0 {
 				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
@@ -76,6 +96,11 @@ func (s *Server) faultLocked(method string, p params) *Fault {
 		return &hit
 	}
 	return nil
+}
+
+func (f *Fault) matches(method string, p params) bool {
+	return f.Method == method && (f.Channel == "" || f.Channel == p.get("channel")) &&
+		(!f.Reply || p.get("thread_ts") != "") && (!f.WithBlocks || p.get("blocks") != "")
 }
 
 // status is the HTTP status a fault answers with.

@@ -130,6 +130,33 @@ func TestFaultMatchingAndTimes(t *testing.T) {
 	}
 }
 
+// Reply spares top-level messages, WithBlocks spares plain text, and Inject's counter says how many calls each
+// fault answered.
+func TestFaultFiltersAndHits(t *testing.T) {
+	ctx := testContext(t)
+	srv := newServer(t, testOptions())
+	api := webClient(srv, botToken)
+	replies := srv.Inject(Fault{Method: "chat.postMessage", Channel: "C0OPS", Reply: true, Error: "is_archived", Times: -1})
+	rich := srv.Inject(Fault{Method: "chat.update", WithBlocks: true, Error: "invalid_blocks", Times: -1})
+	root, err := post(ctx, api, "C0OPS", "root")
+	if err != nil {
+		t.Fatalf("a top-level post met the thread's fault: %v", err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("reply", false), slack.MsgOptionTS(root)); err == nil {
+		t.Error("a thread reply was posted under the thread's fault")
+	}
+	blocks := slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*rich*", false, false), nil, nil))
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C0OPS", root, slack.MsgOptionText("rich", false), blocks); err == nil {
+		t.Error("an update with blocks went through under an invalid_blocks fault")
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C0OPS", root, slack.MsgOptionText("plain", false)); err != nil {
+		t.Errorf("the plain-text update met the fault on blocks: %v", err)
+	}
+	if replies() != 1 || rich() != 1 {
+		t.Errorf("hits: replies %d, rich %d; want 1 and 1", replies(), rich())
+	}
+}
+
 // A Delay holds the answer on the server's clock: the call returns only once the clock moved past it.
 func TestFaultDelay(t *testing.T) {
 	ctx := testContext(t)

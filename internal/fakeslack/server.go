@@ -53,7 +53,7 @@ type Server struct {
 	// throttledUntil is when a Throttle ends; every Web API call is answered 429 before it.
 	throttledUntil time.Time
 	// faults are the injected faults still to answer, in the order injected.
-	faults []*Fault
+	faults []*armedFault
 
 	ephemerals []Ephemeral
 	files      map[string]*fileRecord

@@ -83,6 +83,14 @@ type Kube struct {
 	mu     sync.Mutex
 	rules  []*liveRule
 	writes []Write
+	// watches are the watch streams being relayed, each with what ends it.
+	watches map[*openWatch]struct{}
+}
+
+// openWatch is a watch stream being relayed.
+type openWatch struct {
+	resource string
+	end      context.CancelFunc
 }
 
 type liveRule struct {
@@ -104,7 +112,7 @@ func NewKube(upstream *rest.Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
-	k := &Kube{ln: ln, up: u, client: &http.Client{Transport: rt}}
+	k := &Kube{ln: ln, up: u, client: &http.Client{Transport: rt}, watches: map[*openWatch]struct{}{}}
 	k.ctx, k.stop = context.WithCancel(context.Background())
 	k.srv = &http.Server{Handler: http.HandlerFunc(k.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = k.srv.Serve(ln) }()
@@ -126,6 +134,22 @@ func (k *Kube) Inject(r Rule) (hits func() int) {
 		defer k.mu.Unlock()
 		return lr.hits
 	}
+}
+
+// CloseWatches ends every watch of resource being relayed now, as an API server ends a watch (a timeout, a
+// restart): the stream closes cleanly, and the client must watch again. It returns how many it closed. Watches
+// opened later are not affected; a CloseWatch rule closes those.
+func (k *Kube) CloseWatches(resource string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for ow := range k.watches {
+		if ow.resource == resource {
+			ow.end()
+			n++
+		}
+	}
+	return n
 }
 
 // ClearRules removes every rule.
@@ -201,6 +225,20 @@ func (k *Kube) serve(w http.ResponseWriter, r *http.Request) {
 		k.record(c, act, 0, nil)
 		k.hold(r.Context())
 		return
+	}
+	if c.Verb == "watch" {
+		ctx, end := context.WithCancel(r.Context())
+		defer end()
+		ow := &openWatch{resource: c.Resource, end: end}
+		k.mu.Lock()
+		k.watches[ow] = struct{}{}
+		k.mu.Unlock()
+		defer func() {
+			k.mu.Lock()
+			delete(k.watches, ow)
+			k.mu.Unlock()
+		}()
+		r = r.WithContext(ctx)
 	}
 	resp, body, err := k.forward(r, c.Verb == "watch")
 	if err != nil {

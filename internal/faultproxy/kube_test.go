@@ -226,6 +226,31 @@ func TestKubeCloseWatch(t *testing.T) {
 	}
 }
 
+// CloseWatches ends the watches already being relayed, which a CloseWatch rule, acting on new ones, cannot.
+func TestKubeCloseWatches(t *testing.T) {
+	k, cs, _ := kubeProxy(t)
+	wi, err := cs.CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wi.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for k.CloseWatches("configmaps") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch was never relayed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case _, open := <-wi.ResultChan():
+		if open {
+			t.Fatal("an event on a watch that was closed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch is still open after CloseWatches")
+	}
+}
+
 func TestCallOf(t *testing.T) {
 	cases := map[string]Call{
 		"GET /api/v1/namespaces/ns/pods/p/log":                       {Verb: "get", Resource: "pods", Subresource: "log", Namespace: "ns", Name: "p"},

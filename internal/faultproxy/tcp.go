@@ -24,11 +24,13 @@ type TCP struct {
 	closed   bool
 }
 
-// drop loses the connection of the next chunks (client to upstream) that match, after forwarding them.
+// drop loses the connection of the next chunks (client to upstream) that match, after forwarding them; with cut,
+// the whole proxy is cut once the upstream answered.
 type drop struct {
 	match func([]byte) bool
 	left  int
 	hits  int
+	cut   bool
 }
 
 // link is one proxied connection.
@@ -89,7 +91,17 @@ func (p *TCP) SetLatency(d time.Duration) {
 // and then their connection is closed before any answer reaches the client. It returns a function that says how
 // many chunks were dropped so far.
 func (p *TCP) DropAfterForward(match func(chunk []byte) bool, times int) (dropped func() int) {
-	d := &drop{match: match, left: times}
+	return p.arm(&drop{match: match, left: times})
+}
+
+// CutAfterForward is DropAfterForward that cuts the proxy (as Cut) once the upstream answered the matching chunk:
+// a failover in the middle of a command, whose upstream acted but whose answer no client hears. New connections
+// are refused until Restore; a test promotes a replica and calls SetUpstream and Restore to finish the failover.
+func (p *TCP) CutAfterForward(match func(chunk []byte) bool, times int) (cuts func() int) {
+	return p.arm(&drop{match: match, left: times, cut: true})
+}
+
+func (p *TCP) arm(d *drop) func() int {
 	p.mu.Lock()
 	p.drops = append(p.drops, d)
 	p.mu.Unlock()
@@ -194,10 +206,11 @@ func (p *TCP) pipe(l *link, up bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			lat, dropIt := p.onChunk(chunk, up)
+			lat, d := p.onChunk(chunk, up)
 			if lat > 0 {
 				time.Sleep(lat)
 			}
+			dropIt := d != nil
 			var answered chan struct{}
 			if dropIt {
 				answered = l.mute()
@@ -212,6 +225,9 @@ func (p *TCP) pipe(l *link, up bool) {
 				case <-answered:
 				case <-time.After(answerWait):
 				}
+				if d.cut {
+					p.Cut()
+				}
 				return
 			}
 		}
@@ -224,21 +240,21 @@ func (p *TCP) pipe(l *link, up bool) {
 // answerWait bounds how long a drop waits for the upstream's answer before it cuts the connection anyway.
 const answerWait = 5 * time.Second
 
-// onChunk says how long to hold a chunk and whether its connection is to be dropped once it is forwarded.
-func (p *TCP) onChunk(chunk []byte, up bool) (time.Duration, bool) {
+// onChunk says how long to hold a chunk and, when its connection is to be dropped once it is forwarded, the drop.
+func (p *TCP) onChunk(chunk []byte, up bool) (time.Duration, *drop) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !up {
-		return p.latency, false
+		return p.latency, nil
 	}
 	for _, d := range p.drops {
 		if d.left > 0 && d.match(chunk) {
 			d.left--
 			d.hits++
-			return p.latency, true
+			return p.latency, d
 		}
 	}
-	return p.latency, false
+	return p.latency, nil
 }
 
 // mute starts throwing the upstream's answers away; the channel closes at the first one.

@@ -77,3 +77,40 @@ func TestTCPUpstreamReplicaAnswersReadonly(t *testing.T) {
 		t.Fatalf("SET on the replica: %v, want READONLY", err)
 	}
 }
+
+// A failover in the middle of a command: the master acted, the client heard nothing, nothing answers until the
+// replica, promoted with the command's effect, takes its place.
+func TestTCPCutAfterForwardIsAFailoverMidCommand(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.StartWith(t, "--replicaof", "127.0.0.1", master.Addr()[strings.LastIndex(master.Addr(), ":")+1:])
+	p, c := proxied(t, master.Addr())
+	direct := redis.NewClient(&redis.Options{Addr: master.Addr()})
+	defer direct.Close()
+	promoted := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	defer promoted.Close()
+	ctx := context.Background()
+	cuts := p.CutAfterForward(Contains("set", "k1"), 1)
+	if err := c.Set(ctx, "k1", "v", 0).Err(); err == nil {
+		t.Fatal("SET cut by a failover answered OK")
+	}
+	if cuts() != 1 {
+		t.Fatalf("cut %d times, want 1", cuts())
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered during the failover")
+	}
+	if err := direct.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := promoted.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.SetUpstream(replica.Addr())
+	p.Restore()
+	if got, err := c.Get(ctx, "k1").Result(); err != nil || got != "v" {
+		t.Fatalf("k1 on the promoted replica = %q, %v; want the cut SET's value", got, err)
+	}
+	if err := c.Set(ctx, "k2", "w", 0).Err(); err != nil {
+		t.Fatalf("SET on the promoted replica: %v", err)
+	}
+}
