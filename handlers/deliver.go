@@ -98,7 +98,11 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	m.ThreadTS = p.thread
 	ts, err = h.poster.Post(ctx, p.channel, m)
 	if Classify(err) == Rejected {
-		ts, err = h.poster.Post(ctx, p.channel, PlainVersion(rec, m))
+		err = sendPlain(rec, m, func(v Msg) error {
+			var perr error
+			ts, perr = h.poster.Post(ctx, p.channel, v)
+			return perr
+		})
 	}
 	if err == nil {
 		return ts, false, tl.posted(ctx, id, i, p.name)

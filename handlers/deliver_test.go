@@ -103,10 +103,11 @@ func tellingRecord(phase ops.Phase) *ops.Record {
 }
 
 // Content Slack refuses (invalid_blocks, msg_too_long) goes once more as plain text with the command to see the
-// rest; refused again, it is undelivered, the requester gets a direct message, and Tell does not fail.
+// rest and the message's buttons (the vote must stay possible); refused again, as the text alone; refused a third
+// time, it is undelivered, the requester gets a direct message, and Tell does not fail.
 func TestRejectedContentGoesAsPlainText(t *testing.T) {
 	ctx := context.Background()
-	for _, times := range []int{1, 2} {
+	for _, times := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(times), func(t *testing.T) {
 			srv, p := fakeSlack(t)
 			log := &undeliveredLog{}
@@ -117,9 +118,16 @@ func TestRejectedContentGoesAsPlainText(t *testing.T) {
 				t.Fatalf("Tell: %v", err)
 			}
 			msgs := srv.Messages("C0OPS")
-			if times == 1 {
-				if len(msgs) != 1 || (msgs[0].Blocks != nil && string(msgs[0].Blocks) != "[]") || !strings.Contains(msgs[0].Text, "/hp request show id="+rec.ID()) {
+			if times < 3 {
+				if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "/hp request show id="+rec.ID()) {
 					t.Fatalf("C0OPS holds %+v, want the plain-text version with the command", msgs)
+				}
+				withButtons := strings.Contains(string(msgs[0].Blocks), `"action_id":"hp_approve"`)
+				if times == 1 && !withButtons {
+					t.Errorf("the first plain version lost Approve: blocks %s", msgs[0].Blocks)
+				}
+				if times == 2 && msgs[0].Blocks != nil && string(msgs[0].Blocks) != "[]" {
+					t.Errorf("the last resort carries blocks %s, want the text alone", msgs[0].Blocks)
 				}
 				if log.parts() != "" {
 					t.Errorf("undelivered %s, want nothing", log.parts())

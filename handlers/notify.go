@@ -337,7 +337,7 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 func (tl *Teller) update(ctx context.Context, rec *ops.Record, ref MessageRef, m Msg) error {
 	err := tl.h.poster.Update(ctx, ref.Channel, ref.TS, m)
 	if Classify(err) == Rejected {
-		err = tl.h.poster.Update(ctx, ref.Channel, ref.TS, PlainVersion(rec, m))
+		err = sendPlain(rec, m, func(v Msg) error { return tl.h.poster.Update(ctx, ref.Channel, ref.TS, v) })
 	}
 	if err == nil {
 		return nil

@@ -77,6 +77,7 @@ func TestGoldenMessages(t *testing.T) {
 	mcpRec.Request.Initiator = ops.Initiator{Kind: ops.Agent, ID: "agent:ci-agent", Name: "ci-agent"}
 	mcpRec.Owner, mcpRec.Request.Origin = mcpRec.Request.Initiator, "mcp"
 	done := sampleRecord(ops.PhaseSucceeded)
+	awaiting := sampleRecord(ops.PhaseAwaitingApproval)
 	done.Result = &ops.Result{Summary: "gpu-workers at 4 instances", Details: []ops.Detail{{Label: "InService", Value: "4/4"}}, Output: "node-1 Ready\nnode-2 Ready"}
 	long := sampleRecord(ops.PhaseAwaitingApproval)
 	long.Plan.Manifest = strings.Repeat("apiVersion: v1\nkind: ConfigMap\n", 200)
@@ -133,7 +134,8 @@ func TestGoldenMessages(t *testing.T) {
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
-		"plain_version":       {Msg: PlainVersion(done, PlanMessage(opSpecs, done).Msg)},
+		"plain_version":       {Msg: lastPlain(done, PlanMessage(opSpecs, done).Msg)},
+		"plain_version_vote":  {Msg: PlainVersions(awaiting, PlanMessage(opSpecs, awaiting).Msg)[0]},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -230,5 +232,46 @@ func TestWatchReplyTellsWhatMatters(t *testing.T) {
 			}
 			checkLimits(t, m)
 		})
+	}
+}
+
+// lastPlain is the last resort of PlainVersions: the text alone.
+func lastPlain(rec *ops.Record, m Msg) Msg {
+	vs := PlainVersions(rec, m)
+	return vs[len(vs)-1]
+}
+
+// TestPlainVersionKeepsTheVote: a plan awaiting approval whose message Slack refused for its content is shown as
+// plain text that still carries Approve and Deny (without them nobody could vote until it expired); refused
+// again, the text goes alone.
+func TestPlainVersionKeepsTheVote(t *testing.T) {
+	rec := sampleRecord(ops.PhaseAwaitingApproval)
+	vs := PlainVersions(rec, PlanMessage(opSpecs, rec).Msg)
+	if len(vs) != 2 {
+		t.Fatalf("want a version with the buttons and one without, got %d", len(vs))
+	}
+	ids := map[string]bool{}
+	for _, b := range vs[0].Blocks {
+		if a, ok := b.(*slack.ActionBlock); ok {
+			for _, el := range a.Elements.ElementSet {
+				if btn, ok := el.(*slack.ButtonBlockElement); ok {
+					ids[btn.ActionID] = true
+				}
+			}
+		}
+	}
+	if !ids[ActionApprove] || !ids[ActionDeny] {
+		t.Errorf("the plain version lost the vote: buttons %v", ids)
+	}
+	if vs[1].Blocks != nil || !strings.Contains(vs[1].Text, "request show id="+rec.ID()) {
+		t.Errorf("last resort = %+v, want text alone naming request show", vs[1])
+	}
+	var refused []Msg
+	err := sendPlain(rec, PlanMessage(opSpecs, rec).Msg, func(m Msg) error {
+		refused = append(refused, m)
+		return slack.SlackErrorResponse{Err: "invalid_blocks"}
+	})
+	if len(refused) != 2 || Classify(err) != Rejected {
+		t.Errorf("sendPlain tried %d versions, ended %v; want both tried and the refusal returned", len(refused), err)
 	}
 }

@@ -12,16 +12,43 @@ import (
 // a short version is what a person reads in a thread).
 const plainTextMax = 2900
 
-// PlainVersion is m as plain text, no blocks, for a message Slack refused for its content (invalid_blocks,
-// msg_too_long): the start of its text and the command that shows the rest.
-func PlainVersion(rec *ops.Record, m Msg) Msg {
+// PlainVersions are the versions of m to try in turn when Slack refused it for its content (invalid_blocks,
+// msg_too_long): the start of its text and the command that shows the rest, first with the message's buttons (a
+// plan awaiting a vote must stay approvable: without them nobody could act on it until it expired), then, should
+// Slack refuse that too, as plain text alone.
+func PlainVersions(rec *ops.Record, m Msg) []Msg {
 	text := clip(m.Text, plainTextMax)
 	if text == "" {
 		text = rec.ID()
 	}
-	m.Text = text + "\n(Slack refused the full message; " + ops.Ask("request show id="+rec.ID()) + " shows all of it.)"
-	m.Blocks = nil
-	return m
+	plain := m
+	plain.Text = text + "\n(Slack refused the full message; " + ops.Ask("request show id="+rec.ID()) + " shows all of it.)"
+	plain.Blocks = nil
+	var buttons []slack.Block
+	for _, b := range m.Blocks {
+		if b.BlockType() == slack.MBTAction {
+			buttons = append(buttons, b)
+		}
+	}
+	if len(buttons) == 0 {
+		return []Msg{plain}
+	}
+	withButtons := plain
+	withButtons.Blocks = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
+		clip(plain.Text, plainTextMax), false, false), nil, nil)}, buttons...)
+	return []Msg{withButtons, plain}
+}
+
+// sendPlain sends the plain versions of m (PlainVersions) in turn with send while Slack refuses them for their
+// content; it returns send's last answer.
+func sendPlain(rec *ops.Record, m Msg, send func(Msg) error) error {
+	var err error
+	for _, v := range PlainVersions(rec, m) {
+		if err = send(v); Classify(err) != Rejected {
+			return err
+		}
+	}
+	return err
 }
 
 // UndeliveredNotice is the direct message to the requester when the request's own channel or thread refused one

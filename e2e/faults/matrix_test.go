@@ -214,11 +214,8 @@ func cells() []struct {
 	}
 	for _, op := range []operation{deployInference, scaleHyperPod} {
 		for _, f := range slackFaults {
-			// A plain-text version has no buttons: a refused update to «waiting for approval» leaves nothing to
-			// approve with (reported, not fixed), so the plain-text cells run on a request that needs no vote.
-			if op.name == scaleHyperPod.name && f.plainRetry {
-				continue
-			}
+			// On HyperPod the refused update is the one to «waiting for approval»: its plain-text version keeps
+			// Approve and Deny, so the vote still comes.
 			out = append(out, cell{op, f})
 		}
 		// redisReadOnly is left out: the healthy request beside it meets the switch too, and when the switch
