@@ -13,11 +13,11 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
-	"go.uber.org/goleak"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
+	"github.com/hyperops/hyperops/internal/leftover"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
@@ -25,7 +25,7 @@ import (
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leftover.Main(m) }
 
 const (
 	chOps      = "C0OPS"

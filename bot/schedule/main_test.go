@@ -3,9 +3,7 @@ package schedule
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/hyperops/hyperops/internal/leftover"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { leftover.Main(m) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -36,7 +37,24 @@ type run struct {
 	checks []Check
 }
 
-func (r run) Run() int { return After(os.Stderr, r.m.Run(), r.checks...) }
+func (r run) Run() int {
+	code := r.m.Run()
+	settle(settleWithin)
+	return After(os.Stderr, code, r.checks...)
+}
+
+// settleWithin is how long Main lets goroutines that are on their way out finish before goleak looks. goleak
+// itself waits about half a second; go-redis's background re-dial after a failed dial sleeps a second between
+// tries and sees that its client was closed only when it wakes, so tests that stop Redis under a client leave one
+// behind for up to a second after closing it. A goroutine still there after settleWithin is a leak.
+const settleWithin = 10 * time.Second
+
+// settle waits until goleak finds nothing, for at most within.
+func settle(within time.Duration) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline) && goleak.Find() != nil; {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
 
 // After runs every check after tests that ended with code, printing what each finds to w; it returns code, or 1
 // when a check found something. For a TestMain that must stop what it started before checking.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
+	"github.com/hyperops/hyperops/internal/leftover"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // dial failures are expected while tests stop Redis; the tests assert on them
-	goleak.VerifyTestMain(m)
+	leftover.Main(m)
 }
 
 type quietLogger struct{}
