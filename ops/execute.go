@@ -486,6 +486,10 @@ func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Rec
 	}
 	observed, note := e.observe(ctx, rec, why)
 	stored, err := x.update(ctx, func(r *Record) (*Record, error) {
+		if r.Execution == nil || r.Execution.WriteStarted.IsZero() {
+			// Withdrawn meanwhile by the attempt that never sent it: run again from the start instead.
+			return r, errors.New("ops: the write was withdrawn: never sent")
+		}
 		return e.move(ctx, r, PhaseInterrupted, systemActor, note, func(r *Record) {
 			if observed != nil {
 				r.Result = observed

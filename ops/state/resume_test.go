@@ -532,14 +532,14 @@ func TestLostWriteStartedAnswerIsNotInterrupted(t *testing.T) {
 	catalog := ops.NewCatalog()
 	catalog.Register(op)
 	s := state.New(dial(t, "redis://"+proxy.Addr()), state.Options{KeyPrefix: "resume", ClaimIdle: time.Hour})
-	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "flaky", LockTTL: 600 * time.Millisecond, Queue: s.Queue()})
+	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "flaky", LockTTL: 3 * time.Second, Queue: s.Queue()})
 	ctx := ctxT(t)
 
 	// The answer is lost and Redis stays unreachable for a moment, so the client's own retries fail too.
 	dropped := proxy.CutAfterForward(faultproxy.Contains("lost-start-1", "sending the change"), 1)
 	go func() {
 		opstest.Eventually(t, 20*time.Second, "the answer to «write started» to be lost", func() bool { return dropped() > 0 })
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // longer than the client's own retries, shorter than the execution lease
 		proxy.Restore()
 	}()
 	stop := runExecutors(e)
