@@ -180,6 +180,9 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			r.Fence = fence
 			r.Execution.WriteStarted = e.opts.Clock.Now()
 		}); err != nil {
+			// The script may have run although its answer was lost; this replica knows it sent nothing, so it says
+			// so before letting go: a resumer then runs from the start instead of ending the request interrupted.
+			x.withdrawWrite(ctx, fence)
 			return rec, outcomeRetry, stateError("record the write", err)
 		}
 		wctx, wcancel := x.writeContext(bctx, left)
@@ -403,15 +406,47 @@ func (x *executor) step(ctx context.Context, note string, fn func(*Record)) (*Re
 // reached, for up to a lock TTL: given up, a resuming replica can only read back or leave it to people. It stops
 // at once when the record moved on elsewhere (another replica resumed it).
 func (x *executor) stepPersisting(ctx context.Context, note string, fn func(*Record)) error {
-	deadline := time.Now().Add(x.e.opts.LockTTL)
+	return x.persist(ctx, x.e.opts.LockTTL, func() error {
+		_, err := x.step(ctx, note, fn)
+		return err
+	})
+}
+
+// persist runs save until it succeeds, the record moved on elsewhere, or patience has passed.
+func (x *executor) persist(ctx context.Context, patience time.Duration, save func() error) error {
+	deadline := time.Now().Add(patience)
 	backoff := 100 * time.Millisecond
 	for {
-		_, err := x.step(ctx, note, fn)
+		err := save()
 		if err == nil || errors.Is(err, ErrVersionConflict) || !time.Now().Add(backoff).Before(deadline) {
 			return err
 		}
 		sleep(ctx, backoff)
 		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// withdrawWrite undoes a «write started» whose recording failed: the write was never sent. It is recorded only
+// while the record is still this replica's, with this attempt's fence and no accepted write, retried while the
+// store cannot be reached for as long as a hand-over keeps a lock (4 lock TTLs): a replica that resumed it
+// meanwhile owns the record, and the withdrawal stops. Given up, the step stays and a resumer ends the request
+// interrupted, as for a replica that died while sending: never a write sent twice.
+func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
+	ctx = context.WithoutCancel(ctx)
+	err := x.persist(ctx, 4*x.e.opts.LockTTL, func() error {
+		_, err := x.update(ctx, func(r *Record) (*Record, error) {
+			ex := r.Execution
+			if ex == nil || ex.WriteStarted.IsZero() || !ex.WriteAccepted.IsZero() || r.Fence != fence {
+				return r, nil // the step never landed, or the record is another attempt's
+			}
+			return x.e.record(ctx, r, KindStep, fmt.Sprintf("fence %d; write withdrawn: never sent", fence), func(r *Record) {
+				r.Execution.WriteStarted = time.Time{}
+			})
+		})
+		return err
+	})
+	if err != nil {
+		x.e.report(x.id, fmt.Errorf("withdraw the write that was never sent: %w", err))
 	}
 }
 
@@ -451,6 +486,10 @@ func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Rec
 	}
 	observed, note := e.observe(ctx, rec, why)
 	stored, err := x.update(ctx, func(r *Record) (*Record, error) {
+		if r.Execution == nil || r.Execution.WriteStarted.IsZero() {
+			// Withdrawn meanwhile by the attempt that never sent it: run again from the start instead.
+			return r, errors.New("ops: the write was withdrawn: never sent")
+		}
 		return e.move(ctx, r, PhaseInterrupted, systemActor, note, func(r *Record) {
 			if observed != nil {
 				r.Result = observed

@@ -218,9 +218,7 @@ func cells() []struct {
 			// Approve and Deny, so the vote still comes.
 			out = append(out, cell{op, f})
 		}
-		// redisReadOnly is left out: the healthy request beside it meets the switch too, and when the switch
-		// closes its connection during «write started» it ends interrupted although nothing was sent.
-		out = append(out, cell{op, redisFailover})
+		out = append(out, cell{op, redisFailover}, cell{op, redisReadOnly})
 	}
 	out = append(out, cell{deployInference, watchClosed("deployments")}, cell{createStorage, watchClosed("persistentvolumeclaims")})
 	return out

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -515,5 +516,53 @@ func TestAcceptedWriteIsRecordedAfterABriefOutage(t *testing.T) {
 	}
 	if n := r.op.count("write", ""); n != 1 {
 		t.Fatalf("%d writes, want 1", n)
+	}
+}
+
+// Redis ran the script recording «write started» but its answer was lost: the executor never sent the write, so
+// nothing may be left interrupted or locked, and the change is sent exactly once.
+func TestLostWriteStartedAnswerIsNotInterrupted(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy, err := faultproxy.NewTCP(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	op := newStepOp()
+	catalog := ops.NewCatalog()
+	catalog.Register(op)
+	s := state.New(dial(t, "redis://"+proxy.Addr()), state.Options{KeyPrefix: "resume", ClaimIdle: time.Hour})
+	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "flaky", LockTTL: 3 * time.Second, Queue: s.Queue()})
+	ctx := ctxT(t)
+
+	// The answer is lost and Redis stays unreachable for a moment, so the client's own retries fail too.
+	dropped := proxy.CutAfterForward(faultproxy.Contains("lost-start-1", "sending the change"), 1)
+	go func() {
+		opstest.Eventually(t, 20*time.Second, "the answer to «write started» to be lost", func() bool { return dropped() > 0 })
+		time.Sleep(time.Second) // longer than the client's own retries, shorter than the execution lease
+		proxy.Restore()
+	}()
+	stop := runExecutors(e)
+	defer stop()
+	if _, err := e.Submit(ctx, stepRequest("lost-start-1")); err != nil {
+		t.Logf("Submit: %v", err)
+	}
+	var rec *ops.Record
+	opstest.Eventually(t, 20*time.Second, "lost-start-1 to end", func() bool {
+		_, _ = e.Sweep(ctx) // puts the execution back on the queue once its lease lapsed
+		rec, err = e.Get(ctx, "lost-start-1")
+		return err == nil && (rec.Phase.Terminal() || rec.Phase == ops.PhaseInterrupted)
+	})
+	if dropped() != 1 {
+		t.Fatalf("the answer to «write started» was dropped %d times, want 1", dropped())
+	}
+	if rec.Phase != ops.PhaseSucceeded {
+		t.Errorf("ended %s (history %v), want succeeded: the write was never sent before the lost answer", rec.Phase, notes(rec))
+	}
+	if n := op.count("write", ""); n != 1 {
+		t.Errorf("%d writes, want 1", n)
+	}
+	if !hasNote(rec, "fence 1; write withdrawn: never sent") {
+		t.Errorf("history %v does not record that the write was withdrawn", notes(rec))
 	}
 }
