@@ -4,13 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/leftover"
 )
 
 // plane is the control plane every cell's world shares; each cell has its own objects in it.
@@ -29,28 +27,16 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", fmt.Sprint(cellsAtOnce))
 	}
-	goleak.VerifyTestMain(planeRun{m})
+	leftover.MainAround(m, startPlane, leftover.ControlPlane(controlplane.Leftovers))
 }
 
-type planeRun struct{ m *testing.M }
-
-func (r planeRun) Run() int {
+// startPlane starts the shared control plane and returns how to stop it.
+func startPlane() (func() error, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	plane, err = controlplane.Start(ctx, controlplane.Options{WithCRDs: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults: start the control plane:", err)
-		return 1
+	if plane, err = controlplane.Start(ctx, controlplane.Options{WithCRDs: true}); err != nil {
+		return nil, fmt.Errorf("faults: start the control plane: %w", err)
 	}
-	code := r.m.Run()
-	if err := plane.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "faults: stop the control plane:", err)
-		code = 1
-	}
-	if err := controlplane.Leftovers(); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: control-plane leftovers after the run:\n%v\n", err)
-		code = 1
-	}
-	return code
+	return plane.Stop, nil
 }

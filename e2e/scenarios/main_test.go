@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/leftover"
 )
 
 // The control plane and the bot binary are shared by every scenario: starting the plane takes seconds and
@@ -22,41 +23,31 @@ var (
 // any process or port of the plane or of a bot replica is left behind. A missing binary or a failed start fails
 // the run: this tier never skips.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(leftover.Around(m, setUp,
+		leftover.ControlPlane(controlplane.Leftovers),
+		leftover.Check{What: "bot leftovers after the run", Find: harness.Leftovers}))
 }
 
-func run(m *testing.M) int {
+// setUp builds the bot into a temporary directory and starts the shared control plane; its stop undoes both.
+func setUp() (func() error, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "hyperops-e2e-bot-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
-		return 1
+		return nil, fmt.Errorf("e2e: temp dir: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	if botBin, err = harness.BuildBot(ctx, dir); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("e2e: %w", err)
 	}
-	plane, err = controlplane.Start(ctx, controlplane.Options{WithCRDs: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: start the control plane:", err)
-		return 1
+	if plane, err = controlplane.Start(ctx, controlplane.Options{WithCRDs: true}); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("e2e: start the control plane: %w", err)
 	}
-	code := m.Run()
-	if err := plane.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: stop the control plane:", err)
-		code = 1
-	}
-	if err := controlplane.Leftovers(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: control-plane leftovers after the run:\n%v\n", err)
-		code = 1
-	}
-	if err := harness.Leftovers(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: bot leftovers after the run:\n%v\n", err)
-		code = 1
-	}
-	return code
+	return func() error {
+		defer os.RemoveAll(dir)
+		return plane.Stop()
+	}, nil
 }
 
 // world starts a scenario's world over the shared plane.

@@ -29,17 +29,51 @@ func ControlPlane(leftovers func() error) Check {
 // Main runs the tests, then every check, and exits: non-zero when a test failed, a check found something or a
 // goroutine leaked.
 func Main(m *testing.M, checks ...Check) {
-	goleak.VerifyTestMain(run{m, checks})
+	MainAround(m, nil, checks...)
+}
+
+// Setup starts what every test of a package shares (a control plane, a built binary) and returns how to stop it.
+// A Setup that fails fails the run before any test: a tier that needs its world never skips.
+type Setup func() (stop func() error, err error)
+
+// MainAround is Main for a package whose tests share what setup starts: it runs the tests between setup and its
+// stop, then every check (after the stop, so a check sees what stopping left behind), and verifies that no
+// goroutine leaked.
+func MainAround(m *testing.M, setup Setup, checks ...Check) {
+	goleak.VerifyTestMain(run{m, setup, checks, true})
+}
+
+// Around runs the tests between setup and its stop, then every check, and returns the exit code without looking
+// for goroutines: for a package whose tests drive processes (bot replicas) and whose own goroutines are the fakes'.
+func Around(m *testing.M, setup Setup, checks ...Check) int {
+	return run{m, setup, checks, false}.Run()
 }
 
 type run struct {
 	m      *testing.M
+	setup  Setup
 	checks []Check
+	settle bool
 }
 
 func (r run) Run() int {
+	stop := func() error { return nil }
+	if r.setup != nil {
+		s, err := r.setup()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "set up the tests:", err)
+			return 1
+		}
+		stop = s
+	}
 	code := r.m.Run()
-	settle(settleWithin)
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop what the tests shared:", err)
+		code = 1
+	}
+	if r.settle {
+		settle(settleWithin)
+	}
 	return After(os.Stderr, code, r.checks...)
 }
 
