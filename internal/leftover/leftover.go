@@ -50,13 +50,23 @@ func Around(m *testing.M, setup Setup, checks ...Check) int {
 }
 
 type run struct {
-	m      *testing.M
+	m      interface{ Run() int } // *testing.M
 	setup  Setup
 	checks []Check
 	settle bool
 }
 
 func (r run) Run() int {
+	code := r.between()
+	if r.settle {
+		settle(settleWithin)
+	}
+	return After(os.Stderr, code, r.checks...)
+}
+
+// between runs the tests between the setup and its stop. A failed setup runs no test and fails the run; the checks
+// still look for what it may have left half-started.
+func (r run) between() int {
 	stop := func() error { return nil }
 	if r.setup != nil {
 		s, err := r.setup()
@@ -71,10 +81,7 @@ func (r run) Run() int {
 		fmt.Fprintln(os.Stderr, "stop what the tests shared:", err)
 		code = 1
 	}
-	if r.settle {
-		settle(settleWithin)
-	}
-	return After(os.Stderr, code, r.checks...)
+	return code
 }
 
 // settleWithin is how long Main lets goroutines that are on their way out finish before goleak looks. goleak

@@ -6,6 +6,52 @@ import (
 	"testing"
 )
 
+// tests stands in for *testing.M: it records that the tests ran and ends with code.
+type tests struct {
+	code int
+	ran  *bool
+}
+
+func (t tests) Run() int { *t.ran = true; return t.code }
+
+// TestAround: the tests run between setup and its stop; a failed setup fails the run without running them, a
+// failed stop fails a passing run, and the checks come after the stop.
+func TestAround(t *testing.T) {
+	var order []string
+	up := func(stopErr error) Setup {
+		return func() (func() error, error) {
+			order = append(order, "setup")
+			return func() error { order = append(order, "stop"); return stopErr }, nil
+		}
+	}
+	failing := func() (func() error, error) { return nil, errors.New("no kube-apiserver in .cache/bin") }
+	check := Check{What: "leftovers", Find: func() error { order = append(order, "check"); return nil }}
+	cases := []struct {
+		name  string
+		setup Setup
+		code  int
+		want  int
+		ran   bool
+		order string
+	}{
+		{"pass", up(nil), 0, 0, true, "setup stop check"},
+		{"failed tests keep their code", up(nil), 2, 2, true, "setup stop check"},
+		{"a failed stop fails a pass", up(errors.New("etcd would not stop")), 0, 1, true, "setup stop check"},
+		{"a failed setup runs no test", failing, 0, 1, false, "check"},
+		{"no setup", nil, 0, 0, true, "check"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			order = nil
+			ran := false
+			r := run{m: tests{tc.code, &ran}, setup: tc.setup, checks: []Check{check}}
+			if got := r.Run(); got != tc.want || ran != tc.ran || strings.Join(order, " ") != tc.order {
+				t.Fatalf("Run = %d, tests ran %t, order %q; want %d, %t, %q", got, ran, strings.Join(order, " "), tc.want, tc.ran, tc.order)
+			}
+		})
+	}
+}
+
 // TestAfter: a failed check turns a passing run into a failing one and says what it found; a clean one keeps the
 // code of the tests.
 func TestAfter(t *testing.T) {
