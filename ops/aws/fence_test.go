@@ -42,21 +42,7 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 			ctx := ctxT(t)
 			scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: tc.group}
 
-			type outcome struct {
-				rec *ops.Record
-				err error
-			}
-			aDone := make(chan outcome, 1)
-			go func() {
-				rec, err := e.Submit(ctx, scaleRequest("scale-a", testCluster, tc.group, tc.a))
-				aDone <- outcome{rec, err}
-			}()
-			var xa ops.Execution
-			select {
-			case xa = <-gate.Entered():
-			case <-ctx.Done():
-				t.Fatal("A's write never began")
-			}
+			xa, aDone := opstest.SubmitToGate(ctx, t, e, gate, scaleRequest("scale-a", testCluster, tc.group, tc.a))
 			if holder, held, err := store.Holder(ctx, scope); err != nil || !held || holder != "scale-a" {
 				t.Fatalf("before the loss %s is held by %q (%v, %v), want scale-a", scope, holder, held, err)
 			}
@@ -64,12 +50,12 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 			lb := rs.StealLock(ctx, t, scope, "scale-b", xa.Fence)
 			gate.Open()
 			a := <-aDone
-			ue := asOpsError(t, a.err)
+			ue := asOpsError(t, a.Err)
 			if ue.Code != ops.CodeLocked || !strings.Contains(ue.Message, scope.String()) || ue.Next == "" {
 				t.Fatalf("A's error %+v, want E_LOCKED naming %s with a next step", ue, scope)
 			}
-			if a.rec == nil || a.rec.Phase != ops.PhaseFailed || a.rec.Fence != xa.Fence {
-				t.Fatalf("A's record %+v, want failed at fence %d", a.rec, xa.Fence)
+			if a.Rec == nil || a.Rec.Phase != ops.PhaseFailed || a.Rec.Fence != xa.Fence {
+				t.Fatalf("A's record %+v, want failed at fence %d", a.Rec, xa.Fence)
 			}
 			if n := f.srv.Calls(tc.update); n != 0 {
 				t.Fatalf("%s reached AWS %d times from the stale holder", tc.update, n)

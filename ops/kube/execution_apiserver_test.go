@@ -177,29 +177,15 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		reqB := *request("deploy-inference", deployParams(map[string]any{"name": "fenced-ranker", "replicas": "2"}))
 		reqB.ID = "infer-b"
 
-		type outcome struct {
-			rec *ops.Record
-			err error
-		}
-		aDone := make(chan outcome, 1)
-		go func() {
-			rec, err := e.Submit(ctx, reqA)
-			aDone <- outcome{rec, err}
-		}()
-		var xa ops.Execution
-		select {
-		case xa = <-gate.Entered():
-		case <-ctx.Done():
-			t.Fatal("A's write never began")
-		}
+		xa, aDone := opstest.SubmitToGate(ctx, t, e, gate, reqA)
 		lb := rs.StealLock(ctx, t, scope, "infer-b", xa.Fence)
 
 		// A's write goes on: nothing carries a fence yet, so its guard is what refuses it.
 		gate.Open()
 		a := <-aDone
-		wantCode(t, a.err, ops.CodeLocked, "no longer held by this execution", scope.String())
-		if a.rec == nil || a.rec.Phase != ops.PhaseFailed {
-			t.Fatalf("A's record %+v, want failed", a.rec)
+		wantCode(t, a.Err, ops.CodeLocked, "no longer held by this execution", scope.String())
+		if a.Rec == nil || a.Rec.Phase != ops.PhaseFailed {
+			t.Fatalf("A's record %+v, want failed", a.Rec)
 		}
 		for _, res := range []Resource{ResDeployment, ResService} {
 			if got, err := c.getObject(ctx, res, testNS, "fenced-ranker"); err != nil || got != nil {
@@ -222,9 +208,9 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		write := deploy.(ops.Steps).Write
 		bypassed := xa
 		bypassed.Guard = func(context.Context) error { return nil }
-		_, err = write(ctx, &a.rec.Request, a.rec.Plan, bypassed)
+		_, err = write(ctx, &a.Rec.Request, a.Rec.Plan, bypassed)
 		wantCode(t, err, ops.CodeLocked, fmt.Sprintf("later lock holder (fence %d > %d)", lb.Fence, xa.Fence))
-		_, err = write(ctx, &a.rec.Request, a.rec.Plan, xa)
+		_, err = write(ctx, &a.Rec.Request, a.Rec.Plan, xa)
 		wantCode(t, err, ops.CodeLocked)
 		if after := snapshot(ctx, t, c); !slices.Equal(after, before) {
 			t.Fatalf("the stale holder changed the objects:\nbefore %+v\nafter  %+v", before, after)

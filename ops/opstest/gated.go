@@ -2,6 +2,7 @@ package opstest
 
 import (
 	"context"
+	"testing"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -72,3 +73,28 @@ func (g *Gate) Entered() <-chan ops.Execution { return g.entered }
 
 // Open lets the gated Write go on.
 func (g *Gate) Open() { close(g.open) }
+
+// Submitted is what an Engine.Submit of a gated request returned.
+type Submitted struct {
+	Rec *ops.Record
+	Err error
+}
+
+// SubmitToGate submits req on e in a goroutine and returns when its Write reaches the gate: the Execution the
+// write carries, and a channel that gets Submit's answer once the test opens the gate. It fails the test when the
+// write never begins.
+func SubmitToGate(ctx context.Context, t testing.TB, e *ops.Engine, g *Gate, req ops.Request) (ops.Execution, <-chan Submitted) {
+	t.Helper()
+	done := make(chan Submitted, 1)
+	go func() {
+		rec, err := e.Submit(ctx, req)
+		done <- Submitted{rec, err}
+	}()
+	select {
+	case x := <-g.Entered():
+		return x, done
+	case <-ctx.Done():
+		t.Fatalf("the write of %s never began", req.ID)
+		return ops.Execution{}, nil
+	}
+}
