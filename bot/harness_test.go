@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/config/configtest"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/internal/leftover"
@@ -41,7 +42,7 @@ const (
 	clusterTst = "test-eks"
 )
 
-const testConfig = `
+var testConfig = `
 slack:
   appToken: xapp-1-fake-app-token
   botToken: xoxb-fake-bot-token
@@ -64,18 +65,7 @@ agents:
   - name: ops-agent
     slackUser: U0AGENT
     operations: ["get-*", "submit-training-job"]
-approvals:
-  groups:
-    leads: {users: [U0LEAD1], userGroups: [S0LEADS]}
-  requireChannelMembership: true
-  rules:
-    - {risk: [critical], approvers: leads, required: 1, expiresAfter: 30m}
-    - {risk: [high, medium], approvers: leads, required: 1, expiresAfter: 1h}
-    - {risk: [low], initiator: human, required: 0}
-    - {risk: [low], initiator: agent, approvers: leads, required: 1, expiresAfter: 1h}
-risk:
-  hourlyCost: {medium: 50, high: 500}
-server:
+` + configtest.Approvals{Leads: []string{userLead1}, LeadGroups: []string{"S0LEADS"}, CriticalQuorum: 1, RequireChannelMembership: true}.YAML() + `server:
   listen: "127.0.0.1:0"
 `
 

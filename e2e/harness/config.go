@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"github.com/hyperops/hyperops/config/configtest"
 )
 
 // The world every scenario runs in: one registered cluster backed by the local control plane and the fake AWS,
@@ -116,18 +118,7 @@ agents:
     slackUser: ` + Agent + `
     mcp: {tokenSHA256: ` + AgentMCPTokenSHA256 + `}
     operations: ["get-*", "list-*", "submit-training-job", "deploy-inference", "scale-inference"]
-approvals:
-  groups:
-    leads: {users: [` + Lead1 + `], userGroups: [` + Leads + `]}
-  requireChannelMembership: false
-  rules:
-    - {risk: [critical], approvers: leads, required: 2, expiresAfter: 30m}
-    - {risk: [high, medium], approvers: leads, required: 1, expiresAfter: 1h}
-    - {risk: [low], initiator: human, required: 0}
-    - {risk: [low], initiator: agent, approvers: leads, required: 1, expiresAfter: 1h}
-risk:
-  hourlyCost: {medium: 50, high: 500}
-pricing:
+` + configtest.Approvals{Leads: []string{Lead1}, LeadGroups: []string{Leads}, CriticalQuorum: 2}.YAML() + `pricing:
   source: builtin
   overrides: {` + GPUType + `: ` + fmt.Sprint(GPUPrice) + `, ` + EKSType + `: ` + fmt.Sprint(EKSPrice) + `}
 reports:

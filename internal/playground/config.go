@@ -8,6 +8,7 @@ import (
 	"text/template"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/config/configtest"
 )
 
 // The simulated world: one registered cluster, a HyperPod cluster with a GPU instance group, four people and an
@@ -127,18 +128,7 @@ agents:
   - name: ops-agent
     slackUser: U0AGENT
     operations: ["get-*", "list-*", "submit-training-job", "deploy-inference", "scale-inference"]
-approvals:
-  groups:
-    leads: {users: [U0LEE], userGroups: [` + Leads + `]}
-  requireChannelMembership: false
-  rules:
-    - {risk: [critical], approvers: leads, required: 2, expiresAfter: 30m}
-    - {risk: [high, medium], approvers: leads, required: 1, expiresAfter: 1h}
-    - {risk: [low], initiator: human, required: 0}
-    - {risk: [low], initiator: agent, approvers: leads, required: 1, expiresAfter: 1h}
-risk:
-  hourlyCost: {medium: 50, high: 500}
-pricing:
+` + configtest.Approvals{Leads: []string{"U0LEE"}, LeadGroups: []string{Leads}, CriticalQuorum: 2}.YAML() + `pricing:
   source: builtin
 reports:
   - name: hourly-capacity
