@@ -77,16 +77,8 @@ type ConfigData struct {
 
 // configTemplate is the bot's configuration. Secrets and the per-replica listen address come from the
 // environment, as in production.
-var configTemplate = template.Must(template.New("config").Parse(`slack:
-  appToken: ${SLACK_APP_TOKEN}
-  botToken: ${SLACK_BOT_TOKEN}
-  apiURL: {{printf "%q" .SlackAPIURL}}
-  command: /hp
-  channels: [` + OpsChannel + `]
-  approvalsChannel: ` + ApprovalsChannel + `
-  workers: 4
-  queueSize: 64
-  # Smaller than any AWS change of the scenarios: executions must never depend on it.
+var configTemplate = template.Must(template.New("config").Parse(`` + configtest.Slack{APIURL: `{{printf "%q" .SlackAPIURL}}`, Channels: []string{OpsChannel}, ApprovalsChannel: ApprovalsChannel,
+	Workers: 4, QueueSize: 64}.YAML() + `  # Smaller than any AWS change of the scenarios: executions must never depend on it.
   handleTimeout: 20s
 redis:
   url: {{printf "%q" .RedisURL}}

@@ -90,16 +90,8 @@ type configData struct {
 }
 
 var configTemplate = template.Must(template.New("config").Parse(`# The playground's HyperOps configuration: every endpoint is a local fake.
-slack:
-  appToken: ${SLACK_APP_TOKEN}
-  botToken: ${SLACK_BOT_TOKEN}
-  apiURL: {{printf "%q" .SlackAPIURL}}
-  command: /hp
-  channels: [` + OpsChannel + `]
-  approvalsChannel: ` + ApprovalsChannel + `
-  workers: 4
-  queueSize: 64
-redis:
+` + configtest.Slack{APIURL: `{{printf "%q" .SlackAPIURL}}`, Channels: []string{OpsChannel}, ApprovalsChannel: ApprovalsChannel,
+	Workers: 4, QueueSize: 64}.YAML() + `redis:
   url: ""
   keyPrefix: playground
 clusters:
