@@ -302,6 +302,25 @@ type Agent struct {
 	MCP AgentMCP `yaml:"mcp"`
 	// Operations are globs (path.Match) of operation names.
 	Operations []string `yaml:"operations"`
+	// Scope narrows where and how far the agent may act, on top of Operations; empty means no narrowing.
+	Scope AgentScope `yaml:"scope"`
+}
+
+// AgentScope narrows an agent's rights: the clusters and namespaces it may act in, the highest risk it may ask for,
+// and whether it may change anything at all. A request outside it is refused (E_OUT_OF_SCOPE), never sent for
+// approval. The zero value narrows nothing.
+type AgentScope struct {
+	// Clusters are the registered clusters the agent may target; empty means every registered cluster.
+	Clusters []string `yaml:"clusters"`
+	// Namespaces are the namespaces it may target, on each of its clusters; empty means every allowed namespace.
+	// An agent with namespaces may not change a cluster as a whole (capacity, bootstrap), which reaches past them;
+	// it may still read it.
+	Namespaces []string `yaml:"namespaces"`
+	// MaxRisk is the highest plan risk it may ask for (low, medium, high, critical); a plan above it is refused
+	// after planning. Empty means critical: no cap.
+	MaxRisk string `yaml:"maxRisk"`
+	// ReadOnly limits the agent to operations that change nothing (default false).
+	ReadOnly bool `yaml:"readOnly"`
 }
 
 // AgentMCP authenticates an agent on the MCP listener.

@@ -39,6 +39,29 @@ func (a *Agent) Allows(operation string) bool {
 	return matchAny(a.Operations, operation)
 }
 
+// IsZero reports a scope that narrows nothing.
+func (s AgentScope) IsZero() bool {
+	return len(s.Clusters) == 0 && len(s.Namespaces) == 0 && (s.MaxRisk == "" || s.MaxRisk == RiskCritical) && !s.ReadOnly
+}
+
+// Risk is the highest risk the scope allows: MaxRisk, or critical when it is empty.
+func (s AgentScope) Risk() string {
+	if s.MaxRisk == "" {
+		return RiskCritical
+	}
+	return s.MaxRisk
+}
+
+// AllowsCluster reports whether the scope lets the agent target cluster.
+func (s AgentScope) AllowsCluster(cluster string) bool {
+	return len(s.Clusters) == 0 || slices.Contains(s.Clusters, cluster)
+}
+
+// AllowsNamespace reports whether the scope lets the agent target namespace.
+func (s AgentScope) AllowsNamespace(namespace string) bool {
+	return len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, namespace)
+}
+
 // AllowsNamespace reports whether ns is one of the cluster's namespaces.
 func (cl *Cluster) AllowsNamespace(ns string) bool {
 	return ns != "" && slices.Contains(cl.Namespaces, ns)

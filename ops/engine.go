@@ -223,7 +223,7 @@ func (e *Engine) prepare(ctx context.Context, req *Request) (Operation, error) {
 		return nil, errs
 	}
 	if e.policy != nil {
-		if err := e.policy.Permit(ctx, *req); err != nil {
+		if err := e.policy.Permit(ctx, *req, spec); err != nil {
 			return nil, err
 		}
 	}

@@ -65,8 +65,9 @@ type AuditEvent struct {
 
 // Policy decides who may ask, what approval a plan needs and who may vote. The approvals package implements it.
 type Policy interface {
-	// Permit reports whether the initiator may ask for the operation (E_NOT_AUTHORIZED otherwise).
-	Permit(ctx context.Context, req Request) error
+	// Permit reports whether the initiator may ask for the operation spec describes (E_NOT_AUTHORIZED, or
+	// E_OUT_OF_SCOPE for an agent asking outside its scope). The target is resolved.
+	Permit(ctx context.Context, req Request, spec Spec) error
 	// Requirement returns the approval a plan needs.
 	Requirement(ctx context.Context, req Request, plan *Plan) (Approval, error)
 	// CheckVoter reports whether voter may approve or deny the request now (E_NOT_AUTHORIZED, E_SELF_APPROVAL).
