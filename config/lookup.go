@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Cluster returns the registered cluster called name.
@@ -50,6 +52,22 @@ func (s AgentScope) Risk() string {
 		return RiskCritical
 	}
 	return s.MaxRisk
+}
+
+// String says the scope in one line, as validate-config's summary shows it: "read-only" or "may change", the
+// clusters and namespaces ("all" when not narrowed), and the highest risk.
+func (s AgentScope) String() string {
+	access := "may change"
+	if s.ReadOnly {
+		access = "read-only"
+	}
+	all := func(names []string) string {
+		if len(names) == 0 {
+			return "all"
+		}
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s; clusters: %s; namespaces: %s; max risk: %s", access, all(s.Clusters), all(s.Namespaces), s.Risk())
 }
 
 // AllowsCluster reports whether the scope lets the agent target cluster.
