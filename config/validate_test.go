@@ -555,8 +555,8 @@ func TestExecutionTimeoutDefaults(t *testing.T) {
 // that does not exist is three problems in one answer: the namespace is checked against every registered cluster
 // when the scope's own are misspelt.
 func TestAgentScopeProblemsAtOnce(t *testing.T) {
-	text := strings.Replace(string(Example), `    operations: ["get-*"`,
-		"    scope: {clusters: [ml-dev-eks], namespaces: [ml-dev], maxRisk: moderate}\n    operations: [\"get-*\"", 1)
+	text := strings.NewReplacer("      clusters: []", "      clusters: [ml-dev-eks]", "      namespaces: []", "      namespaces: [ml-dev]",
+		"      maxRisk: critical", "      maxRisk: moderate").Replace(string(Example))
 	_, err := Parse([]byte(text), "hyperops.yaml")
 	if err == nil {
 		t.Fatal("a scope with three problems parsed")
