@@ -17,6 +17,7 @@ type Config struct {
 	Log       Log       `yaml:"log"`
 	Execution Execution `yaml:"execution"`
 	Redact    Redact    `yaml:"redact"`
+	Audit     Audit     `yaml:"audit"`
 }
 
 // Execution configures the executors: approved requests wait in a durable queue in Redis and every replica runs
@@ -510,4 +511,16 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is json, console, or auto (default: console on a terminal, json otherwise).
 	Format string `yaml:"format"`
+}
+
+// Audit configures the audit trail: the stream of every stored transition in Redis ({prefix}:audit), how much of it
+// is kept, and the bearer token of GET /audit on server.listen, which a SIEM pulls it from as JSON lines
+// (docs/audit.md).
+type Audit struct {
+	// MaxEntries caps the stream (XADD MAXLEN ~, so Redis may keep slightly more): the oldest transitions are
+	// trimmed past it (default 100000).
+	MaxEntries int64 `yaml:"maxEntries"`
+	// TokenSHA256 is the hex SHA-256 digest of the bearer token GET /audit takes; the token itself lives only in
+	// the SIEM's secret. Empty (the default) turns the endpoint off.
+	TokenSHA256 string `yaml:"tokenSHA256"`
 }

@@ -107,6 +107,15 @@ func (c *Config) validateScope(l *problemList, at string, s AgentScope) {
 	}
 }
 
+func (a *Audit) validate(l *problemList) {
+	if a.MaxEntries < 1 {
+		l.add("audit.maxEntries", "must be at least 1 (0 means the default %d), got %d", DefaultAuditMaxEntries, a.MaxEntries)
+	}
+	if d := a.TokenSHA256; d != "" && !sha256Hex.MatchString(d) {
+		l.add("audit.tokenSHA256", "must be the 64 hex digits of the token's SHA-256 (printf %%s \"$TOKEN\" | sha256sum), got %d characters", len(d))
+	}
+}
+
 var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
 // checkUniqueValues is checkUnique for an optional field: empty values are not compared.

@@ -51,18 +51,6 @@ type Lock struct {
 	Fence int64     `json:"fence"`
 }
 
-// AuditEvent is one entry of the audit trail: who did what to which request, with its result.
-type AuditEvent struct {
-	RequestID string    `json:"requestId"`
-	Operation string    `json:"operation"`
-	From      Phase     `json:"from"`
-	To        Phase     `json:"to"`
-	By        Initiator `json:"by"`
-	At        time.Time `json:"at"`
-	Params    Params    `json:"params,omitempty"`
-	Note      string    `json:"note,omitempty"`
-}
-
 // Policy decides who may ask, what approval a plan needs and who may vote. The approvals package implements it.
 type Policy interface {
 	// Permit reports whether the initiator may ask for the operation spec describes (E_NOT_AUTHORIZED, or

@@ -29,6 +29,8 @@ Usage:
                                      Kubernetes API (or your cluster); no Slack workspace, AWS account or cluster needed
   hyperops validate-config FILE      check a configuration file; prints "ok" and each agent's operations and scope,
                                      or every problem, exits 1 on problems
+  hyperops audit export --since T    print the audit trail (JSON lines, docs/audit.md) from the configured Redis
+                                     [--limit N] [--cursor ID] [-config FILE]
   hyperops mcp-stdio --url URL       bridge a stdio MCP client to the HyperOps MCP endpoint (token: $HYPEROPS_MCP_TOKEN or --token)
   hyperops version                   print the version
 
@@ -54,6 +56,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdMCPStdio(context.Background(), args[1:], os.Stdin, stdout, stderr)
 	case "validate-config":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(context.Background(), args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
