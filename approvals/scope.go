@@ -15,9 +15,7 @@ func (p *Policy) permitScope(req ops.Request, spec ops.Spec, agent *config.Agent
 	s := agent.Scope
 	at := p.scopePath(agent)
 	if s.ReadOnly && spec.Mutates {
-		return ops.Errorf(ops.CodeOutOfScope, "operation",
-			fmt.Sprintf("use a read-only operation (get-*, list-*), ask a person to request %s, or ask a platform admin to lift %s.readOnly", spec.Name, at),
-			"%s's scope is read-only; %s changes things", agent.Name, spec.Name)
+		return ReadOnlyRefusal(agent.Name, at, spec.Name)
 	}
 	if cl := req.Target.Cluster; !s.AllowsCluster(cl) {
 		return ops.Errorf(ops.CodeOutOfScope, "cluster",
@@ -41,6 +39,18 @@ func (p *Policy) permitScope(req ops.Request, spec ops.Spec, agent *config.Agent
 	}
 	return nil
 }
+
+// ReadOnlyRefusal is the E_OUT_OF_SCOPE answer to a read-only agent (its scope configured at at, e.g.
+// agents[0].scope) asking for operation, which changes things. The MCP server gives it for a mutating tool it does
+// not list to such an agent.
+func ReadOnlyRefusal(agent, at, operation string) *ops.Error {
+	return ops.Errorf(ops.CodeOutOfScope, "operation",
+		fmt.Sprintf("use a read-only operation (get-*, list-*), ask a person to request %s, or ask a platform admin to lift %s.readOnly", operation, at),
+		"%s's scope is read-only; %s changes things", agent, operation)
+}
+
+// ScopePath is where the scope of the agent at index i of agents[] is configured.
+func ScopePath(i int) string { return fmt.Sprintf("agents[%d].scope", i) }
 
 // checkRisk refuses a plan whose risk is above the agent's scope.maxRisk (E_OUT_OF_SCOPE): it is never sent for
 // approval, since no approver can widen what the configuration allows the agent. Called after planning, so the
@@ -72,7 +82,7 @@ func (p *Policy) checkRisk(req ops.Request, plan *ops.Plan) error {
 func (p *Policy) scopePath(agent *config.Agent) string {
 	for i := range p.cfg.Agents {
 		if p.cfg.Agents[i].Name == agent.Name {
-			return fmt.Sprintf("agents[%d].scope", i)
+			return ScopePath(i)
 		}
 	}
 	return "agents[].scope"

@@ -2,11 +2,13 @@ package bot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers/agentapi"
+	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -97,5 +99,43 @@ func TestAgentScopeOverMCP(t *testing.T) {
 	}
 	if n := h.ops["scale-widget"].runs.Load(); n != 0 {
 		t.Errorf("executed %d times, want 0", n)
+	}
+}
+
+// TestReadOnlyAgent: the first step of the progression. A read-only agent's MCP tools are its reads (and the
+// follow tools); a call of a mutating tool, or the same request as a DM, is E_OUT_OF_SCOPE naming the scope, and
+// nothing is stored.
+func TestReadOnlyAgent(t *testing.T) {
+	h := startMCPWith(t, harnessOptions{edit: func(c *config.Config) { c.Agents[0].Scope = config.AgentScope{ReadOnly: true} }})
+	s := h.session(tokenOps, nil)
+	var got []string
+	for n := range toolNames(t, s) {
+		got = append(got, n)
+	}
+	want := []string{"get-widget", hmcp.ToolGetRequest, hmcp.ToolListRequests, hmcp.ToolWaitRequest}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("tools/list = %v, want %v", got, want)
+	}
+	const msg = "ops-agent's scope is read-only; scale-widget changes things"
+	r, res := call(t, s, "scale-widget", map[string]any{"name": "w1", "count": 1, "requestId": "ro-mcp"})
+	if !res.IsError || len(r.Errors) != 1 || r.Errors[0].Code != ops.CodeOutOfScope || r.Errors[0].Message != msg ||
+		!strings.Contains(r.Errors[0].Next, "agents[0].scope.readOnly") {
+		t.Errorf("MCP call = %+v, want E_OUT_OF_SCOPE %q", r.Errors, msg)
+	}
+	m := h.agentSays(`{"operation":"scale-widget","target":{"cluster":"test-eks"},"workload":{"name":"w1","count":1},"controls":{"requestId":"ro-dm"}}`)
+	snap := h.waitFor("the DM reply", func(s fakeslack.Snapshot) bool { return len(agentReplies(s, m.TS)) >= 1 })
+	b := replyBody(t, agentReplies(snap, m.TS)[0])
+	if len(b.Errors) != 1 || b.Errors[0].Code != ops.CodeOutOfScope || b.Errors[0].Message != msg {
+		t.Errorf("DM reply = %+v, want E_OUT_OF_SCOPE %q", b.Errors, msg)
+	}
+	for _, id := range []string{"ro-mcp", "ro-dm"} {
+		if rec := h.recordOrNil(id); rec != nil {
+			t.Errorf("%s was stored (%s)", id, rec.Phase)
+		}
+	}
+	if r, _ := call(t, s, "get-widget", map[string]any{"name": "w1"}); len(r.Errors) != 0 {
+		t.Errorf("a read was refused: %+v", r.Errors)
 	}
 }
