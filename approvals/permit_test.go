@@ -34,7 +34,7 @@ func TestPermit(t *testing.T) {
 			p, dir, _ := newPolicy(t, nil)
 			dir.set(func(d *directory) { d.failing = map[string]bool{} })
 			err := p.Permit(context.Background(), ops.Request{Operation: tc.operation, Initiator: tc.who,
-				Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"}})
+				Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"}}, ops.Spec{Name: tc.operation})
 			wantCode(t, err, tc.want, tc.fragments...)
 		})
 	}

@@ -78,9 +78,10 @@ func (p *Policy) kindOf(who ops.Initiator) ops.InitiatorKind {
 }
 
 // Permit lets HyperOps itself ask for anything, and a person who may use HyperOps (CheckAccess) ask for any
-// operation (which channels accept which commands is the handlers' concern); an agent must be registered and its
-// operation globs must match the operation. People and agents alike may only run as a profile open to them.
-func (p *Policy) Permit(ctx context.Context, req ops.Request) error {
+// operation (which channels accept which commands is the handlers' concern); an agent must be registered, its
+// operation globs must match the operation and the request must be inside its scope (permitScope). People and
+// agents alike may only run as a profile open to them.
+func (p *Policy) Permit(ctx context.Context, req ops.Request, spec ops.Spec) error {
 	switch p.kindOf(req.Initiator) {
 	case ops.System:
 		return nil
@@ -94,6 +95,9 @@ func (p *Policy) Permit(ctx context.Context, req ops.Request) error {
 			return err
 		}
 		agent, _ := p.cfg.Agent(req.Initiator.ID)
+		if err := p.permitScope(req, spec, agent); err != nil {
+			return err
+		}
 		return p.permitProfile(req, agent)
 	}
 	return ops.Errorf(ops.CodeNotAuthorized, "initiator", "send the request as a person (slash command) or a registered agent (DM)",

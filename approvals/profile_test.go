@@ -48,7 +48,7 @@ func TestPermitProfile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newPolicy(t, withProfiles)
 			err := p.Permit(context.Background(), ops.Request{Operation: "submit-training-job", Initiator: tc.who, Profile: tc.profile,
-				Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"}})
+				Target: ops.Target{Cluster: "ml-prod-eks", Namespace: "ml-platform"}}, ops.Spec{Name: "submit-training-job", Mutates: true})
 			wantCode(t, err, tc.want, tc.fragments...)
 			var e *ops.Error
 			if tc.want != "" && (!errors.As(err, &e) || e.Field != "profile") {

@@ -10,7 +10,8 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// Requirement returns the approval the first matching rule of approvals.rules asks for (matching on the plan's
+// Requirement refuses a plan above the agent's scope.maxRisk (E_OUT_OF_SCOPE, checkRisk); otherwise it returns the
+// approval the first matching rule of approvals.rules asks for (matching on the plan's
 // risk level, the operation, cluster, namespace, initiator kind and profile), with its expiry counted from now.
 //
 // When no rule matches, the request is refused (E_NOT_AUTHORIZED) rather than given a default: a default quorum or
@@ -24,6 +25,9 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 	if plan == nil {
 		return ops.Approval{}, ops.Errorf(ops.CodeInternal, "", "retry; if it persists, check the bot's log",
 			"no plan to decide the approvals of request %s", req.ID)
+	}
+	if err := p.checkRisk(req, plan); err != nil {
+		return ops.Approval{}, err
 	}
 	risk := plan.Risk.Level.String()
 	kind := string(p.kindOf(req.Initiator))

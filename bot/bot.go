@@ -143,7 +143,7 @@ func New(opts Options) (*Bot, error) {
 	sc.SetRedactor(redactor)
 	handlers.SetRedactor(redactor)
 	store := state.New(opts.Redis, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(),
-		DedupeTTL: cfg.Redis.DedupeTTL.Std(), Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
+		DedupeTTL: cfg.Redis.DedupeTTL.Std(), AuditMaxLen: cfg.Audit.MaxEntries, Clock: opts.Clock, ClaimIdle: opts.ClaimIdle})
 	sc.SetChannelLimiter(channelRates{store})
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
@@ -235,7 +235,8 @@ func (b *Bot) Metrics() *Metrics { return b.metrics }
 // Connected reports whether the Socket Mode connection is up.
 func (b *Bot) Connected() bool { return b.rt.connected.Load() }
 
-// HTTPHandler serves /healthz (alive), /readyz (Slack connected and Redis reachable) and /metrics.
+// HTTPHandler serves /healthz (alive), /readyz (Slack connected and Redis reachable), /metrics, and the audit trail
+// (AuditPath, to its bearer token).
 func (b *Bot) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -259,6 +260,7 @@ func (b *Bot) HTTPHandler() http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc(AuditPath, b.auditHandler)
 	return mux
 }
 

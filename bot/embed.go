@@ -35,7 +35,8 @@ func RunEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger, e 
 		return err
 	}
 	defer stop()
-	store := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std()})
+	store := state.New(rdb, state.Options{KeyPrefix: cfg.Redis.KeyPrefix, RequestTTL: cfg.Redis.RequestTTL.Std(), DedupeTTL: cfg.Redis.DedupeTTL.Std(),
+		AuditMaxLen: cfg.Audit.MaxEntries})
 	var clients *aws.Clients
 	if e.AWS != nil {
 		clients = aws.NewWithAWSConfig(cfg, *e.AWS)

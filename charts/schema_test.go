@@ -36,6 +36,7 @@ var configConstraints = map[string]map[string]any{
 	"pricing.source":                             {"enum": []any{"builtin", "aws", ""}},
 	"approvals.rules[].initiator":                {"enum": []any{"human", "agent", ""}},
 	"approvals.rules[].risk[]":                   {"enum": []any{"low", "medium", "high", "critical"}},
+	"agents[].scope.maxRisk":                     {"enum": []any{"low", "medium", "high", "critical", ""}},
 	"reports[].sections[]":                       {"enum": toAny(config.ReportSections)},
 	"clusters[].gpuNodes.tolerations[].operator": {"enum": []any{"Equal", "Exists", ""}},
 }

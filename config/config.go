@@ -17,6 +17,7 @@ type Config struct {
 	Log       Log       `yaml:"log"`
 	Execution Execution `yaml:"execution"`
 	Redact    Redact    `yaml:"redact"`
+	Audit     Audit     `yaml:"audit"`
 }
 
 // Execution configures the executors: approved requests wait in a durable queue in Redis and every replica runs
@@ -302,6 +303,25 @@ type Agent struct {
 	MCP AgentMCP `yaml:"mcp"`
 	// Operations are globs (path.Match) of operation names.
 	Operations []string `yaml:"operations"`
+	// Scope narrows where and how far the agent may act, on top of Operations; empty means no narrowing.
+	Scope AgentScope `yaml:"scope"`
+}
+
+// AgentScope narrows an agent's rights: the clusters and namespaces it may act in, the highest risk it may ask for,
+// and whether it may change anything at all. A request outside it is refused (E_OUT_OF_SCOPE), never sent for
+// approval. The zero value narrows nothing.
+type AgentScope struct {
+	// Clusters are the registered clusters the agent may target; empty means every registered cluster.
+	Clusters []string `yaml:"clusters"`
+	// Namespaces are the namespaces it may target, on each of its clusters; empty means every allowed namespace.
+	// An agent with namespaces may not change a cluster as a whole (capacity, bootstrap), which reaches past them;
+	// it may still read it.
+	Namespaces []string `yaml:"namespaces"`
+	// MaxRisk is the highest plan risk it may ask for (low, medium, high, critical); a plan above it is refused
+	// after planning. Empty means critical: no cap.
+	MaxRisk string `yaml:"maxRisk"`
+	// ReadOnly limits the agent to operations that change nothing (default false).
+	ReadOnly bool `yaml:"readOnly"`
 }
 
 // AgentMCP authenticates an agent on the MCP listener.
@@ -491,4 +511,16 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is json, console, or auto (default: console on a terminal, json otherwise).
 	Format string `yaml:"format"`
+}
+
+// Audit configures the audit trail: the stream of every stored transition in Redis ({prefix}:audit), how much of it
+// is kept, and the bearer token of GET /audit on server.listen, which a SIEM pulls it from as JSON lines
+// (docs/audit.md).
+type Audit struct {
+	// MaxEntries caps the stream (XADD MAXLEN ~, so Redis may keep slightly more): the oldest transitions are
+	// trimmed past it (default 100000).
+	MaxEntries int64 `yaml:"maxEntries"`
+	// TokenSHA256 is the hex SHA-256 digest of the bearer token GET /audit takes; the token itself lives only in
+	// the SIEM's secret. Empty (the default) turns the endpoint off.
+	TokenSHA256 string `yaml:"tokenSHA256"`
 }

@@ -38,6 +38,7 @@ const (
 	DefaultHoldUnknown       = Duration(24 * time.Hour)
 	DefaultReadTimeout       = Duration(10 * time.Second)
 	DefaultIdleTimeout       = Duration(time.Minute)
+	DefaultAuditMaxEntries   = int64(100000)
 	DefaultMCPSessionIdle    = Duration(10 * time.Minute)
 	DefaultMCPSessions       = 256
 	DefaultMCPWaits          = 128
@@ -76,6 +77,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.Listen, DefaultListen)
 	setDefault(&c.Server.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.Audit.MaxEntries, DefaultAuditMaxEntries)
 	c.MCP.applyDefaults()
 	setDefault(&c.Log.Level, DefaultLogLevel)
 	setDefault(&c.Log.Format, DefaultLogFormat)

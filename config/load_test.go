@@ -201,7 +201,7 @@ func TestUnknownKeys(t *testing.T) {
 		line       int
 		msg        string
 	}{
-		{"top level", "slak: {}\n", "slak", 1, `unknown key "slak" (allowed here: access, agents, approvals, aws,`},
+		{"top level", "slak: {}\n", "slak", 1, `unknown key "slak" (allowed here: access, agents, approvals, audit, aws,`},
 		{"nested", "slack:\n  channels: [C0123OPS]\n  chanels: []\n", "slack.chanels", 3, `unknown key "chanels"`},
 		{"case", "slack:\n  apiUrl: x\n", "slack.apiUrl", 2, `did you mean "apiURL"?`},
 		{"in a list item", "clusters:\n  - name: a\n    namespace: [x]\n", "clusters[0].namespace", 3, `unknown key "namespace"`},

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Cluster returns the registered cluster called name.
@@ -37,6 +39,45 @@ func (c *Config) Agent(initiatorID string) (*Agent, bool) {
 // Allows reports whether the agent may request operation: some pattern of its Operations matches it (path.Match).
 func (a *Agent) Allows(operation string) bool {
 	return matchAny(a.Operations, operation)
+}
+
+// IsZero reports a scope that narrows nothing.
+func (s AgentScope) IsZero() bool {
+	return len(s.Clusters) == 0 && len(s.Namespaces) == 0 && (s.MaxRisk == "" || s.MaxRisk == RiskCritical) && !s.ReadOnly
+}
+
+// Risk is the highest risk the scope allows: MaxRisk, or critical when it is empty.
+func (s AgentScope) Risk() string {
+	if s.MaxRisk == "" {
+		return RiskCritical
+	}
+	return s.MaxRisk
+}
+
+// String says the scope in one line, as validate-config's summary shows it: "read-only" or "may change", the
+// clusters and namespaces ("all" when not narrowed), and the highest risk.
+func (s AgentScope) String() string {
+	access := "may change"
+	if s.ReadOnly {
+		access = "read-only"
+	}
+	all := func(names []string) string {
+		if len(names) == 0 {
+			return "all"
+		}
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s; clusters: %s; namespaces: %s; max risk: %s", access, all(s.Clusters), all(s.Namespaces), s.Risk())
+}
+
+// AllowsCluster reports whether the scope lets the agent target cluster.
+func (s AgentScope) AllowsCluster(cluster string) bool {
+	return len(s.Clusters) == 0 || slices.Contains(s.Clusters, cluster)
+}
+
+// AllowsNamespace reports whether the scope lets the agent target namespace.
+func (s AgentScope) AllowsNamespace(namespace string) bool {
+	return len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, namespace)
 }
 
 // AllowsNamespace reports whether ns is one of the cluster's namespaces.

@@ -33,6 +33,7 @@ func (c *Config) Validate() error {
 	c.Log.validate(&l)
 	c.Execution.validate(&l)
 	c.Redact.validate(&l)
+	c.Audit.validate(&l)
 	return l.ps.err()
 }
 

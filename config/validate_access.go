@@ -59,10 +59,61 @@ func (c *Config) validateAgents(l *problemList) {
 		for j, op := range a.Operations {
 			checkGlob(l, indexPath(at+".operations", j), op)
 		}
+		c.validateScope(l, at+".scope", a.Scope)
 	}
 	checkUnique(l, "agents", "agent name", names)
 	checkUniqueValues(l, "agents", "agent slackUser", users)
 	checkUniqueValues(l, "agents", "agent mcp.tokenSHA256", tokens)
+}
+
+// validateScope checks an agent's scope: registered clusters, namespaces allowed on one of its clusters (every
+// registered one when it names none or none of them is registered, so a misspelt cluster hides no other problem),
+// and a risk level.
+func (c *Config) validateScope(l *problemList, at string, s AgentScope) {
+	var clusters []*Cluster
+	for i, name := range s.Clusters {
+		cl, ok := c.Cluster(name)
+		if !ok {
+			l.add(indexPath(at+".clusters", i), "must name a registered cluster (%s), got %q", quoteList(c.clusterNames()), name)
+			continue
+		}
+		clusters = append(clusters, cl)
+	}
+	if len(clusters) == 0 {
+		for i := range c.Clusters {
+			clusters = append(clusters, &c.Clusters[i])
+		}
+	}
+	for i, ns := range s.Namespaces {
+		var allowed []string
+		found := false
+		for _, cl := range clusters {
+			found = found || cl.AllowsNamespace(ns)
+			for _, n := range cl.Namespaces {
+				if !slices.Contains(allowed, n) {
+					allowed = append(allowed, n)
+				}
+			}
+		}
+		if !found && len(clusters) > 0 {
+			l.add(indexPath(at+".namespaces", i), "must be a namespace allowed on the scope's clusters (clusters[].namespaces: %s), got %q",
+				quoteList(allowed), ns)
+		}
+	}
+	checkUnique(l, at+".clusters", "cluster", s.Clusters)
+	checkUnique(l, at+".namespaces", "namespace", s.Namespaces)
+	if s.MaxRisk != "" && !slices.Contains(RiskLevels, s.MaxRisk) {
+		l.add(at+".maxRisk", "must be one of %s (empty = critical, no cap), got %q", strings.Join(RiskLevels, ", "), s.MaxRisk)
+	}
+}
+
+func (a *Audit) validate(l *problemList) {
+	if a.MaxEntries < 1 {
+		l.add("audit.maxEntries", "must be at least 1 (0 means the default %d), got %d", DefaultAuditMaxEntries, a.MaxEntries)
+	}
+	if d := a.TokenSHA256; d != "" && !sha256Hex.MatchString(d) {
+		l.add("audit.tokenSHA256", "must be the 64 hex digits of the token's SHA-256 (printf %%s \"$TOKEN\" | sha256sum), got %d characters", len(d))
+	}
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)

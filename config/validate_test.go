@@ -252,6 +252,27 @@ func TestValidationRules(t *testing.T) {
 				c.Agents = append(c.Agents, Agent{Name: "second", MCP: AgentMCP{TokenSHA256: strings.Repeat("AB", 32)}})
 			},
 			"agents[1]", `duplicate agent mcp.tokenSHA256`},
+		{"scope clusters are registered",
+			func(c *Config) { c.Agents[0].Scope.Clusters = []string{"ml-prod-eks"} },
+			func(c *Config) { c.Agents[0].Scope.Clusters = []string{"ml-dev-eks"} },
+			"agents[0].scope.clusters[0]", `must name a registered cluster ("ml-prod-eks"), got "ml-dev-eks"`},
+		{"scope namespaces are allowed on its clusters",
+			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research"} },
+			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research", "ml-dev"} },
+			"agents[0].scope.namespaces[1]", `must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research"), got "ml-dev"`},
+		{"scope namespaces are unique",
+			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research"} },
+			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research", "ml-research"} },
+			"agents[0].scope.namespaces[1]", `duplicate namespace "ml-research" (also at agents[0].scope.namespaces[0])`},
+		{"scope maxRisk is a risk level",
+			func(c *Config) { c.Agents[0].Scope.MaxRisk = "medium" },
+			func(c *Config) { c.Agents[0].Scope.MaxRisk = "moderate" },
+			"agents[0].scope.maxRisk", `must be one of low, medium, high, critical (empty = critical, no cap), got "moderate"`},
+		{"audit keeps at least one entry", func(c *Config) { c.Audit.MaxEntries = 10 }, func(c *Config) { c.Audit.MaxEntries = -1 },
+			"audit.maxEntries", "must be at least 1 (0 means the default 100000), got -1"},
+		{"audit token is a SHA-256 digest", func(c *Config) { c.Audit.TokenSHA256 = strings.Repeat("ab", 32) },
+			func(c *Config) { c.Audit.TokenSHA256 = "siem-token" },
+			"audit.tokenSHA256", "must be the 64 hex digits of the token's SHA-256"},
 		{"mcp listen", func(c *Config) { c.MCP.Listen = "127.0.0.1:8090" }, func(c *Config) { c.MCP.Listen = "8090" },
 			"mcp.listen", `must be host:port or :port (e.g. ":8090"), or empty to turn MCP off, got "8090"`},
 		{"mcp has its own listener", func(c *Config) { c.MCP.Listen = ":8090" }, func(c *Config) { c.MCP.Listen = c.Server.Listen },
@@ -532,5 +553,29 @@ func TestExecutionTimeoutDefaults(t *testing.T) {
 		c.Execution.HoldUnknown != DefaultHoldUnknown || c.Clusters[0].RequestTimeout != DefaultRequestTimeout {
 		t.Errorf("defaults: write %s, verify %s, hold %s, request %s", c.Execution.WriteTimeout, c.Execution.VerifyWait,
 			c.Execution.HoldUnknown, c.Clusters[0].RequestTimeout)
+	}
+}
+
+// TestAgentScopeProblemsAtOnce: a scope naming an unknown cluster, a namespace no cluster allows and a risk level
+// that does not exist is three problems in one answer: the namespace is checked against every registered cluster
+// when the scope's own are misspelt.
+func TestAgentScopeProblemsAtOnce(t *testing.T) {
+	text := strings.NewReplacer("      clusters: []", "      clusters: [ml-dev-eks]", "      namespaces: []", "      namespaces: [ml-dev]",
+		"      maxRisk: critical", "      maxRisk: moderate").Replace(string(Example))
+	_, err := Parse([]byte(text), "hyperops.yaml")
+	if err == nil {
+		t.Fatal("a scope with three problems parsed")
+	}
+	for _, want := range []string{
+		`agents[0].scope.clusters[0]: must name a registered cluster ("ml-prod-eks"), got "ml-dev-eks"`,
+		`agents[0].scope.namespaces[0]: must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research"), got "ml-dev"`,
+		`agents[0].scope.maxRisk: must be one of low, medium, high, critical`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "agents[0].scope"); n != 3 {
+		t.Errorf("%d scope problems, want 3:\n%v", n, err)
 	}
 }

@@ -223,7 +223,7 @@ func (e *Engine) prepare(ctx context.Context, req *Request) (Operation, error) {
 		return nil, errs
 	}
 	if e.policy != nil {
-		if err := e.policy.Permit(ctx, *req); err != nil {
+		if err := e.policy.Permit(ctx, *req, spec); err != nil {
 			return nil, err
 		}
 	}
@@ -465,8 +465,7 @@ func (e *Engine) moveKind(ctx context.Context, rec *Record, to Phase, by Initiat
 	t := Transition{From: rec.Phase, To: to, At: now, By: by, Note: note, Kind: kind}
 	next.Phase, next.UpdatedAt = to, now
 	next.History = append(next.History, t)
-	ev := AuditEvent{RequestID: rec.ID(), Operation: rec.Request.Operation, From: rec.Phase, To: to, By: by, At: now,
-		Params: rec.Request.Params, Note: note}
+	ev := NewAuditEvent(next, t)
 	if err := e.store.Update(ctx, next, rec.Version, ev); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ const (
 	CodeUnknownCluster       Code = "E_UNKNOWN_CLUSTER"
 	CodeInstanceTypeNotAllow Code = "E_INSTANCE_TYPE_NOT_ALLOWED"
 	CodeInternal             Code = "E_INTERNAL"
+	// CodeOutOfScope: an agent asked for something outside its scope (agents[].scope: clusters, namespaces,
+	// maxRisk, readOnly); refused, never sent for approval.
+	CodeOutOfScope Code = "E_OUT_OF_SCOPE"
 	// CodeBusy: the bot had no room to take the request; nothing was done, resend it (same requestId) shortly.
 	CodeBusy Code = "E_BUSY"
 )

@@ -36,7 +36,7 @@ func (w widget) Execute(context.Context, *ops.Request, *ops.Plan, ops.Execution)
 // onePerson needs one approval within an hour from anyone but the requester.
 type onePerson struct{ clock clockwork.Clock }
 
-func (onePerson) Permit(context.Context, ops.Request) error { return nil }
+func (onePerson) Permit(context.Context, ops.Request, ops.Spec) error { return nil }
 func (p onePerson) Requirement(context.Context, ops.Request, *ops.Plan) (ops.Approval, error) {
 	return ops.Approval{Required: 1, ExpiresAt: p.clock.Now().Add(time.Hour)}, nil
 }

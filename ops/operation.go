@@ -64,6 +64,10 @@ type Spec struct {
 	// Destructive marks operations that may remove things (delete, stop, scale down or to zero), the ones the
 	// risk rules call destructive; a mutation that only adds, even a risky one, is not destructive.
 	Destructive bool `json:"destructive,omitempty"`
+	// ClusterWide marks operations that act on, or read, a cluster as a whole (its capacity, its creation, its
+	// status across namespaces) rather than inside the request's namespace: an agent scoped to namespaces may read
+	// them but not run the mutating ones, which reach past its namespaces.
+	ClusterWide bool `json:"clusterWide,omitempty"`
 	// Revert says what reverting a succeeded request of the operation would do, for people deciding whether to
 	// ask for it; "" for read-only operations, which change nothing.
 	Revert string `json:"revert,omitempty"`

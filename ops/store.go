@@ -51,22 +51,11 @@ type Lock struct {
 	Fence int64     `json:"fence"`
 }
 
-// AuditEvent is one entry of the audit trail: who did what to which request, with its result.
-type AuditEvent struct {
-	RequestID string    `json:"requestId"`
-	Operation string    `json:"operation"`
-	From      Phase     `json:"from"`
-	To        Phase     `json:"to"`
-	By        Initiator `json:"by"`
-	At        time.Time `json:"at"`
-	Params    Params    `json:"params,omitempty"`
-	Note      string    `json:"note,omitempty"`
-}
-
 // Policy decides who may ask, what approval a plan needs and who may vote. The approvals package implements it.
 type Policy interface {
-	// Permit reports whether the initiator may ask for the operation (E_NOT_AUTHORIZED otherwise).
-	Permit(ctx context.Context, req Request) error
+	// Permit reports whether the initiator may ask for the operation spec describes (E_NOT_AUTHORIZED, or
+	// E_OUT_OF_SCOPE for an agent asking outside its scope). The target is resolved.
+	Permit(ctx context.Context, req Request, spec Spec) error
 	// Requirement returns the approval a plan needs.
 	Requirement(ctx context.Context, req Request, plan *Plan) (Approval, error)
 	// CheckVoter reports whether voter may approve or deny the request now (E_NOT_AUTHORIZED, E_SELF_APPROVAL).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/hyperops/hyperops/bot"
@@ -26,7 +27,10 @@ Usage:
   hyperops playground [-listen 127.0.0.1:8090] [-kubeconfig FILE]
                                      try it in a browser: the real bot against a fake Slack, a fake AWS and a local
                                      Kubernetes API (or your cluster); no Slack workspace, AWS account or cluster needed
-  hyperops validate-config FILE      check a configuration file; prints "ok" or every problem, exits 1 on problems
+  hyperops validate-config FILE      check a configuration file; prints "ok" and each agent's operations and scope,
+                                     or every problem, exits 1 on problems
+  hyperops audit export --since T    print the audit trail (JSON lines, docs/audit.md) from the configured Redis
+                                     [--limit N] [--cursor ID] [-config FILE]
   hyperops mcp-stdio --url URL       bridge a stdio MCP client to the HyperOps MCP endpoint (token: $HYPEROPS_MCP_TOKEN or --token)
   hyperops version                   print the version
 
@@ -52,6 +56,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdMCPStdio(context.Background(), args[1:], os.Stdin, stdout, stderr)
 	case "validate-config":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(context.Background(), args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -81,7 +87,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: hyperops validate-config FILE\n")
 		return 2
 	}
-	if _, err := config.Load(args[0]); err != nil {
+	cfg, err := config.Load(args[0])
+	if err != nil {
 		var ps config.Problems
 		if errors.As(err, &ps) {
 			fmt.Fprintf(stdout, "%d problem(s) in %s:\n%s\n", len(ps), args[0], ps.Error())
@@ -91,7 +98,28 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
+	summarize(stdout, cfg)
 	return 0
+}
+
+// summarize prints what a valid configuration lets its agents do, one agent a line: how it reaches HyperOps, its
+// operations and its scope, so each widening of an agent (agents[].scope) shows in the output.
+func summarize(w io.Writer, cfg *config.Config) {
+	fmt.Fprintf(w, "agents: %d\n", len(cfg.Agents))
+	for _, a := range cfg.Agents {
+		var via []string
+		if a.SlackUser != "" {
+			via = append(via, "DM as "+a.SlackUser)
+		}
+		if a.MCP.TokenSHA256 != "" {
+			via = append(via, "MCP")
+		}
+		ops := "none"
+		if len(a.Operations) > 0 {
+			ops = strings.Join(a.Operations, ", ")
+		}
+		fmt.Fprintf(w, "  %s (%s): operations %s; scope: %s\n", a.Name, strings.Join(via, ", "), ops, a.Scope)
+	}
 }
 
 func cmdRun(args []string, stderr io.Writer) int {

@@ -79,3 +79,47 @@ func TestPlaygroundServesOnLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateConfigShowsTheScopeLadder: the seed's progression — diagnose, then a test namespace, then production —
+// is three edits of one agent's scope, and validate-config's summary shows each.
+func TestValidateConfigShowsTheScopeLadder(t *testing.T) {
+	example, err := os.ReadFile("../../config/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPS_AGENT_MCP_TOKEN_SHA256", strings.Repeat("0f", 32))
+	steps := []struct {
+		name string
+		edit map[string]string
+		want string
+	}{
+		{"diagnose", map[string]string{"readOnly: false": "readOnly: true"},
+			"ops-agent (DM as U0AGENT, MCP): operations get-*, list-*, submit-training-job, deploy-inference, scale-inference; scope: read-only; clusters: all; namespaces: all; max risk: critical"},
+		{"a test namespace", map[string]string{"namespaces: []": "namespaces: [ml-research]", "maxRisk: critical": "maxRisk: medium"},
+			"scope: may change; clusters: all; namespaces: ml-research; max risk: medium"},
+		{"production", nil,
+			"scope: may change; clusters: all; namespaces: all; max risk: critical"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			text := string(example)
+			for from, to := range st.edit {
+				if !strings.Contains(text, "      "+from) {
+					t.Fatalf("example.yaml's agent scope has no %q", from)
+				}
+				text = strings.Replace(text, "      "+from, "      "+to, 1)
+			}
+			path := filepath.Join(t.TempDir(), "hyperops.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			if code := runMain([]string{"validate-config", path}, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), st.want) {
+				t.Errorf("summary lacks %q:\n%s", st.want, out.String())
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
@@ -19,7 +20,11 @@ type Agent struct {
 	Initiator ops.Initiator
 	// Operations are globs of the operations it may use.
 	Operations []string
-	digest     [sha256.Size]byte
+	// ReadOnly is its scope's readOnly: its mutating tools are not listed, and a call of one is E_OUT_OF_SCOPE.
+	ReadOnly bool
+	// scopeAt is where its scope is configured (agents[i].scope), for that refusal.
+	scopeAt string
+	digest  [sha256.Size]byte
 }
 
 // Name is the agent's configured name.
@@ -30,11 +35,14 @@ func (a Agent) Allows(operation string) bool {
 	return agentapi.Allows(a.Operations, operation)
 }
 
+// lists reports whether the agent's tools include spec's: allowed, and not a change by a read-only agent.
+func (a Agent) lists(spec ops.Spec) bool { return a.Allows(spec.Name) && !(a.ReadOnly && spec.Mutates) }
+
 // AgentsFrom returns the configured agents that have an MCP token. Their initiator is the one their DMs use
 // (config.Agent.InitiatorID), so a DM and an MCP call with the same requestId are one request.
 func AgentsFrom(cfg *config.Config) ([]Agent, error) {
 	var out []Agent
-	for _, a := range cfg.Agents {
+	for i, a := range cfg.Agents {
 		if a.MCP.TokenSHA256 == "" {
 			continue
 		}
@@ -42,7 +50,8 @@ func AgentsFrom(cfg *config.Config) ([]Agent, error) {
 		if err != nil || len(b) != sha256.Size {
 			return nil, fmt.Errorf("agent %s: mcp.tokenSHA256 is not a hex SHA-256 digest", a.Name)
 		}
-		ag := Agent{Initiator: ops.Initiator{Kind: ops.Agent, ID: a.InitiatorID(), Name: a.Name}, Operations: a.Operations}
+		ag := Agent{Initiator: ops.Initiator{Kind: ops.Agent, ID: a.InitiatorID(), Name: a.Name}, Operations: a.Operations,
+			ReadOnly: a.Scope.ReadOnly, scopeAt: approvals.ScopePath(i)}
 		copy(ag.digest[:], b)
 		out = append(out, ag)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -24,7 +25,7 @@ func (s *Server) newAgentServer(a Agent) *agentServer {
 		UnsubscribeHandler: as.unsubscribe,
 	})
 	for _, spec := range s.opts.Catalog.Specs() {
-		if a.Allows(spec.Name) {
+		if a.lists(spec) {
 			as.srv.AddTool(operationTool(spec, s.opts.Bounds, s.opts.Targets), as.counted(spec.Name, as.callOperation(spec)))
 		}
 	}
@@ -87,8 +88,14 @@ func (a *agentServer) refuseOthers(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		name := call.Params.Name
-		if _, err := a.s.opts.Catalog.Lookup(name); err != nil || a.agent.Allows(name) {
+		spec, known := a.s.opts.Catalog.Spec(name)
+		if !known || a.agent.lists(spec) {
 			return next(ctx, method, req)
+		}
+		if a.agent.Allows(name) {
+			r := Reply{Body: agentapi.NewBody(nil, requestIDOf(call.Params.Arguments), approvals.ReadOnlyRefusal(a.agent.Name(), a.agent.scopeAt, name))}
+			a.s.opts.OnCall(name, string(ops.CodeOutOfScope))
+			return result(r, r), nil
 		}
 		r := Reply{Body: agentapi.NewBody(nil, requestIDOf(call.Params.Arguments), ops.Errorf(ops.CodeNotAuthorized, "operation",
 			"ask the platform team to allow it for agent "+a.agent.Name()+" (agents[].operations)",

@@ -39,7 +39,7 @@ func (o *bootstrapOp) Spec() ops.Spec {
 	return ops.Spec{
 		Name: OpBootstrapCluster, Domain: "bootstrap", Topic: "bootstrap", Verb: "hyperpod", Mutates: true,
 		Summary:  "Create the cluster's SageMaker HyperPod cluster on its EKS cluster from a registered template",
-		Baseline: ops.RiskHigh, Params: bootstrapParams, Budget: ops.BudgetBootstrap,
+		Baseline: ops.RiskHigh, Params: bootstrapParams, Budget: ops.BudgetBootstrap, ClusterWide: true,
 		Lock:     func(r ops.Request) ops.LockScope { return ops.LockScope{Cluster: r.Target.Cluster, Kind: "bootstrap"} },
 		Headline: bootstrapHeadline,
 		Revert:   "deletes the HyperPod cluster it created, and its instances with it",

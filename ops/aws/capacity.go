@@ -74,7 +74,7 @@ type getCapacityOp struct {
 }
 
 func (o *getCapacityOp) Spec() ops.Spec {
-	return ops.Spec{Name: OpGetCapacity, Domain: "capacity", Topic: "capacity", Verb: "show",
+	return ops.Spec{Name: OpGetCapacity, Domain: "capacity", Topic: "capacity", Verb: "show", ClusterWide: true,
 		Summary: "Show the HyperPod instance groups and EKS node groups of a cluster: counts, status, cost per hour"}
 }
 

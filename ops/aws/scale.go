@@ -45,7 +45,7 @@ func (o *scaleOp) Spec() ops.Spec {
 		Lock: func(r ops.Request) ops.LockScope {
 			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "capacity", Name: r.Params.String("group")}
 		},
-		Headline: scaleHeadline, Destructive: true,
+		Headline: scaleHeadline, Destructive: true, ClusterWide: true,
 		Revert: "scales the group back to the instance count it had",
 	}
 }

@@ -61,7 +61,7 @@ type ClusterStatus struct {
 
 func (r *registry) getClusterStatus() ops.Operation {
 	spec := ops.Spec{
-		Name: "get-cluster-status", Domain: "status", Topic: "status", Baseline: ops.RiskLow,
+		Name: "get-cluster-status", Domain: "status", Topic: "status", Baseline: ops.RiskLow, ClusterWide: true,
 		Summary: "Show a cluster: nodes by instance group and health, GPUs allocatable vs requested, pods waiting for GPUs, managed workloads",
 	}
 	return r.readOperation(spec, func(target, *ops.Request) error { return nil }, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {

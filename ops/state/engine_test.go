@@ -81,7 +81,7 @@ func (o *scaleOp) Observe(context.Context, *ops.Request) (*ops.Result, error) {
 // quorumPolicy asks for a fixed number of approvals from people other than the requester.
 type quorumPolicy struct{ required int }
 
-func (p quorumPolicy) Permit(context.Context, ops.Request) error { return nil }
+func (p quorumPolicy) Permit(context.Context, ops.Request, ops.Spec) error { return nil }
 
 func (p quorumPolicy) Requirement(context.Context, ops.Request, *ops.Plan) (ops.Approval, error) {
 	return ops.Approval{Required: p.required, Approvers: "leads", Rule: "test"}, nil

@@ -88,8 +88,12 @@ func (s *Store) Create(ctx context.Context, rec *ops.Record) (*ops.Record, bool,
 	if err != nil {
 		return nil, false, fmt.Errorf("state: encode request %s: %w", rec.ID(), err)
 	}
-	ev, err := marshalEvent(ops.AuditEvent{RequestID: rec.ID(), Operation: rec.Request.Operation, To: rec.Phase,
-		By: rec.Request.Initiator, At: rec.CreatedAt, Params: rec.Request.Params, Note: "received"})
+	first := ops.Transition{To: rec.Phase, By: rec.Request.Initiator, At: rec.CreatedAt, Note: "received"}
+	if len(rec.History) > 0 {
+		first = rec.History[0]
+		first.Note = "received"
+	}
+	ev, err := marshalEvent(ops.NewAuditEvent(rec, first))
 	if err != nil {
 		return nil, false, fmt.Errorf("state: encode audit event: %w", err)
 	}

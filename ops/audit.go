@@ -1,0 +1,48 @@
+package ops
+
+import "time"
+
+// AuditEvent is one entry of the audit trail, stored with every transition in the same step: who did what to which
+// request, on what target for whom, with the plan (hash, cost, risk) and votes it had then. The JSON names of the
+// first fields are those of the stream's oldest entries, so entries written before the others existed still decode.
+type AuditEvent struct {
+	RequestID string    `json:"requestId"`
+	Operation string    `json:"operation"`
+	From      Phase     `json:"from"`
+	To        Phase     `json:"to"`
+	By        Initiator `json:"by"`
+	At        time.Time `json:"at"`
+	Params    Params    `json:"params,omitempty"`
+	Note      string    `json:"note,omitempty"`
+
+	Kind      TransitionKind `json:"kind,omitempty"`
+	Target    Target         `json:"target,omitzero"`
+	Initiator Initiator      `json:"initiator,omitzero"`
+	// Approvers are who approved the current plan so far (Slack user IDs), in the order they voted.
+	Approvers []string   `json:"approvers,omitempty"`
+	PlanHash  string     `json:"planHash,omitempty"`
+	Cost      *AuditCost `json:"cost,omitempty"`
+	Risk      string     `json:"risk,omitempty"`
+}
+
+// AuditCost is a plan's cost as the audit trail keeps it: the change in $/h and, for a bounded run, its worst case.
+type AuditCost struct {
+	HourlyDelta float64 `json:"hourlyDelta"`
+	Total       float64 `json:"total,omitempty"`
+}
+
+// NewAuditEvent is the audit entry of transition t, which took the request to rec (the record as stored with it).
+func NewAuditEvent(rec *Record, t Transition) AuditEvent {
+	ev := AuditEvent{RequestID: rec.ID(), Operation: rec.Request.Operation, From: t.From, To: t.To, By: t.By, At: t.At,
+		Params: rec.Request.Params, Note: t.Note, Kind: t.Kind, Target: rec.Request.Target, Initiator: rec.Request.Initiator}
+	for _, v := range rec.Approval.Votes {
+		if v.Approve && v.PlanHash == rec.Approval.PlanHash {
+			ev.Approvers = append(ev.Approvers, v.Voter.ID)
+		}
+	}
+	if p := rec.Plan; p != nil {
+		ev.PlanHash, ev.Risk = p.Hash, p.Risk.Level.String()
+		ev.Cost = &AuditCost{HourlyDelta: p.Cost.HourlyDelta, Total: p.Cost.Total}
+	}
+	return ev
+}
