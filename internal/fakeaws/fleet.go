@@ -16,6 +16,7 @@ type instance struct {
 	name       NodeName // Kubernetes node name
 	phase      phase
 	launchTime time.Time
+	health     NodeHealth // HyperPod only: what the health agent says while the instance runs
 }
 
 // fleet is the set of instances behind one HyperPod instance group or EKS node group, moving toward a target.
