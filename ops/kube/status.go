@@ -157,7 +157,9 @@ func clusterStatusResult(st ClusterStatus) *ops.Result {
 			g.GPURequested, g.GPUAllocatable, healthLine(g.States))
 		for _, h := range g.Unhealthy {
 			fmt.Fprintf(&b, "  %s\n", UnhealthyLine(h))
-			sick = append(sick, g.Group+": "+UnhealthyLine(h))
+		}
+		if g.States.Unhealthy() > 0 {
+			sick = append(sick, g.Group+": "+strings.TrimPrefix(healthLine(g.States), fmt.Sprintf("healthy %d, ", g.States.Healthy)))
 		}
 	}
 	summary := fmt.Sprintf("%s: %d/%d nodes ready, %d of %d GPUs requested, %d pod(s) waiting for GPUs", st.Cluster, ready, nodes, used, alloc, len(st.PendingForGPU))
@@ -169,7 +171,8 @@ func clusterStatusResult(st ClusterStatus) *ops.Result {
 	}
 	res := &ops.Result{Summary: summary, Output: b.String()}
 	if len(sick) > 0 {
-		res.Details = append(res.Details, ops.Detail{Label: "node health", Value: strings.Join(sick, "\n")})
+		// The reasons are in Output, a line per node; a field has room for the groups only.
+		res.Details = append(res.Details, ops.Detail{Label: "not healthy", Value: strings.Join(sick, "; ")})
 	}
 	nsNames := make([]string, 0, len(st.Workloads))
 	for ns := range st.Workloads {
