@@ -1,9 +1,12 @@
 package kube
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -98,3 +101,58 @@ func meaning(label, status string) string {
 		return "health label " + label
 	}
 }
+
+// scheduleHealth tells the plan of work that schedules pods onto nodes (a training job, an inference service) which
+// instance groups its pods may land on (the nodes matching gpuNodes.nodeSelector, with GPUs when it asks for
+// some) have nodes faulty, rebooting or being replaced, and why; each such group raises the risk one level.
+// HyperPod that cannot be read leaves the node labels to say it, with a warning.
+func (r *registry) scheduleHealth(ctx context.Context, t target, needGPUs bool, d *desired) error {
+	nodes, err := t.baseNodes(ctx)
+	if err != nil {
+		return err
+	}
+	sel := labels.SelectorFromSet(t.cfg.GPUNodes.NodeSelector)
+	g := NewNodeGrouping(ResourceGPU)
+	candidates := 0
+	for i := range nodes {
+		n := &nodes[i]
+		if q, ok := n.Status.Allocatable[ResourceGPU]; !sel.Matches(labels.Set(n.Labels)) || needGPUs && (!ok || q.IsZero()) {
+			continue
+		}
+		g.AddNode(n)
+		candidates++
+	}
+	if candidates == 0 {
+		return nil
+	}
+	instances, warning := r.hyperPodInstances(ctx, t.cfg)
+	if warning != "" {
+		d.warnings = append(d.warnings, warning)
+	}
+	g.AddInstances(instances)
+	for _, grp := range g.Groups() {
+		down := grp.States.Faulty + grp.States.Rebooting + grp.States.Replacing
+		if down == 0 {
+			continue
+		}
+		var named []string
+		for _, h := range grp.Unhealthy {
+			if h.State == ops.HealthChecking {
+				continue
+			}
+			if len(named) == maxNamedNodes {
+				named = append(named, fmt.Sprintf("and %d more", down-maxNamedNodes))
+				break
+			}
+			named = append(named, UnhealthyLine(h))
+		}
+		d.warnings = append(d.warnings, fmt.Sprintf("instance group %s has %d of %d nodes faulty, rebooting or being replaced (%s): "+
+			"the pods may wait for healthy nodes, and a node that fails under them ends their run", grp.Group, down, grp.Nodes,
+			strings.Join(named, "; ")))
+		d.risk.RaiseOneLevel("instance group %s has %d node(s) faulty, rebooting or being replaced", grp.Group, down)
+	}
+	return nil
+}
+
+// maxNamedNodes bounds the unhealthy nodes a plan names per group.
+const maxNamedNodes = 3
