@@ -116,15 +116,15 @@ func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) (
 	return instances, ""
 }
 
-// healthLine says a group's health in a few words: "healthy 3, faulty 1".
+// healthLine says a group's health in a few words: "3 healthy, 1 faulty".
 func healthLine(c ops.HealthCounts) string {
-	parts := []string{fmt.Sprintf("healthy %d", c.Healthy)}
+	parts := []string{fmt.Sprintf("%d healthy", c.Healthy)}
 	for _, p := range []struct {
 		name string
 		n    int
 	}{{ops.HealthFaulty, c.Faulty}, {ops.HealthRebooting, c.Rebooting}, {ops.HealthReplacing, c.Replacing}, {ops.HealthChecking, c.Checking}} {
 		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", p.name, p.n))
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -159,7 +159,7 @@ func clusterStatusResult(st ClusterStatus) *ops.Result {
 			fmt.Fprintf(&b, "  %s\n", UnhealthyLine(h))
 		}
 		if g.States.Unhealthy() > 0 {
-			sick = append(sick, g.Group+": "+strings.TrimPrefix(healthLine(g.States), fmt.Sprintf("healthy %d, ", g.States.Healthy)))
+			sick = append(sick, g.Group+": "+strings.TrimPrefix(healthLine(g.States), fmt.Sprintf("%d healthy, ", g.States.Healthy)))
 		}
 	}
 	summary := fmt.Sprintf("%s: %d/%d nodes ready, %d of %d GPUs requested, %d pod(s) waiting for GPUs", st.Cluster, ready, nodes, used, alloc, len(st.PendingForGPU))

@@ -115,13 +115,13 @@ func TestClusterStatusNodeHealth(t *testing.T) {
 		calls    int
 	}{
 		{"HyperPod says why", "ml-hp", &instanceReader{instances: xid},
-			[]string{"healthy 1, faulty 1, checking 1", "hyperpod-i-0bbb faulty: GPU 3 reported Xid 79 (UnschedulablePendingReplacement, Failure)",
+			[]string{"1 healthy, 1 faulty, 1 checking", "hyperpod-i-0bbb faulty: GPU 3 reported Xid 79 (UnschedulablePendingReplacement, Failure)",
 				"hyperpod-i-0ccc checking: deep health check in progress (DeepHealthCheckInProgress)"}, []string{"warning"}, 1},
 		{"HyperPod throttled: the labels still tell", "ml-hp", &instanceReader{err: errors.New("ThrottlingException: Rate exceeded")},
-			[]string{"healthy 2, faulty 1", "hyperpod-i-0bbb faulty: failed a health check; HyperPod marked it for replacement (UnschedulablePendingReplacement)",
+			[]string{"2 healthy, 1 faulty", "hyperpod-i-0bbb faulty: failed a health check; HyperPod marked it for replacement (UnschedulablePendingReplacement)",
 				"warning: HyperPod's instance statuses unavailable, node health is from the node labels: ThrottlingException: Rate exceeded"}, nil, 1},
 		{"no HyperPod cluster: not asked", "", &instanceReader{instances: xid},
-			[]string{"healthy 2, faulty 1"}, []string{"Xid", "warning"}, 0},
+			[]string{"2 healthy, 1 faulty"}, []string{"Xid", "warning"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
