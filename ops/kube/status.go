@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -103,12 +104,18 @@ func (r *registry) getClusterStatus() ops.Operation {
 	})
 }
 
+// instancesReadTimeout bounds the read of HyperPod's instance statuses: health is extra to a status or a plan, and
+// a SageMaker that hangs (or throttles for long) must not hold them; the node labels still say it.
+const instancesReadTimeout = 10 * time.Second
+
 // hyperPodInstances reads HyperPod's instance statuses where the cluster has a HyperPod cluster and a reader is
 // wired; what cannot be read is a warning, and the node labels alone say the health.
 func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) ([]ops.InstanceHealth, string) {
 	if r.instances == nil || cfg.HyperPod.ClusterName == "" {
 		return nil, ""
 	}
+	ctx, cancel := context.WithTimeout(ctx, instancesReadTimeout)
+	defer cancel()
 	instances, err := r.instances.HyperPodInstances(ctx, cfg.Name)
 	if err != nil {
 		return nil, "HyperPod's instance statuses unavailable, node health is from the node labels: " + err.Error()
