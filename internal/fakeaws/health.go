@@ -70,9 +70,9 @@ func (s *Server) SetNodeHealth(cluster, instanceID string, h NodeHealth) error {
 		return fmt.Errorf("set node health: no HyperPod cluster %s", cluster)
 	}
 	g, in := c.instance(instanceID)
-	if in == nil || in.phase != phaseUp {
+	if in == nil || in.phase != phaseUp || in.recovery != recoveryNone {
 		s.mu.Unlock()
-		return fmt.Errorf("set node health: no running instance %s in cluster %s", instanceID, cluster)
+		return fmt.Errorf("set node health: no running instance %s in cluster %s (or it is being rebooted or replaced)", instanceID, cluster)
 	}
 	in.health = h
 	ch := hyperPodChange(c, g)
