@@ -23,7 +23,8 @@ var GPUsPerInstance = map[string]int{
 
 // NodeSync mirrors the fake AWS's instances into the control plane: every instance that joins a HyperPod instance
 // group or an EKS node group becomes a kwok node with the labels AWS gives it, every instance that leaves is
-// deleted, and a HyperPod instance whose health changes gets the health agent's label (and a cordon) on its node. Its Hook is fakeaws.Options.OnNodesChanged.
+// deleted, and a HyperPod instance whose health changes gets the health agent's label (and a cordon) on its node.
+// Its Hook is fakeaws.Options.OnNodesChanged.
 type NodeSync struct {
 	plane *controlplane.ControlPlane
 
