@@ -185,12 +185,25 @@ func (c *Clients) listClusterNodes(ctx context.Context, t *target) ([]ops.Instan
 		for _, n := range page.ClusterNodeSummaries {
 			in := ops.InstanceHealth{Group: awssdk.ToString(n.InstanceGroupName), InstanceID: awssdk.ToString(n.InstanceId), Status: "Unknown"}
 			if n.InstanceStatus != nil {
-				in.Status, in.Message = string(n.InstanceStatus.Status), awssdk.ToString(n.InstanceStatus.Message)
+				in.Status, in.Message = string(n.InstanceStatus.Status), instanceMessage(awssdk.ToString(n.InstanceStatus.Message))
 			}
 			out = append(out, in)
 		}
 	}
 	return out, nil
+}
+
+// maxInstanceMessage caps HyperPod's message of one instance: it is shown per unhealthy node in status, reports and
+// plans, where a page of log text would drown the rest.
+const maxInstanceMessage = 300
+
+// instanceMessage is HyperPod's message as HyperOps passes it on: without credential shapes, and capped.
+func instanceMessage(s string) string {
+	s = ops.RedactCredentials(s)
+	if r := []rune(s); len(r) > maxInstanceMessage {
+		return string(r[:maxInstanceMessage-1]) + "…"
+	}
+	return s
 }
 
 var _ ops.InstanceHealthReader = (*Clients)(nil)

@@ -120,3 +120,13 @@ func TestHyperPodInstances(t *testing.T) {
 		t.Errorf("get-capacity's gpu group: %+v", g)
 	}
 }
+
+func TestInstanceMessage(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	if got := instanceMessage(long); len([]rune(got)) != maxInstanceMessage || !strings.HasSuffix(got, "…") {
+		t.Errorf("a 400-character message became %d characters", len([]rune(got)))
+	}
+	if got := instanceMessage("health check failed, token AKIAABCDEFGHIJKLMNOP"); strings.Contains(got, "AKIAABCDEFGHIJKLMNOP") {
+		t.Errorf("a credential shape survived: %q", got)
+	}
+}
