@@ -38,7 +38,7 @@ func buildCatalogWith(cfg *config.Config, clients *aws.Clients, cache aws.Cache,
 		return nil, fmt.Errorf("connect the clusters: %w", err)
 	}
 	pricer := pricerFor(cfg, clients, cache)
-	kube.Register(cat, clusters, pricer, applied)
+	kube.Register(cat, clusters, pricer, applied, clients)
 	aws.Register(cat, clients, pricer, clusters)
 	return &wiring{catalog: cat, clusters: clusters, aws: clients, pricer: pricer}, nil
 }

@@ -97,7 +97,7 @@ func newWidgetOp(name string, mutates bool, baseline ops.Level, params []ops.Par
 // realSpecs are the specs of the operations the service registers (nothing behind them: only the specs are read).
 var realSpecs = func() *ops.Catalog {
 	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil)
+	kube.Register(cat, nil, nil, nil, nil)
 	aws.Register(cat, nil, nil, nil)
 	return cat
 }()

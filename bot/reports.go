@@ -68,7 +68,7 @@ func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report
 	add := func(groups []aws.GroupCapacity) {
 		for _, gr := range groups {
 			out = append(out, report.GroupStatus{Name: gr.Name, InstanceType: strings.Join(gr.InstanceTypes, ","), Current: gr.Current,
-				Target: gr.Target, Status: gr.Status})
+				Target: gr.Target, Status: gr.Status, Instances: gr.NotRunning})
 		}
 	}
 	if c.HyperPod != nil {

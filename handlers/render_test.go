@@ -101,7 +101,20 @@ func TestGoldenMessages(t *testing.T) {
 	capFailed := capacityRecord()
 	capFailed.Phase = ops.PhaseFailed
 	capFailed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "group", "check with "+ops.Ask("capacity show"), "UpdateCluster failed: InsufficientCapacity for ml.g5.12xlarge")}
+	status := sampleRecord(ops.PhaseSucceeded)
+	status.Request.Operation, status.Request.Params, status.Plan = "get-cluster-status", ops.Params{}, nil
+	status.Result = &ops.Result{
+		Summary: "ml-prod-eks: 2/4 nodes ready, 12 of 32 GPUs requested, 0 pod(s) waiting for GPUs, 2 node(s) not healthy",
+		Output: "gpu-workers              ml.p5.48xlarge     2/4 ready  GPUs 12/32 requested  2 healthy, 1 faulty, 1 rebooting\n" +
+			"  hyperpod-i-0b2c faulty: GPU 3 reported Xid 79 <fallen off the bus> (UnschedulablePendingReplacement, Failure)\n" +
+			"  hyperpod-i-0d4e rebooting: failed a health check; HyperPod marked it for a reboot (UnschedulablePendingReboot, Pending)\n",
+		Details: []ops.Detail{
+			{Label: "not healthy", Value: "gpu-workers: 1 faulty, 1 rebooting"},
+			{Label: "ml-platform", Value: "1 job(s), 0 deployment(s)"},
+		},
+	}
 	cases := map[string]Rendered{
+		"result_status":       ResultMessage(opSpecs, status),
 		"plan_training":       PlanMessage(opSpecs, trainingRecord()),
 		"plan_inference":      PlanMessage(opSpecs, inferenceRecord()),
 		"plan_drift":          PlanMessage(opSpecs, driftRecord()),

@@ -3,13 +3,13 @@ package handlers
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
+	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/report"
 )
 
@@ -128,14 +128,57 @@ func reportGroupLine(g report.Group) string {
 		fmt.Fprintf(&b, " (%s)", reportEscape(g.Status))
 	}
 	fmt.Fprintf(&b, " · %d/%d nodes ready", g.Ready, g.Nodes)
-	if len(g.Health) > 0 {
-		b.WriteString(" · health: " + reportEscape(reportCounts(g.Health)))
+	if g.Nodes > 0 {
+		b.WriteString(" · " + reportHealthCounts(g.States))
 	}
 	fmt.Fprintf(&b, " · GPUs %d/%d allocated, %d free", g.GPUs.Allocated, g.GPUs.Total, g.GPUs.Free)
 	if g.PriceKnown {
 		fmt.Fprintf(&b, " · %s/h", reportMoney(g.Hourly))
 	}
+	for i, h := range g.Unhealthy {
+		if i == reportMaxUnhealthyNodes {
+			fmt.Fprintf(&b, "\n    ◦ … and %d more nodes not healthy", len(g.Unhealthy)-i)
+			break
+		}
+		b.WriteString("\n    ◦ " + reportUnhealthyLine(h))
+	}
 	return b.String()
+}
+
+// reportMaxUnhealthyNodes bounds the unhealthy nodes named under one group.
+const reportMaxUnhealthyNodes = 5
+
+// reportHealthCounts says a group's health: ":large_green_circle: 3 healthy", then what is not, in red.
+func reportHealthCounts(c ops.HealthCounts) string {
+	var parts []string
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{ops.HealthFaulty, c.Faulty}, {ops.HealthRebooting, c.Rebooting}, {ops.HealthReplacing, c.Replacing}, {ops.HealthChecking, c.Checking}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf(":large_green_circle: %d healthy", c.Healthy)
+	}
+	return fmt.Sprintf(":red_circle: %d healthy, %s", c.Healthy, strings.Join(parts, ", "))
+}
+
+// reportUnhealthyLine names one node that is not healthy and why: "`hyperpod-i-0b` *faulty*: GPU 3 reported Xid 79
+// (UnschedulablePendingReplacement, Failure)".
+func reportUnhealthyLine(h ops.NodeHealth) string {
+	line := fmt.Sprintf("`%s` *%s*: %s", reportEscape(h.Node), reportEscape(h.State), reportEscape(reportClip(h.Reason, 200)))
+	var why []string
+	for _, s := range []string{h.Label, h.InstanceStatus} {
+		if s != "" {
+			why = append(why, reportEscape(s))
+		}
+	}
+	if len(why) > 0 {
+		line += " (" + strings.Join(why, ", ") + ")"
+	}
+	return line
 }
 
 func reportGroupBlocks(groups []report.Group, maxBlocks int) []slack.Block {
@@ -350,25 +393,6 @@ func reportCode(items []string) string {
 		out[i] = "`" + reportEscape(s) + "`"
 	}
 	return strings.Join(out, ", ")
-}
-
-// reportCounts renders counts as "a 2, b 1", largest first then by name.
-func reportCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // reportCount renders "1 GPU", "8 GPUs".

@@ -10,7 +10,7 @@ import (
 // renderings show what the operations themselves say.
 var opSpecs = func() *ops.Catalog {
 	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil)
+	kube.Register(cat, nil, nil, nil, nil)
 	aws.Register(cat, nil, nil, nil)
 	return cat
 }()

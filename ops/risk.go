@@ -58,6 +58,26 @@ type Reason struct {
 type Risk struct {
 	Level   Level    `json:"level"`
 	Reasons []Reason `json:"reasons,omitempty"`
+	// raises are reasons that raise the level one step above the rest (RaiseOneLevel); Assess applies them once
+	// the shared rules have set the level they raise.
+	raises []string
+}
+
+// RaiseOneLevel asks for the level to go one step above what every other reason sets (but production, which
+// raises on top), for the reason given. An operation's Plan calls it; RiskPolicy.Assess applies it, so the step is
+// taken from the level the cost and agent rules reach too.
+func (r *Risk) RaiseOneLevel(format string, args ...any) {
+	r.raises = append(r.raises, fmt.Sprintf(format, args...))
+}
+
+// applyRaises takes one step up for all the reasons RaiseOneLevel recorded, naming them.
+func (r *Risk) applyRaises() {
+	if len(r.raises) == 0 {
+		return
+	}
+	raised := r.Level.Up()
+	r.Reasons = append(r.Reasons, Reason{Level: raised, Text: fmt.Sprintf("%s: one level up from %s", strings.Join(r.raises, "; "), r.Level)})
+	r.Level, r.raises = raised, nil
 }
 
 // Add records a reason and raises the level when it is higher.
@@ -78,7 +98,7 @@ type RiskPolicy struct {
 }
 
 // Assess completes a plan's risk with the rules every operation shares: cost thresholds, unknown prices,
-// agent-initiated mutations, and production raising one level. Operation-specific reasons (destructive, data
+// agent-initiated mutations, the operation's own raises (RaiseOneLevel), and production raising one level. Operation-specific reasons (destructive, data
 // deletion, bootstrap) are added by the operation's Plan before this runs.
 func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
 	r := &plan.Risk
@@ -97,6 +117,7 @@ func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
 	if req.Initiator.Kind == Agent && spec.Mutates && r.Level < RiskMedium {
 		r.Add(RiskMedium, "mutation requested by agent %s", req.Initiator.Name)
 	}
+	r.applyRaises()
 	if p.Production != nil && p.Production(req.Target.Cluster, req.Target.Namespace) && spec.Mutates {
 		raised := r.Level.Up()
 		// The raised reason names what it raised, so the one reason a plan message shows says why in full.

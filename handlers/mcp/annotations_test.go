@@ -16,7 +16,7 @@ import (
 // operation's spec, and that a new operation is annotated from its spec alone.
 func TestToolAnnotationsFromSpecs(t *testing.T) {
 	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil)
+	kube.Register(cat, nil, nil, nil, nil)
 	aws.Register(cat, nil, nil, nil)
 	specs := append(cat.Specs(), ops.Spec{Name: "restart-widget", Summary: "Restart a widget", Mutates: true, Destructive: true})
 	for _, spec := range specs {
@@ -34,7 +34,7 @@ func TestToolAnnotationsFromSpecs(t *testing.T) {
 // did from a table of operation names: the largest limit of any cluster, and the operations' lower ends.
 func TestBoundsFromSpecs(t *testing.T) {
 	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil)
+	kube.Register(cat, nil, nil, nil, nil)
 	aws.Register(cat, nil, nil, nil)
 	cfg := &config.Config{Clusters: []config.Cluster{
 		{Limits: config.Limits{MaxTrainingReplicas: 4, MaxGPUsPerJob: 64, MaxInferenceReplicas: 3, MaxNodesPerGroup: 10}},

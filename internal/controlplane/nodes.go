@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -170,4 +171,14 @@ func nodeNotReadyReason(node *corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// SetNodeHealth sets a node's HyperPod health label as the health-monitoring agent does, and cordons the node while
+// the value is anything but Schedulable (HyperPod's docs: such a node "is not available for running workloads").
+func (cp *ControlPlane) SetNodeHealth(ctx context.Context, name, health string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}},"spec":{"unschedulable":%v}}`, LabelNodeHealth, health, health != HealthSchedulable)
+	if _, err := cp.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("set the health of node %s to %s: %w", name, health, err)
+	}
+	return nil
 }

@@ -9,17 +9,20 @@ import (
 // Operation names, as Inject, Fail, Calls and Applied take them. SageMaker and Pricing use their X-Amz-Target; EKS, which is
 // REST and has no target header, is named "EKS.<Operation>".
 const (
-	OpSageMakerDescribeCluster  = "SageMaker.DescribeCluster"
-	OpSageMakerListClusterNodes = "SageMaker.ListClusterNodes"
-	OpSageMakerUpdateCluster    = "SageMaker.UpdateCluster"
-	OpSageMakerCreateCluster    = "SageMaker.CreateCluster"
-	OpSageMakerDeleteCluster    = "SageMaker.DeleteCluster"
-	OpEKSDescribeCluster        = "EKS.DescribeCluster"
-	OpEKSListNodegroups         = "EKS.ListNodegroups"
-	OpEKSDescribeNodegroup      = "EKS.DescribeNodegroup"
-	OpEKSUpdateNodegroupConfig  = "EKS.UpdateNodegroupConfig"
-	OpEKSDescribeUpdate         = "EKS.DescribeUpdate"
-	OpPricingGetProducts        = "AWSPriceListService.GetProducts"
+	OpSageMakerDescribeCluster          = "SageMaker.DescribeCluster"
+	OpSageMakerListClusterNodes         = "SageMaker.ListClusterNodes"
+	OpSageMakerUpdateCluster            = "SageMaker.UpdateCluster"
+	OpSageMakerCreateCluster            = "SageMaker.CreateCluster"
+	OpSageMakerDeleteCluster            = "SageMaker.DeleteCluster"
+	OpSageMakerDescribeClusterNode      = "SageMaker.DescribeClusterNode"
+	OpSageMakerBatchRebootClusterNodes  = "SageMaker.BatchRebootClusterNodes"
+	OpSageMakerBatchReplaceClusterNodes = "SageMaker.BatchReplaceClusterNodes"
+	OpEKSDescribeCluster                = "EKS.DescribeCluster"
+	OpEKSListNodegroups                 = "EKS.ListNodegroups"
+	OpEKSDescribeNodegroup              = "EKS.DescribeNodegroup"
+	OpEKSUpdateNodegroupConfig          = "EKS.UpdateNodegroupConfig"
+	OpEKSDescribeUpdate                 = "EKS.DescribeUpdate"
+	OpPricingGetProducts                = "AWSPriceListService.GetProducts"
 )
 
 // apiError is an AWS error response: HTTP status, error code (the shape name) and message, plus the extra

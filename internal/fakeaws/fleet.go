@@ -16,6 +16,8 @@ type instance struct {
 	name       NodeName // Kubernetes node name
 	phase      phase
 	launchTime time.Time
+	health     NodeHealth // HyperPod only: what the health agent says while the instance runs
+	recovery   recovery   // HyperPod only: a reboot or replacement under way
 }
 
 // fleet is the set of instances behind one HyperPod instance group or EKS node group, moving toward a target.

@@ -146,10 +146,20 @@ func (s *Server) HyperPodCluster(name string) (HyperPodCluster, bool) {
 		out.InstanceGroups = append(out.InstanceGroups, InstanceGroup{
 			Name: g.name, Type: g.instanceType, Count: g.target, LifecycleS3URI: g.lifecycleURI, OnCreate: g.onCreate,
 			ExecutionRole: g.executionRole, CurrentCount: g.current(), Status: g.status,
-			Nodes: snapshotNodes(&g.fleet, hyperPodNodeStatus),
+			Nodes: snapshotHyperPodNodes(&g.fleet),
 		})
 	}
 	return out, true
+}
+
+func snapshotHyperPodNodes(f *fleet) []Node {
+	out := make([]Node, 0, len(f.nodes))
+	for _, in := range f.nodes {
+		status, msg := hyperPodStatus(in)
+		out = append(out, Node{Name: in.name, InstanceID: in.id, Status: status, LaunchTime: in.launchTime, Message: msg,
+			Health: in.health.label()})
+	}
+	return out
 }
 
 func snapshotNodes(f *fleet, status map[phase]string) []Node {
@@ -206,7 +216,7 @@ func hyperPodChange(c *hpCluster, g *hpGroup) NodeChange {
 			"sagemaker.amazonaws.com/cluster-name":        c.name,
 			"sagemaker.amazonaws.com/instance-group-name": g.name,
 			"sagemaker.amazonaws.com/compute-type":        "hyperpod",
-			"sagemaker.amazonaws.com/node-health-status":  "Schedulable",
+			"sagemaker.amazonaws.com/node-health-status":  HealthSchedulable,
 		},
 	}
 }

@@ -19,11 +19,14 @@ type rpcService struct {
 func (s *Server) rpcServices() map[string]rpcService {
 	return map[string]rpcService{
 		"SageMaker": {signingName: "sagemaker", ops: map[string]rpcHandler{
-			"DescribeCluster":  s.smDescribeCluster,
-			"ListClusterNodes": s.smListClusterNodes,
-			"UpdateCluster":    s.smUpdateCluster,
-			"CreateCluster":    s.smCreateCluster,
-			"DeleteCluster":    s.smDeleteCluster,
+			"DescribeCluster":          s.smDescribeCluster,
+			"ListClusterNodes":         s.smListClusterNodes,
+			"DescribeClusterNode":      s.smDescribeClusterNode,
+			"BatchRebootClusterNodes":  s.smBatchRebootClusterNodes,
+			"BatchReplaceClusterNodes": s.smBatchReplaceClusterNodes,
+			"UpdateCluster":            s.smUpdateCluster,
+			"CreateCluster":            s.smCreateCluster,
+			"DeleteCluster":            s.smDeleteCluster,
 		}},
 		"AWSPriceListService": {signingName: "pricing", ops: map[string]rpcHandler{
 			"GetProducts": s.pricingGetProducts,

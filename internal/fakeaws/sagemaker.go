@@ -144,7 +144,7 @@ func clusterNotFound(name string) *apiError {
 type smNodeSummary struct {
 	InstanceGroupName string
 	InstanceId        string
-	InstanceStatus    struct{ Status string }
+	InstanceStatus    smInstanceStatus
 	InstanceType      string
 	LaunchTime        *epochTime `json:",omitempty"`
 }
@@ -231,7 +231,7 @@ func (s *Server) smListClusterNodes(_ context.Context, region string, body []byt
 			if !n.launchTime.IsZero() {
 				sum.LaunchTime = epochPtr(n.launchTime)
 			}
-			sum.InstanceStatus.Status = hyperPodNodeStatus[n.phase]
+			sum.InstanceStatus = instanceStatusOf(n)
 			nodes = append(nodes, sum)
 		}
 	}

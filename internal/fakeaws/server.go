@@ -34,6 +34,9 @@ type Options struct {
 	// NodeInterval is the time between two node changes within one transition. Zero means every node of the
 	// transition changes at once; a positive value moves one node at a time.
 	NodeInterval time.Duration
+	// RecoveryDuration is how long BatchRebootClusterNodes and BatchReplaceClusterNodes take to bring an instance
+	// back or replace it. Default DefaultRecoveryDuration.
+	RecoveryDuration time.Duration
 	// Clock drives every delay and timestamp. Default the real clock; tests pass a clockwork.FakeClock.
 	Clock clockwork.Clock
 	// SecretKeys maps access key IDs to secret keys. When set, requests signed by an unknown key are refused

@@ -36,6 +36,8 @@ type NodeChange struct {
 	Labels         map[string]string // labels AWS puts on these nodes
 	Added          []NodeName
 	Removed        []NodeName
+	// Health holds the new node-health-status label of nodes whose health changed (SetNodeHealth, MarkNodeFaulty).
+	Health map[NodeName]string
 }
 
 // HyperPodCluster describes a SageMaker HyperPod cluster, to seed the server (AddHyperPodCluster) and to read
@@ -69,8 +71,11 @@ type InstanceGroup struct {
 type Node struct {
 	Name       NodeName
 	InstanceID string
-	Status     string // HyperPod: Pending, Running, ShuttingDown; EKS: Pending, Ready, Terminating
+	Status     string // HyperPod: Pending, Running, ShuttingDown, Failure, …; EKS: Pending, Ready, Terminating
 	LaunchTime time.Time
+	// HyperPod only: the InstanceStatus message and the node-health-status label.
+	Message string
+	Health  string
 }
 
 // EKSCluster describes an EKS cluster.

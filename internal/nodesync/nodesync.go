@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,8 +22,9 @@ var GPUsPerInstance = map[string]int{
 }
 
 // NodeSync mirrors the fake AWS's instances into the control plane: every instance that joins a HyperPod instance
-// group or an EKS node group becomes a kwok node with the labels AWS gives it, and every instance that leaves is
-// deleted. Its Hook is fakeaws.Options.OnNodesChanged.
+// group or an EKS node group becomes a kwok node with the labels AWS gives it, every instance that leaves is
+// deleted, and a HyperPod instance whose health changes gets the health agent's label (and a cordon) on its node.
+// Its Hook is fakeaws.Options.OnNodesChanged.
 type NodeSync struct {
 	plane *controlplane.ControlPlane
 
@@ -55,6 +57,11 @@ func (s *NodeSync) Hook(ctx context.Context, ch fakeaws.NodeChange) {
 			errs = append(errs, fmt.Errorf("remove node %s of %s/%s: %w", name, ch.Cluster, ch.InstanceGroup, err))
 		}
 	}
+	for _, name := range sortedNames(ch.Health) {
+		if err := s.plane.SetNodeHealth(ctx, string(name), ch.Health[name]); err != nil {
+			errs = append(errs, fmt.Errorf("relabel node %s of %s/%s: %w", name, ch.Cluster, ch.InstanceGroup, err))
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.errs = append(s.errs, errs...)
@@ -76,6 +83,15 @@ func extraLabels(labels map[string]string) map[string]string {
 		}
 		out[k] = v
 	}
+	return out
+}
+
+func sortedNames(m map[fakeaws.NodeName]string) []fakeaws.NodeName {
+	out := make([]fakeaws.NodeName, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
 	return out
 }
 

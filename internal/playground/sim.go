@@ -187,8 +187,19 @@ func (p *Playground) failWorkload(ctx context.Context, ns, name string) error {
 	return nil
 }
 
-// setNodeHealth marks a node as HyperPod's health agent would: Unschedulable and cordoned, or back to Schedulable.
+// unhealthyReason is what the playground's "make unhealthy" has HyperPod say of the node.
+const unhealthyReason = "GPU health check failed: Xid 79, GPU has fallen off the bus (marked from the playground)"
+
+// setNodeHealth marks a node as HyperPod's health agent would: faulty (UnschedulablePendingReplacement, cordoned;
+// for a node of the fake HyperPod cluster also its instance status Failure with a reason, through the fake AWS,
+// which relabels the node), or back to Schedulable.
 func (p *Playground) setNodeHealth(ctx context.Context, name string, healthy bool) error {
+	if id := fakeaws.NodeName(name).InstanceID(); id != "" && p.hyperPodHas(id) {
+		if healthy {
+			return p.AWS.SetNodeHealth(HyperPod, id, fakeaws.NodeHealth{})
+		}
+		return p.AWS.MarkNodeFaulty(HyperPod, id, unhealthyReason)
+	}
 	health, cordon := "UnschedulablePendingReplacement", true
 	if healthy {
 		health, cordon = controlplane.HealthSchedulable, false
@@ -198,6 +209,22 @@ func (p *Playground) setNodeHealth(ctx context.Context, name string, healthy boo
 		return fmt.Errorf("mark node %s %s: %w", name, health, err)
 	}
 	return nil
+}
+
+// hyperPodHas reports whether the fake HyperPod cluster has the instance.
+func (p *Playground) hyperPodHas(id string) bool {
+	hp, ok := p.AWS.HyperPodCluster(HyperPod)
+	if !ok {
+		return false
+	}
+	for _, g := range hp.InstanceGroups {
+		for _, n := range g.Nodes {
+			if n.InstanceID == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // throttleOps are the AWS operations the bot calls, which the throttle button fails.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hyperops/hyperops/internal/controlplane"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 )
 
@@ -70,6 +71,9 @@ func TestWorldActions(t *testing.T) {
 	if h := n.Labels[controlplane.LabelNodeHealth]; h == controlplane.HealthSchedulable || !n.Spec.Unschedulable {
 		t.Fatalf("node %s after make unhealthy: health %q, unschedulable %v", node, h, n.Spec.Unschedulable)
 	}
+	if st := hyperPodNode(pg, node); st.Status != fakeaws.NodeFailure || st.Message != unhealthyReason {
+		t.Fatalf("the fake AWS has node %s as %+v, want Failure with the playground's reason", node, st)
+	}
 	postWorld(t, pg, "node-healthy", node, "")
 	waitWorld(ctx, t, pg, node+" healthy again", func(w World) bool {
 		for _, nv := range w.Nodes {
@@ -79,6 +83,10 @@ func TestWorldActions(t *testing.T) {
 		}
 		return false
 	})
+
+	if st := hyperPodNode(pg, node); st.Status != fakeaws.NodeRunning || st.Message != "" {
+		t.Fatalf("the fake AWS has node %s as %+v after make healthy, want Running", node, st)
+	}
 
 	postWorld(t, pg, "throttle-on", "", "")
 	if !pg.world(ctx).Throttled {
@@ -134,4 +142,17 @@ func TestWorldActions(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// hyperPodNode is the fake AWS's view of a node of the playground's HyperPod cluster.
+func hyperPodNode(pg *Playground, name string) fakeaws.Node {
+	hp, _ := pg.AWS.HyperPodCluster(HyperPod)
+	for _, g := range hp.InstanceGroups {
+		for _, n := range g.Nodes {
+			if string(n.Name) == name {
+				return n
+			}
+		}
+	}
+	return fakeaws.Node{}
 }

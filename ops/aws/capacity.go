@@ -9,6 +9,7 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -57,8 +58,10 @@ type GroupCapacity struct {
 	Target  int `json:"target"`
 	Min     int `json:"min,omitempty"`
 	Max     int `json:"max,omitempty"`
-	// Instances counts the HyperPod instances by status (ListClusterNodes).
-	Instances map[string]int `json:"instances,omitempty"`
+	// Instances counts the HyperPod instances by status (ListClusterNodes); NotRunning lists those not Running,
+	// with HyperPod's message.
+	Instances  map[string]int       `json:"instances,omitempty"`
+	NotRunning []ops.InstanceHealth `json:"notRunning,omitempty"`
 	// Hourly is Target × the on-demand price; 0 with PriceKnown false when the price is unknown.
 	Hourly     float64             `json:"hourly"`
 	PriceKnown bool                `json:"priceKnown"`
@@ -143,7 +146,35 @@ func (c *Clients) hyperPodCapacity(ctx context.Context, t *target) (*HyperPodCap
 	}
 	hp := &HyperPodCapacity{Name: awssdk.ToString(d.ClusterName), ARN: awssdk.ToString(d.ClusterArn),
 		Status: string(d.ClusterStatus), FailureMessage: awssdk.ToString(d.FailureMessage), Groups: []GroupCapacity{}}
-	instances := map[string]map[string]int{}
+	nodes, err := c.listClusterNodes(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	instances, unhealthy := map[string]map[string]int{}, map[string][]ops.InstanceHealth{}
+	for _, n := range nodes {
+		if instances[n.Group] == nil {
+			instances[n.Group] = map[string]int{}
+		}
+		instances[n.Group][n.Status]++
+		if n.Status != string(smtypes.ClusterInstanceStatusRunning) {
+			unhealthy[n.Group] = append(unhealthy[n.Group], n)
+		}
+	}
+	for _, g := range d.InstanceGroups {
+		name := awssdk.ToString(g.InstanceGroupName)
+		hp.Groups = append(hp.Groups, GroupCapacity{
+			Name: name, InstanceTypes: []string{string(g.InstanceType)}, Status: string(g.Status),
+			Current: int(awssdk.ToInt32(g.CurrentCount)), Target: int(awssdk.ToInt32(g.TargetCount)), Instances: instances[name],
+			NotRunning: unhealthy[name],
+		})
+	}
+	return hp, nil
+}
+
+// listClusterNodes reads every instance of the cluster's HyperPod cluster, a page of 100 at a time; the SDK's
+// retryer backs off and retries a ThrottlingException, as it does for every read.
+func (c *Clients) listClusterNodes(ctx context.Context, t *target) ([]ops.InstanceHealth, error) {
+	var out []ops.InstanceHealth
 	p := sagemaker.NewListClusterNodesPaginator(t.sm, &sagemaker.ListClusterNodesInput{
 		ClusterName: awssdk.String(t.cl.HyperPod.ClusterName), MaxResults: awssdk.Int32(100)})
 	for p.HasMorePages() {
@@ -152,25 +183,46 @@ func (c *Clients) hyperPodCapacity(ctx context.Context, t *target) (*HyperPodCap
 			return nil, awsError(serviceSageMaker, "ListClusterNodes", err)
 		}
 		for _, n := range page.ClusterNodeSummaries {
-			g := awssdk.ToString(n.InstanceGroupName)
-			if instances[g] == nil {
-				instances[g] = map[string]int{}
-			}
-			status := "Unknown"
+			in := ops.InstanceHealth{Group: awssdk.ToString(n.InstanceGroupName), InstanceID: awssdk.ToString(n.InstanceId), Status: "Unknown"}
 			if n.InstanceStatus != nil {
-				status = string(n.InstanceStatus.Status)
+				in.Status, in.Message = string(n.InstanceStatus.Status), instanceMessage(awssdk.ToString(n.InstanceStatus.Message))
 			}
-			instances[g][status]++
+			out = append(out, in)
 		}
 	}
-	for _, g := range d.InstanceGroups {
-		name := awssdk.ToString(g.InstanceGroupName)
-		hp.Groups = append(hp.Groups, GroupCapacity{
-			Name: name, InstanceTypes: []string{string(g.InstanceType)}, Status: string(g.Status),
-			Current: int(awssdk.ToInt32(g.CurrentCount)), Target: int(awssdk.ToInt32(g.TargetCount)), Instances: instances[name],
-		})
+	return out, nil
+}
+
+// maxInstanceMessage caps HyperPod's message of one instance: it is shown per unhealthy node in status, reports and
+// plans, where a page of log text would drown the rest.
+const maxInstanceMessage = 300
+
+// instanceMessage is HyperPod's message as HyperOps passes it on: without credential shapes, and capped.
+func instanceMessage(s string) string {
+	s = ops.RedactCredentials(s)
+	if r := []rune(s); len(r) > maxInstanceMessage {
+		return string(r[:maxInstanceMessage-1]) + "…"
 	}
-	return hp, nil
+	return s
+}
+
+var _ ops.InstanceHealthReader = (*Clients)(nil)
+
+// HyperPodInstances implements ops.InstanceHealthReader: every instance of the cluster's HyperPod cluster with its
+// status and message; none for a cluster without HyperPod, or whose HyperPod cluster does not exist yet.
+func (c *Clients) HyperPodInstances(ctx context.Context, cluster string) ([]ops.InstanceHealth, error) {
+	t, err := c.cluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	if t.cl.HyperPod.ClusterName == "" {
+		return nil, nil
+	}
+	nodes, err := c.listClusterNodes(ctx, t)
+	if apiCode(err) == "ResourceNotFound" {
+		return nil, nil
+	}
+	return nodes, err
 }
 
 func (c *Clients) eksCapacity(ctx context.Context, t *target) (*EKSCapacity, error) {

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,5 +79,54 @@ func TestCapacityBeforeBootstrap(t *testing.T) {
 	}
 	if ng, _ := f.srv.Nodegroup("dev-eks", "system"); ng.DesiredSize != 2 {
 		t.Errorf("node group %+v", ng)
+	}
+}
+
+// TestHyperPodInstances: every instance of the cluster's HyperPod cluster, over pages of 100, with HyperPod's status
+// and message; a throttled page is retried by the SDK's retryer; a cluster without HyperPod has none, and
+// get-capacity lists the instances that are not Running.
+func TestHyperPodInstances(t *testing.T) {
+	f := newFixture(t, fixtureOptions{gpuCount: 120})
+	hp, _ := f.srv.HyperPodCluster("ml-hp")
+	faulty := hp.InstanceGroups[0].Nodes[7].InstanceID
+	must(t, f.srv.MarkNodeFaulty("ml-hp", faulty, "GPU 3 reported Xid 79"))
+	f.srv.Fail(fakeaws.OpSageMakerListClusterNodes, 2, "ThrottlingException", 400, "Rate exceeded")
+
+	got, err := f.clients.HyperPodInstances(ctxT(t), testCluster)
+	must(t, err)
+	if len(got) != 122 {
+		t.Fatalf("%d instances, want 122 (120 gpu, 1 controller, 1 a100)", len(got))
+	}
+	// Two pages, the first of them twice more for the throttling.
+	if n := f.srv.Calls(fakeaws.OpSageMakerListClusterNodes); n != 4 {
+		t.Errorf("ListClusterNodes called %d times, want 4", n)
+	}
+	var failed []ops.InstanceHealth
+	for _, in := range got {
+		if in.Status != "Running" {
+			failed = append(failed, in)
+		}
+	}
+	if want := []ops.InstanceHealth{{Group: "gpu", InstanceID: faulty, Status: "Failure", Message: "GPU 3 reported Xid 79"}}; !reflect.DeepEqual(failed, want) {
+		t.Errorf("not running: %+v, want %+v", failed, want)
+	}
+	if none, err := f.clients.HyperPodInstances(ctxT(t), testDevCluster); err != nil || none != nil {
+		t.Errorf("a cluster without HyperPod: %v, %v", none, err)
+	}
+
+	c, err := f.clients.Capacity(ctxT(t), testCluster, nil, nil)
+	must(t, err)
+	if g := c.HyperPod.Groups[0]; g.Instances["Failure"] != 1 || len(g.NotRunning) != 1 || g.NotRunning[0].Message != "GPU 3 reported Xid 79" {
+		t.Errorf("get-capacity's gpu group: %+v", g)
+	}
+}
+
+func TestInstanceMessage(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	if got := instanceMessage(long); len([]rune(got)) != maxInstanceMessage || !strings.HasSuffix(got, "…") {
+		t.Errorf("a 400-character message became %d characters", len([]rune(got)))
+	}
+	if got := instanceMessage("health check failed, token AKIAABCDEFGHIJKLMNOP"); strings.Contains(got, "AKIAABCDEFGHIJKLMNOP") {
+		t.Errorf("a credential shape survived: %q", got)
 	}
 }

@@ -196,6 +196,38 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 		t.Logf("%s\n%s", res.Summary, res.Output)
 	})
+	t.Run("a faulty node in status and a training plan", func(t *testing.T) {
+		// As HyperPod's health agent leaves a node that failed a check: labelled, and cordoned.
+		if err := cp.SetNodeHealth(ctx, "hp-gpu-1", HealthPendingReplacement); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := cp.SetNodeHealth(context.Background(), "hp-gpu-1", HealthSchedulable); err != nil {
+				t.Error(err)
+			}
+		})
+		req := request("get-cluster-status", nil)
+		op, err := e.prepare(t, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := op.Execute(ctx, req, nil, ops.Execution{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"1 node(s) not healthy", "1 healthy, 1 faulty",
+			"hp-gpu-1 faulty: failed a health check; HyperPod marked it for replacement (UnschedulablePendingReplacement)"} {
+			if !strings.Contains(res.Summary+"\n"+res.Output, want) {
+				t.Errorf("status lacks %q:\n%s\n%s", want, res.Summary, res.Output)
+			}
+		}
+		treq := request("submit-training-job", trainParams(map[string]any{"name": "on-faulty"}))
+		top, p := e.plan(t, treq)
+		ops.RiskPolicy{}.Assess(*treq, top.Spec(), p)
+		if !strings.Contains(strings.Join(p.Warnings, "\n"), "instance group gpu-workers has 1 of 2 nodes faulty") || p.Risk.Level != ops.RiskMedium {
+			t.Errorf("training plan: risk %s, warnings %q", p.Risk.Level, p.Warnings)
+		}
+	})
 }
 
 // mustDesired builds the object an operation would apply.

@@ -15,9 +15,12 @@ const Ungrouped = "(ungrouped)"
 // groups that /hp status, the capacity checks and the capacity report share, so they cannot disagree on a group's
 // name, its readiness or its GPUs.
 type NodeGrouping struct {
-	gpu    corev1.ResourceName
-	groups map[string]*ops.NodeGroupNodes
-	ofNode map[string]*ops.NodeGroupNodes
+	gpu       corev1.ResourceName
+	groups    map[string]*ops.NodeGroupNodes
+	ofNode    map[string]*ops.NodeGroupNodes
+	labels    map[string]string // node → its health label
+	order     []string          // node names as added
+	instances map[string]ops.InstanceHealth
 }
 
 // NewNodeGrouping counts gpu as the GPU resource (ResourceGPU when empty).
@@ -25,7 +28,8 @@ func NewNodeGrouping(gpu corev1.ResourceName) *NodeGrouping {
 	if gpu == "" {
 		gpu = ResourceGPU
 	}
-	return &NodeGrouping{gpu: gpu, groups: map[string]*ops.NodeGroupNodes{}, ofNode: map[string]*ops.NodeGroupNodes{}}
+	return &NodeGrouping{gpu: gpu, groups: map[string]*ops.NodeGroupNodes{}, ofNode: map[string]*ops.NodeGroupNodes{},
+		labels: map[string]string{}, instances: map[string]ops.InstanceHealth{}}
 }
 
 // GPU is the resource counted as GPUs.
@@ -40,11 +44,13 @@ func (g *NodeGrouping) AddNode(n *corev1.Node) {
 		g.groups[name] = grp
 	}
 	g.ofNode[n.Name] = grp
+	g.order = append(g.order, n.Name)
 	grp.Nodes++
 	if NodeReady(n) {
 		grp.Ready++
 	}
-	if h := n.Labels[LabelNodeHealth]; h != "" {
+	if h := healthLabel(n); h != "" {
+		g.labels[n.Name] = h
 		if grp.Health == nil {
 			grp.Health = map[string]int{}
 		}
@@ -68,10 +74,40 @@ func (g *NodeGrouping) AddPod(p *corev1.Pod) (placed bool) {
 	return ok
 }
 
-// Groups returns the groups by name.
+// AddInstances adds what HyperPod says of its instances (ListClusterNodes), matched to nodes by instance ID: a
+// HyperPod node is named hyperpod-<instance id>. Instances without a node are left out: the counts are the
+// cluster's nodes.
+func (g *NodeGrouping) AddInstances(instances []ops.InstanceHealth) {
+	for _, in := range instances {
+		g.instances[in.InstanceID] = in
+	}
+}
+
+// Groups returns the groups by name, each with its nodes' health.
 func (g *NodeGrouping) Groups() []ops.NodeGroupNodes {
 	out := make([]ops.NodeGroupNodes, 0, len(g.groups))
+	health := map[*ops.NodeGroupNodes]*ops.NodeGroupNodes{}
 	for _, grp := range g.groups {
+		c := *grp
+		c.Unhealthy = nil
+		health[grp] = &c
+	}
+	for _, name := range g.order {
+		grp := health[g.ofNode[name]]
+		id := instanceIDOf(name)
+		in, known := g.instances[id]
+		h := ClassifyNode(g.labels[name], in.Status, in.Message)
+		grp.States.Add(h.State)
+		if h.State == ops.HealthHealthy {
+			continue
+		}
+		h.Node = name
+		if known {
+			h.InstanceID = id
+		}
+		grp.Unhealthy = append(grp.Unhealthy, h)
+	}
+	for _, grp := range health {
 		out = append(out, *grp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })

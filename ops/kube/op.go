@@ -593,6 +593,8 @@ type registry struct {
 	applied AppliedRecords
 	// pollEvery is how often executions that wait (rollout, verify) look again; 0 means 2s.
 	pollEvery time.Duration
+	// instances reads HyperPod's instance statuses; nil leaves node health to the node labels.
+	instances ops.InstanceHealthReader
 }
 
 // lock returns the lock scope ns/kind/name of a request, the namespace defaulted as resolve does.

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -36,11 +38,12 @@ func (cs *Clusters) NodeGroups(ctx context.Context, cluster string) ([]ops.NodeG
 	if err != nil {
 		return nil, clusterError(err, "list pods")
 	}
-	return nodeGroups(nodes, pods.Items), nil
+	return nodeGroups(nodes, pods.Items, nil), nil
 }
 
-func nodeGroups(nodes []corev1.Node, pods []corev1.Pod) []ops.NodeGroupNodes {
+func nodeGroups(nodes []corev1.Node, pods []corev1.Pod, instances []ops.InstanceHealth) []ops.NodeGroupNodes {
 	g := NewNodeGrouping(ResourceGPU)
+	g.AddInstances(instances)
 	for i := range nodes {
 		g.AddNode(&nodes[i])
 	}
@@ -55,6 +58,8 @@ type ClusterStatus struct {
 	Cluster       string               `json:"cluster"`
 	Groups        []ops.NodeGroupNodes `json:"groups"`
 	PendingForGPU []string             `json:"pendingForGPU,omitempty"`
+	// Warnings say what could not be read (HyperPod's instance statuses); the node labels still count.
+	Warnings []string `json:"warnings,omitempty"`
 	// Workloads counts managed Jobs and Deployments per namespace.
 	Workloads map[string]map[string]int `json:"workloads"`
 }
@@ -73,7 +78,11 @@ func (r *registry) getClusterStatus() ops.Operation {
 		if err != nil {
 			return nil, clusterError(err, "list pods")
 		}
-		st := ClusterStatus{Cluster: t.cfg.Name, Groups: nodeGroups(nodes, pods.Items), Workloads: map[string]map[string]int{}}
+		instances, warning := r.hyperPodInstances(ctx, t.cfg)
+		st := ClusterStatus{Cluster: t.cfg.Name, Groups: nodeGroups(nodes, pods.Items, instances), Workloads: map[string]map[string]int{}}
+		if warning != "" {
+			st.Warnings = append(st.Warnings, warning)
+		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" && PodRequest(p, ResourceGPU) > 0 {
@@ -95,23 +104,82 @@ func (r *registry) getClusterStatus() ops.Operation {
 	})
 }
 
+// instancesReadTimeout bounds the read of HyperPod's instance statuses: health is extra to a status or a plan, and
+// a SageMaker that hangs (or throttles for long) must not hold them; the node labels still say it.
+const instancesReadTimeout = 10 * time.Second
+
+// hyperPodInstances reads HyperPod's instance statuses where the cluster has a HyperPod cluster and a reader is
+// wired; what cannot be read is a warning, and the node labels alone say the health.
+func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) ([]ops.InstanceHealth, string) {
+	if r.instances == nil || cfg.HyperPod.ClusterName == "" {
+		return nil, ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, instancesReadTimeout)
+	defer cancel()
+	instances, err := r.instances.HyperPodInstances(ctx, cfg.Name)
+	if err != nil {
+		return nil, "HyperPod's instance statuses unavailable, node health is from the node labels: " + err.Error()
+	}
+	return instances, ""
+}
+
+// healthLine says a group's health in a few words: "3 healthy, 1 faulty".
+func healthLine(c ops.HealthCounts) string {
+	parts := []string{fmt.Sprintf("%d healthy", c.Healthy)}
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{ops.HealthFaulty, c.Faulty}, {ops.HealthRebooting, c.Rebooting}, {ops.HealthReplacing, c.Replacing}, {ops.HealthChecking, c.Checking}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// UnhealthyLine says one unhealthy node and why: "hyperpod-i-0ab… faulty: GPU 3 fell off the bus (UnschedulablePendingReplacement, Failure)".
+func UnhealthyLine(h ops.NodeHealth) string {
+	var why []string
+	for _, s := range []string{h.Label, h.InstanceStatus} {
+		if s != "" {
+			why = append(why, s)
+		}
+	}
+	line := h.Node + " " + h.State + ": " + h.Reason
+	if len(why) > 0 {
+		line += " (" + strings.Join(why, ", ") + ")"
+	}
+	return line
+}
+
 func clusterStatusResult(st ClusterStatus) *ops.Result {
 	var b strings.Builder
-	var nodes, ready int
+	var nodes, ready, unhealthy int
 	var alloc, used int64
+	var sick []string
 	for _, g := range st.Groups {
 		nodes, ready, alloc, used = nodes+g.Nodes, ready+g.Ready, alloc+g.GPUAllocatable, used+g.GPURequested
-		health := make([]string, 0, len(g.Health))
-		for h, n := range g.Health {
-			health = append(health, fmt.Sprintf("%s=%d", h, n))
-		}
-		sort.Strings(health)
+		unhealthy += g.States.Unhealthy()
 		fmt.Fprintf(&b, "%-24s %-18s %d/%d ready  GPUs %d/%d requested  %s\n", g.Group, g.InstanceType, g.Ready, g.Nodes,
-			g.GPURequested, g.GPUAllocatable, strings.Join(health, " "))
+			g.GPURequested, g.GPUAllocatable, healthLine(g.States))
+		for _, h := range g.Unhealthy {
+			fmt.Fprintf(&b, "  %s\n", UnhealthyLine(h))
+		}
+		if g.States.Unhealthy() > 0 {
+			sick = append(sick, g.Group+": "+strings.TrimPrefix(healthLine(g.States), fmt.Sprintf("%d healthy, ", g.States.Healthy)))
+		}
 	}
-	res := &ops.Result{
-		Summary: fmt.Sprintf("%s: %d/%d nodes ready, %d of %d GPUs requested, %d pod(s) waiting for GPUs", st.Cluster, ready, nodes, used, alloc, len(st.PendingForGPU)),
-		Output:  b.String(),
+	summary := fmt.Sprintf("%s: %d/%d nodes ready, %d of %d GPUs requested, %d pod(s) waiting for GPUs", st.Cluster, ready, nodes, used, alloc, len(st.PendingForGPU))
+	if unhealthy > 0 {
+		summary += fmt.Sprintf(", %d node(s) not healthy", unhealthy)
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	res := &ops.Result{Summary: summary, Output: b.String()}
+	if len(sick) > 0 {
+		// The reasons are in Output, a line per node; a field has room for the groups only.
+		res.Details = append(res.Details, ops.Detail{Label: "not healthy", Value: strings.Join(sick, "; ")})
 	}
 	nsNames := make([]string, 0, len(st.Workloads))
 	for ns := range st.Workloads {

@@ -176,6 +176,9 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 		return nil, err
 	}
 	addGPUCost(&d.cost, g, "training "+name, gpus*replicas)
+	if err := r.scheduleHealth(ctx, t, gpus > 0, d); err != nil {
+		return nil, err
+	}
 	if d.cost.HourlyDelta > 0 {
 		d.cost.Total = d.cost.HourlyDelta * deadline.Hours()
 		d.cost.TotalBasis = fmt.Sprintf("if it runs its full %g hours (its deadline, activeDeadlineSeconds)", deadline.Hours())

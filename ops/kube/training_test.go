@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -370,5 +371,55 @@ func TestListTrainingJobs(t *testing.T) {
 	}
 	if !strings.HasPrefix(res.Summary, "2 training job(s)") || !strings.Contains(res.Output, "completed") || strings.Contains(res.Output, "by-hand") {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+// TestSubmitTrainingJobOnFaultyNodes: a training job whose pods may land on an instance group with faulty nodes says
+// so in its plan, naming the nodes and HyperPod's reason, and its risk goes one level up once Assess has set the
+// rest; nodes under a deep health check or healthy groups say nothing.
+func TestSubmitTrainingJobOnFaultyNodes(t *testing.T) {
+	healthy := []runtime.Object{
+		gpuNodeObj("hyperpod-i-0aaa", "gpu-workers", "ml.g5.12xlarge", 4, HealthSchedulable),
+		gpuNodeObj("hyperpod-i-0bbb", "gpu-workers", "ml.g5.12xlarge", 4, HealthUnschedulable),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
+	}
+	faulty := append([]runtime.Object{gpuNodeObj("hyperpod-i-0ccc", "gpu-workers", "ml.g5.12xlarge", 4, HealthPendingReplacement)}, healthy...)
+	xid := &instanceReader{instances: []ops.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
+	tests := []struct {
+		name    string
+		objs    []runtime.Object
+		reader  *instanceReader
+		warning string
+		want    ops.Level
+		wantWhy string
+	}{
+		{"healthy group: nothing said", healthy, xid, "", ops.RiskLow, ""},
+		{"faulty node, HyperPod's reason", faulty, xid,
+			"instance group gpu-workers has 1 of 3 nodes faulty, rebooting or being replaced (hyperpod-i-0ccc faulty: GPU 3 reported Xid 79 (UnschedulablePendingReplacement, Failure))",
+			ops.RiskMedium, "instance group gpu-workers has 1 node(s) faulty, rebooting or being replaced: one level up from low"},
+		{"faulty node, the label alone", faulty, nil,
+			"instance group gpu-workers has 1 of 3 nodes faulty, rebooting or being replaced (hyperpod-i-0ccc faulty: failed a health check; HyperPod marked it for replacement (UnschedulablePendingReplacement))",
+			ops.RiskMedium, "instance group gpu-workers has 1 node(s) faulty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.objs, withConfig(func(c *config.Cluster) { c.HyperPod.ClusterName = "ml-hp" }))
+			if tt.reader != nil {
+				e.reg.instances = tt.reader
+			}
+			req := request("submit-training-job", trainParams(nil))
+			op, p := e.plan(t, req)
+			ops.RiskPolicy{}.Assess(*req, op.Spec(), p)
+			said := strings.Join(p.Warnings, "\n")
+			if tt.warning == "" && strings.Contains(said, "instance group") || !strings.Contains(said, tt.warning) {
+				t.Errorf("warnings:\n%s\nwant %q", said, tt.warning)
+			}
+			if p.Risk.Level != tt.want {
+				t.Errorf("risk %s, want %s (%+v)", p.Risk.Level, tt.want, p.Risk.Reasons)
+			}
+			if tt.wantWhy != "" && !strings.Contains(fmt.Sprint(p.Risk.Reasons), tt.wantWhy) {
+				t.Errorf("risk reasons %+v lack %q", p.Risk.Reasons, tt.wantWhy)
+			}
+		})
 	}
 }

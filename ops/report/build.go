@@ -96,15 +96,17 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 			"cannot read cluster %s: %v", s.Cluster, err)
 	}
 	r := Report{Name: s.Report, Cluster: s.Cluster, At: clock.Now().In(loc), Sections: s.Sections}
+	var aws []GroupStatus
 	if b.Groups != nil {
-		aws, err := b.Groups.InstanceGroups(ctx, s.Cluster)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("AWS instance groups unavailable, node counts are the cluster's: %v", err))
+		if aws, err = b.Groups.InstanceGroups(ctx, s.Cluster); err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("AWS instance groups unavailable, node counts and health are the cluster's: %v", err))
 		}
-		mergeAWS(view.groups, aws)
-	} else {
-		mergeAWS(view.groups, nil)
 	}
+	for _, a := range aws {
+		view.nodes.AddInstances(a.Instances)
+	}
+	view.groups = groupsOf(view.nodes)
+	mergeAWS(view.groups, aws)
 	r.Groups = sortedGroups(view.groups)
 	r.GPUs = totalGPUs(r.Groups)
 	r.Pending = view.pending.summary(r.At)

@@ -43,12 +43,14 @@ func TestBuildFigures(t *testing.T) {
 	}
 	wantGroups := []Group{
 		{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
-			Health: map[string]int{"Schedulable": 1}, GPUs: GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
+			Health: map[string]int{"Schedulable": 1}, States: ops.HealthCounts{Healthy: 1}, GPUs: GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
 			Hourly: 7.09, PriceKnown: true},
 		{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
 		{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
-			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1},
-			GPUs:   GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
+			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1}, States: ops.HealthCounts{Healthy: 2, Faulty: 1},
+			Unhealthy: []ops.NodeHealth{{Node: "p5-3", State: ops.HealthFaulty, Label: "UnschedulablePendingReplacement",
+				Reason: "failed a health check; HyperPod marked it for replacement"}},
+			GPUs: GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
 	}
 	if !reflect.DeepEqual(r.Groups, wantGroups) {
 		t.Errorf("groups:\n got %+v\nwant %+v", r.Groups, wantGroups)
@@ -302,6 +304,49 @@ func TestBuildAsksForLivePodsOnly(t *testing.T) {
 			}
 			if lists == 0 {
 				t.Error("no pod list was made")
+			}
+		})
+	}
+}
+
+// TestBuildNodeHealth: the report counts each group's nodes healthy, faulty, rebooting and replacing, with HyperPod's
+// reason where AWS gave one, and the labels alone when AWS cannot be read.
+func TestBuildNodeHealth(t *testing.T) {
+	objs := []runtime.Object{
+		hpNode("hyperpod-i-0a", "train-p5", "ml.p5.48xlarge", 8, true, "Schedulable"),
+		hpNode("hyperpod-i-0b", "train-p5", "ml.p5.48xlarge", 8, true, "UnschedulablePendingReplacement"),
+		hpNode("hyperpod-i-0c", "train-p5", "ml.p5.48xlarge", 8, false, "UnschedulablePendingReboot"),
+		hpNode("hyperpod-i-0d", "train-p5", "ml.p5.48xlarge", 8, false, "UnschedulablePendingReplacement"),
+	}
+	groups := []GroupStatus{{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 4, Target: 4, Status: "InService",
+		Instances: []ops.InstanceHealth{
+			{Group: "train-p5", InstanceID: "i-0b", Status: "Failure", Message: "GPU 3 reported Xid 79"},
+			{Group: "train-p5", InstanceID: "i-0c", Status: "Pending"},
+			{Group: "train-p5", InstanceID: "i-0d", Status: "ShuttingDown"},
+		}}}
+	tests := []struct {
+		name   string
+		source GroupSource
+		want   ops.HealthCounts
+		reason string
+	}{
+		{"AWS says why", fakeGroups{groups: groups}, ops.HealthCounts{Healthy: 1, Faulty: 1, Rebooting: 1, Replacing: 1}, "GPU 3 reported Xid 79"},
+		{"AWS unavailable: the labels", fakeGroups{err: errors.New("ThrottlingException")}, ops.HealthCounts{Healthy: 1, Faulty: 3},
+			"failed a health check; HyperPod marked it for replacement"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := newBuilder(objs, tt.source, nil)
+			r, err := b.Build(context.Background(), prodSpec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := r.Groups[0]
+			if g.States != tt.want {
+				t.Errorf("states = %+v, want %+v", g.States, tt.want)
+			}
+			if len(g.Unhealthy) != 3 || g.Unhealthy[0].Node != "hyperpod-i-0b" || g.Unhealthy[0].Reason != tt.reason {
+				t.Errorf("unhealthy = %+v, want hyperpod-i-0b first with %q", g.Unhealthy, tt.reason)
 			}
 		})
 	}

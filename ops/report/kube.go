@@ -34,6 +34,7 @@ const livePods = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase
 
 // kubeView is what one pass over the cluster's nodes, pods and managed workloads found.
 type kubeView struct {
+	nodes     *kube.NodeGrouping
 	groups    map[string]*Group
 	pending   pendingPods
 	workloads map[workloadKey]*Workload
@@ -81,7 +82,7 @@ func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceNa
 	if err != nil {
 		return nil, err
 	}
-	v.groups = groupsOf(nodes)
+	v.nodes = nodes
 	return v, nil
 }
 
@@ -90,7 +91,7 @@ func groupsOf(nodes *kube.NodeGrouping) map[string]*Group {
 	out := map[string]*Group{}
 	for _, n := range nodes.Groups() {
 		out[n.Group] = &Group{Name: n.Group, InstanceType: n.InstanceType, Nodes: n.Nodes, Ready: n.Ready, Health: n.Health,
-			GPUs: GPUs{Total: n.GPUAllocatable, Allocated: n.GPURequested}}
+			States: n.States, Unhealthy: n.Unhealthy, GPUs: GPUs{Total: n.GPUAllocatable, Allocated: n.GPURequested}}
 	}
 	return out
 }

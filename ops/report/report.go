@@ -2,6 +2,8 @@ package report
 
 import (
 	"time"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Report is the platform-neutral capacity report of one cluster at one moment. handlers renders it as Block Kit;
@@ -67,7 +69,11 @@ type Group struct {
 	Ready  int    `json:"ready"`
 	// Health counts nodes by the HyperPod health label (sagemaker.amazonaws.com/node-health-status).
 	Health map[string]int `json:"health,omitempty"`
-	GPUs   GPUs           `json:"gpus"`
+	// States counts the nodes healthy, faulty, rebooting, replacing and checking; Unhealthy lists the nodes that are
+	// not healthy, with the reason (kube.ClassifyNode).
+	States    ops.HealthCounts `json:"states"`
+	Unhealthy []ops.NodeHealth `json:"unhealthy,omitempty"`
+	GPUs      GPUs             `json:"gpus"`
 	// Hourly is the estimated on-demand $/h of the group's Current instances; PriceKnown is false when the
 	// instance type has no price.
 	Hourly     float64 `json:"hourly"`

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // KubeClients returns the Kubernetes client of a registered cluster. ops/kube's clusters adapt to it with
@@ -20,6 +22,9 @@ type GroupStatus struct {
 	Target  int
 	// Status is AWS's word for the group (InService, Updating, ACTIVE, DEGRADED, …).
 	Status string
+	// Instances are the group's HyperPod instances that are not Running (ListClusterNodes), with HyperPod's
+	// message: they say why a node is faulty, rebooting or being replaced.
+	Instances []ops.InstanceHealth
 }
 
 // GroupSource gives the AWS view of a cluster's instance groups. ops/aws implements it.
