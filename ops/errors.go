@@ -20,6 +20,9 @@ const (
 	CodeNotAuthorized        Code = "E_NOT_AUTHORIZED"
 	CodeSelfApproval         Code = "E_SELF_APPROVAL"
 	CodeApprovalExpired      Code = "E_APPROVAL_EXPIRED"
+	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before
+	// the quorum, nothing was changed and nobody refused it. (A vote cast too late is E_APPROVAL_EXPIRED.)
+	CodeExpired Code = "E_EXPIRED"
 	CodeStalePlan            Code = "E_STALE_PLAN"
 	CodeLocked               Code = "E_LOCKED"
 	CodeIdempotencyConflict  Code = "E_IDEMPOTENCY_CONFLICT"
