@@ -20,9 +20,6 @@ const (
 	CodeNotAuthorized        Code = "E_NOT_AUTHORIZED"
 	CodeSelfApproval         Code = "E_SELF_APPROVAL"
 	CodeApprovalExpired      Code = "E_APPROVAL_EXPIRED"
-	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before
-	// the quorum, nothing was changed and nobody refused it. (A vote cast too late is E_APPROVAL_EXPIRED.)
-	CodeExpired Code = "E_EXPIRED"
 	CodeStalePlan            Code = "E_STALE_PLAN"
 	CodeLocked               Code = "E_LOCKED"
 	CodeIdempotencyConflict  Code = "E_IDEMPOTENCY_CONFLICT"
@@ -38,6 +35,9 @@ const (
 	CodeInternal             Code = "E_INTERNAL"
 	// CodeBusy: the bot had no room to take the request; nothing was done, resend it (same requestId) shortly.
 	CodeBusy Code = "E_BUSY"
+	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before
+	// the quorum, nothing was changed and nobody refused it. (A vote cast too late is E_APPROVAL_EXPIRED.)
+	CodeExpired Code = "E_EXPIRED"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when
