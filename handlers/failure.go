@@ -110,4 +110,3 @@ func exitCode(exit string) string {
 	}
 	return code
 }
-
