@@ -19,7 +19,9 @@ import (
 // oneRecord is an engine that holds one request.
 type oneRecord struct{ rec *ops.Record }
 
-func (e oneRecord) Submit(context.Context, ops.Request) (*ops.Record, error) { return e.rec.Clone(), nil }
+func (e oneRecord) Submit(context.Context, ops.Request) (*ops.Record, error) {
+	return e.rec.Clone(), nil
+}
 
 func (e oneRecord) Get(_ context.Context, id string) (*ops.Record, error) {
 	if id != e.rec.ID() {
