@@ -52,14 +52,14 @@ func addressees(rec *ops.Record, phase ops.Phase) []string {
 	return out
 }
 
-// addressed puts the mentions in front of a reply's text: in its blocks, and in its plain text, which is what the
-// notification shows.
+// addressed puts the mentions in front of a reply: in its blocks, and in its plain text (escaped by the caller),
+// which is what the notification shows.
 func addressed(who []string, text, body string) Msg {
 	lead := ""
 	if len(who) > 0 {
 		lead = strings.Join(who, " ") + " "
 	}
-	return Msg{Text: lead + escText(text), Blocks: []slack.Block{section(lead + body)}}
+	return Msg{Text: lead + text, Blocks: []slack.Block{section(lead + body)}}
 }
 
 // outcomeReply renders the thread reply of an outcome its requester must hear of (needsRequester).
@@ -73,7 +73,7 @@ func outcomeReply(rec *ops.Record, t ops.Transition) Msg {
 	if n := len(rec.Errors); t.To == ops.PhaseFailed && n > 0 {
 		text += ": " + oneLine(rec.Errors[n-1].Message)
 	}
-	return addressed(addressees(rec, t.To), text, body)
+	return addressed(addressees(rec, t.To), escText(text), body)
 }
 
 // outcomeWords says what happened and what to do next, in the reader's terms.

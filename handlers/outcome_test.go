@@ -259,3 +259,26 @@ func TestExpiryToldToAnAgentAsExpiredOverDM(t *testing.T) {
 		t.Errorf("the approvals thread holds %+v, want one reply in words naming the agent, with nobody mentioned", got)
 	}
 }
+
+// What came from outside (a voter's reason, an error, a Job's name and reason) is escaped once in an outcome reply:
+// it can neither ping anyone nor show escaped entities twice.
+func TestOutcomeRepliesEscapeOutsideText(t *testing.T) {
+	rec := sampleRecord(ops.PhaseDenied)
+	rec.Approval.Votes = append(rec.Approval.Votes, ops.Vote{Voter: ops.Initiator{Kind: ops.Human, ID: "U0LEAD1"}, Reason: "<!channel> a&b"})
+	denied, _ := TransitionReply(rec, ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseDenied, Kind: ops.KindPhase})
+	failed := sampleRecord(ops.PhaseFailed)
+	failed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "", "", "UpdateCluster said <@U0EVIL> & more")}
+	failedReply, _ := TransitionReply(failed, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseFailed, Kind: ops.KindPhase})
+	job := ops.ObjectRef{Cluster: "c", Namespace: "ns", Kind: "Job", Name: "a<b&c"}
+	workload := failedWorkloadReply(sampleRecord(ops.PhaseSucceeded), ops.WatchChange{Object: job, To: "failed", Reason: "<!here> & BackoffLimitExceeded"})
+	for name, m := range map[string]Msg{"denied": denied, "failed": failedReply, "workload": workload} {
+		all := m.Text + blockText(m.Blocks[0])
+		if strings.Contains(all, "<!channel>") || strings.Contains(all, "<!here>") || strings.Contains(all, "<@U0EVIL>") ||
+			strings.Contains(all, "&amp;amp;") || strings.Contains(all, "&amp;lt;") {
+			t.Errorf("%s: outside text not escaped exactly once: %s", name, all)
+		}
+		if !strings.HasPrefix(m.Text, "<@U0ALICE> ") {
+			t.Errorf("%s: text %q does not start with the requester's mention", name, m.Text)
+		}
+	}
+}
