@@ -254,6 +254,27 @@ func TestExpiryAndStalePlan(t *testing.T) {
 	if _, err := h.srv.ClickButton(h.ctx(), fakeslack.Click{User: userLead1, Channel: chOps, MessageTS: old.TS, ActionID: handlers.ActionApprove}); err == nil {
 		t.Error("the Approve button of an expired request could still be clicked")
 	}
+	// The requester hears of the expiry by a new message that mentions them (an edit would notify nobody).
+	s = h.waitFor("expiry told to the requester", func(s fakeslack.Snapshot) bool {
+		for _, m := range s.Thread(chOps, old.TS) {
+			if m.TS != old.TS && strings.HasPrefix(m.Text, "<@"+userAlice+"> ") && strings.Contains(m.Text, "expired") {
+				return true
+			}
+		}
+		return false
+	})
+	var told int
+	for _, m := range s.Thread(chOps, old.TS) {
+		if m.TS != old.TS && strings.Contains(m.Text, "expired") {
+			told++
+			if len(m.Revisions) != 0 || strings.Contains(strings.ToLower(m.Text), "denied") {
+				t.Errorf("the expiry reply %q was edited or reads as a denial", m.Text)
+			}
+		}
+	}
+	if told != 1 {
+		t.Errorf("the expiry was told %d times in the thread, want once", told)
+	}
 
 	h.slash(userAlice, chOps, "widget scale name=stale count=1")
 	s = h.waitFor("second plan", func(s fakeslack.Snapshot) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
@@ -561,5 +563,37 @@ func TestMCPTakeOverShowsOwner(t *testing.T) {
 	got, res := call(t, s, hmcp.ToolGetRequest, map[string]any{"requestId": "train-takeover"})
 	if res.IsError || got.Owner != userLead1 {
 		t.Errorf("get_request after take over = %+v, want owner %s", got.Body, userLead1)
+	}
+}
+
+// An agent's request nobody approves in time is told to the agent as expired, never as a denial: its DM thread gets
+// phase expired with E_EXPIRED and the next step in DM terms, and get_request over MCP answers the same in tool terms.
+func TestAgentHearsExpiryOverDMAndMCP(t *testing.T) {
+	h := startMCP(t)
+	dm := h.agentSays(strings.Replace(seedAgentRequest, `"dryRun": true`, `"dryRun": false`, 1))
+	snap := h.waitFor("the DM reply", func(s fakeslack.Snapshot) bool { return len(agentReplies(s, dm.TS)) == 1 })
+	if b := replyBody(t, agentReplies(snap, dm.TS)[0]); b.Phase != ops.PhaseAwaitingApproval {
+		t.Fatalf("the request is %s, want awaiting-approval", b.Phase)
+	}
+	h.clock.Advance(2 * time.Hour)
+	snap = h.waitFor("the expiry in the DM thread", func(s fakeslack.Snapshot) bool {
+		rs := agentReplies(s, dm.TS)
+		return len(rs) > 1 && replyBody(t, rs[len(rs)-1]).Phase == ops.PhaseExpired
+	})
+	rs := agentReplies(snap, dm.TS)
+	viaDM := replyBody(t, rs[len(rs)-1])
+	if len(viaDM.Errors) != 1 || viaDM.Errors[0].Code != ops.CodeExpired ||
+		!strings.Contains(viaDM.Errors[0].Next, "send the same request again with a new controls.requestId") {
+		t.Errorf("the DM thread was told %+v, want E_EXPIRED with the next step in DM terms", viaDM.Errors)
+	}
+	got, res := call(t, h.session(tokenOps, nil), hmcp.ToolGetRequest, map[string]any{"requestId": viaDM.RequestID})
+	if res.IsError || got.Phase != ops.PhaseExpired || len(got.Errors) != 1 || got.Errors[0].Code != ops.CodeExpired ||
+		!strings.Contains(got.Errors[0].Next, "call the same tool again with a new requestId") {
+		t.Errorf("get_request = %+v (isError %v), want phase expired with E_EXPIRED in tool terms", got.Body, res.IsError)
+	}
+	for _, b := range []agentapi.Body{viaDM, got.Body} {
+		if raw, _ := json.Marshal(b); strings.Contains(string(raw), "denied") || strings.Contains(string(raw), ops.Command) {
+			t.Errorf("the expiry reads as a denial or holds a placeholder: %s", raw)
+		}
 	}
 }

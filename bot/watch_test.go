@@ -210,6 +210,54 @@ func TestWatchRequestWorkloadOnceAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A training Job that fails after its pods ran out of memory three times is told to the requester once, across two
+// replicas, by a thread reply that mentions them first and says why in words.
+func TestFailedTrainingJobToldToTheRequester(t *testing.T) {
+	pod := runningPod("train-f-0", "train-f")
+	pod.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}}
+	fc := newFakeCluster(pod)
+	fc.logs.text["train-f-0"] = "epoch 1\ntorch.cuda.OutOfMemoryError: CUDA out of memory"
+	opts := harnessOptions{replica: "a", clusters: fc.clusters(t), prepare: func(h *harness) {
+		h.ops["submit-training-job"].watch = func(ctx context.Context, req *ops.Request) ([]ops.ObjectRef, error) {
+			name := req.Params.String("name")
+			if err := fc.createJob(ctx, name, req.ID, jobActive); err != nil {
+				return nil, fmt.Errorf("create job: %w", err)
+			}
+			return []ops.ObjectRef{{Cluster: req.Target.Cluster, Namespace: req.Target.Namespace, APIVersion: "batch/v1", Kind: "Job", Name: name}}, nil
+		}
+	}}
+	h := startWith(t, opts)
+	opts.replica = "b"
+	b := h.launch(opts)
+	t.Cleanup(func() { b.stop(t) })
+	h.waitConnected(2)
+
+	h.slash(userAlice, chOps, "train submit name=train-f image=registry.example.com/trainer:v1")
+	s := h.waitFor("the request succeeded", func(s fakeslack.Snapshot) bool {
+		m := topLevel(s, chOps)
+		return len(m) == 1 && strings.Contains(m[0].Text, "succeeded")
+	})
+	plan := topLevel(s, chOps)[0]
+	h.waitFor("running told", func(s fakeslack.Snapshot) bool { return repliesWith(s, chOps, plan.TS, "is *running*") == 1 })
+	fc.setJobStatus(t, "train-f", batchv1.JobStatus{Failed: 3, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed,
+		Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}})
+	words := "the job's pods failed 3 times (backoff limit reached); the last one: a container ran out of memory"
+	s = h.waitFor("the failure told in words", func(s fakeslack.Snapshot) bool { return repliesWith(s, chOps, plan.TS, words) == 1 })
+	var failed []fakeslack.Message
+	for _, m := range s.Thread(chOps, plan.TS) {
+		if m.TS != plan.TS && strings.Contains(m.Text, "failed") {
+			failed = append(failed, m)
+		}
+	}
+	if len(failed) != 1 || !strings.HasPrefix(failed[0].Text, "<@"+userAlice+"> ") || len(failed[0].Revisions) != 0 {
+		t.Fatalf("failure replies %+v, want one new message that starts with the requester's mention", failed)
+	}
+	if !strings.Contains(string(failed[0].Blocks), "torch.cuda.OutOfMemoryError") {
+		t.Errorf("the failure reply lacks the error line of the log: %s", failed[0].Blocks)
+	}
+}
+
 // replicaByName returns the replica that holds the watcher lease and the other one (h's first bot or b).
 func (h *harness) replicaByName(b *replica) (holder, other *replica) {
 	h.t.Helper()

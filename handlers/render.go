@@ -229,7 +229,9 @@ func requesterNote(rec *ops.Record) string {
 // workloadStatus is the title's second line once the workload is watched: its state and reason.
 func workloadStatus(rec *ops.Record, c ops.WatchChange) string {
 	s := "*" + sentence(phrase(c.To)) + "*"
-	if c.Reason != "" {
+	if words := failureWords(c); words != "" {
+		s += ": " + words
+	} else if c.Reason != "" {
 		s += ": " + escLine(c.Reason)
 	}
 	switch c.To {
@@ -515,15 +517,12 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 		s = ":thumbsup: Approved" + by + fmt.Sprintf(" (%d of %d)", rec.Approval.Received(), rec.Approval.Required)
 	case t.To == ops.PhaseApproved:
 		s += "Approved" + by + ": starting"
+	case needsRequester(t.To):
+		return outcomeReply(rec, t), true
 	default:
 		s += status(rec)
-		if t.To == ops.PhaseCancelled || t.To == ops.PhaseInterrupted {
+		if t.To == ops.PhaseCancelled {
 			s = phaseEmoji[t.To] + " *" + phaseWords[t.To] + "*" + by
-		}
-	}
-	if t.To == ops.PhaseFailed && len(rec.Errors) > 0 {
-		if e := rec.Errors[len(rec.Errors)-1]; e.Next != "" {
-			s += "\n→ " + esc(clip(e.Next, 600))
 		}
 	}
 	return Msg{Text: escText(fmt.Sprintf("%s: %s", rec.ID(), phrase(string(t.To)))), Blocks: []slack.Block{section(s)}}, true

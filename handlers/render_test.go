@@ -87,9 +87,11 @@ func TestGoldenMessages(t *testing.T) {
 	tr := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, At: t0, By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "approved by U0LEAD2 (2/2)"}
 	reply, _ := TransitionReply(done, tr)
 	job := ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", APIVersion: "batch/v1", Kind: "Job", Name: "fraud-model-v17"}
-	failed, _ := WatchReply(ops.WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded",
+	jobFailure := ops.WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
+		PodsFailed: 3, Exit: "Error (exit code 1)",
 		Events:  []string{"Warning BackoffLimitExceeded: Job has reached the specified backoff limit"},
-		LogTail: strings.Repeat("step 9 loss nan\n", 200) + "Traceback: CUDA out of memory"})
+		LogTail: strings.Repeat("step 9 loss nan\n", 200) + "Traceback: CUDA out of memory"}
+	failed, _ := WatchReply(jobFailure)
 	running, _ := WatchReply(ops.WatchChange{Object: job, To: "running"})
 	denied := trainingRecord()
 	denied.Phase = ops.PhaseDenied
@@ -113,37 +115,57 @@ func TestGoldenMessages(t *testing.T) {
 			{Label: "ml-platform", Value: "1 job(s), 0 deployment(s)"},
 		},
 	}
+	expired := sampleRecord(ops.PhaseExpired)
+	expired.Approval.ApproverUserGroups = []string{"S0LEADS"}
+	toExpired := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseExpired, At: t0.Add(time.Hour), By: ops.Initiator{Kind: ops.System}, Kind: ops.KindPhase}
+	expiredReply, _ := TransitionReply(expired, toExpired)
+	deniedReply, _ := TransitionReply(denied, ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseDenied, By: denied.Approval.Votes[0].Voter, Kind: ops.KindPhase})
+	failedReply, _ := TransitionReply(capFailed, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseFailed, By: ops.Initiator{Kind: ops.System}, Kind: ops.KindPhase})
+	interruptedAgent := sampleRecord(ops.PhaseInterrupted)
+	interruptedAgent.Request.Initiator = ops.Initiator{Kind: ops.Agent, ID: "U0AGENT", Name: "ops-agent"}
+	interruptedAgent.Owner, interruptedAgent.Approval.ApproverUsers = interruptedAgent.Request.Initiator, []string{"U0LEAD1", "U0LEAD2"}
+	interruptedAgent.Result = &ops.Result{Summary: "gpu-workers at 3 of 4 instances"}
+	interruptedReply, _ := TransitionReply(interruptedAgent, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseInterrupted, By: ops.Initiator{Kind: ops.System}, Kind: ops.KindPhase})
+	agentExpired := sampleRecord(ops.PhaseExpired)
+	agentExpired.Request.Initiator = agentRec.Request.Initiator
+	agentExpired.Owner = agentRec.Owner
 	cases := map[string]Rendered{
-		"result_status":       ResultMessage(opSpecs, status),
-		"plan_training":       PlanMessage(opSpecs, trainingRecord()),
-		"plan_inference":      PlanMessage(opSpecs, inferenceRecord()),
-		"plan_drift":          PlanMessage(opSpecs, driftRecord()),
-		"plan_capacity":       PlanMessage(opSpecs, capacityRecord()),
-		"plan_delete_storage": PlanMessage(opSpecs, deleteStorageRecord()),
-		"plan_denied":         PlanMessage(opSpecs, denied),
-		"plan_failed":         PlanMessage(opSpecs, capFailed),
-		"plan_job_failed":     {Msg: jobFailed},
-		"plan_awaiting":       PlanMessage(opSpecs, sampleRecord(ops.PhaseAwaitingApproval)),
-		"plan_agent":          PlanMessage(opSpecs, agentRec),
-		"plan_agent_mcp":      PlanMessage(opSpecs, mcpRec),
-		"plan_succeeded":      PlanMessage(opSpecs, done),
-		"plan_expired":        PlanMessage(opSpecs, sampleRecord(ops.PhaseExpired)),
-		"plan_interrupted":    PlanMessage(opSpecs, interrupted),
-		"plan_long_manifest":  PlanMessage(opSpecs, long),
-		"result":              ResultMessage(opSpecs, done),
-		"transition_reply":    {Msg: reply},
-		"progress_reply":      {Msg: ProgressReply(done, "2/4 nodes InService")},
-		"error":               {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
-		"help":                {Msg: HelpMessage(g, "")},
-		"help_topic":          {Msg: HelpMessage(g, "train")},
-		"requests":            {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
-		"agent_reply":         {Msg: AgentReply(agentapi.NewBody(agentRec, agentRec.ID(), nil))},
-		"agent_reply_error":   {Msg: AgentReply(agentapi.NewBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
-		"audit_line":          {Msg: AuditLine(done, tr)},
-		"watch_reply_running": {Msg: running},
-		"watch_reply_failed":  {Msg: failed},
-		"watch_message":       {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload":  {Msg: WithWorkloadState(opSpecs, done, ops.WatchChange{Object: job, To: "completed"})},
+		"result_status":                ResultMessage(opSpecs, status),
+		"transition_reply_expired":     {Msg: expiredReply},
+		"transition_reply_denied":      {Msg: deniedReply},
+		"transition_reply_failed":      {Msg: failedReply},
+		"transition_reply_interrupted": {Msg: interruptedReply},
+		"watch_reply_failed_requester": {Msg: failedWorkloadReply(ran, jobFailure)},
+		"agent_reply_expired":          {Msg: AgentReply(agentapi.InTerms(agentapi.NewBody(agentExpired, agentExpired.ID(), nil), agentapi.NewSteps(opSpecs.Specs()), agentapi.DM))},
+		"plan_training":                PlanMessage(opSpecs, trainingRecord()),
+		"plan_inference":               PlanMessage(opSpecs, inferenceRecord()),
+		"plan_drift":                   PlanMessage(opSpecs, driftRecord()),
+		"plan_capacity":                PlanMessage(opSpecs, capacityRecord()),
+		"plan_delete_storage":          PlanMessage(opSpecs, deleteStorageRecord()),
+		"plan_denied":                  PlanMessage(opSpecs, denied),
+		"plan_failed":                  PlanMessage(opSpecs, capFailed),
+		"plan_job_failed":              {Msg: jobFailed},
+		"plan_awaiting":                PlanMessage(opSpecs, sampleRecord(ops.PhaseAwaitingApproval)),
+		"plan_agent":                   PlanMessage(opSpecs, agentRec),
+		"plan_agent_mcp":               PlanMessage(opSpecs, mcpRec),
+		"plan_succeeded":               PlanMessage(opSpecs, done),
+		"plan_expired":                 PlanMessage(opSpecs, sampleRecord(ops.PhaseExpired)),
+		"plan_interrupted":             PlanMessage(opSpecs, interrupted),
+		"plan_long_manifest":           PlanMessage(opSpecs, long),
+		"result":                       ResultMessage(opSpecs, done),
+		"transition_reply":             {Msg: reply},
+		"progress_reply":               {Msg: ProgressReply(done, "2/4 nodes InService")},
+		"error":                        {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
+		"help":                         {Msg: HelpMessage(g, "")},
+		"help_topic":                   {Msg: HelpMessage(g, "train")},
+		"requests":                     {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
+		"agent_reply":                  {Msg: AgentReply(agentapi.NewBody(agentRec, agentRec.ID(), nil))},
+		"agent_reply_error":            {Msg: AgentReply(agentapi.NewBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
+		"audit_line":                   {Msg: AuditLine(done, tr)},
+		"watch_reply_running":          {Msg: running},
+		"watch_reply_failed":           {Msg: failed},
+		"watch_message":                {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
+		"plan_with_workload":           {Msg: WithWorkloadState(opSpecs, done, ops.WatchChange{Object: job, To: "completed"})},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
@@ -224,11 +246,20 @@ func TestWatchReplyTellsWhatMatters(t *testing.T) {
 		has    []string
 	}{
 		{"pending without reason only updates", ops.WatchChange{Object: job, To: "pending"}, false, nil},
-		{"unschedulable pending is told", ops.WatchChange{Object: job, To: "pending", Reason: "Unschedulable"}, true, []string{"Unschedulable"}},
+		{"unschedulable pending is told", ops.WatchChange{Object: job, To: "pending", Reason: "j-0: Unschedulable: 0/2 nodes are available"}, true,
+			[]string{"*pending*: no node can take its pods now", "Kubernetes: j-0: Unschedulable: 0/2 nodes are available"}},
 		{"running", ops.WatchChange{Object: job, From: "pending", To: "running"}, true, []string{"is *running*"}},
 		{"completed with log", ops.WatchChange{Object: job, From: "running", To: "completed", LogTail: "done\n"}, true, []string{"*Last 1 line of the log*", "done"}},
 		{"failed with events", ops.WatchChange{Object: job, To: "failed", Reason: "DeadlineExceeded", Events: []string{"Warning DeadlineExceeded"}}, true,
-			[]string{"*failed*: DeadlineExceeded", "Warning DeadlineExceeded"}},
+			[]string{"*failed*: the job ran past its time limit (max-hours) and was stopped", "Kubernetes: DeadlineExceeded", "Warning DeadlineExceeded"}},
+		{"out of memory after retries", ops.WatchChange{Object: job, To: "failed", Reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
+			PodsFailed: 3, Exit: "OOMKilled (exit code 137)"}, true,
+			[]string{"*failed*: the job's pods failed 3 times (backoff limit reached); the last one: a container ran out of memory",
+				"Kubernetes: BackoffLimitExceeded: Job has reached the specified backoff limit; the last container: OOMKilled (exit code 137)"}},
+		{"a container that exited", ops.WatchChange{Object: job, To: "failed", Reason: "Error", Exit: "Error (exit code 2)"}, true,
+			[]string{"*failed*: a container exited with code 2"}},
+		{"a reason HyperOps cannot say is shown as it came", ops.WatchChange{Object: job, To: "failed", Reason: "CUDA out of memory"}, true,
+			[]string{"*failed*: CUDA out of memory"}},
 		{"progressing only updates", ops.WatchChange{Object: job, To: "progressing"}, false, nil},
 	}
 	for _, tc := range tests {

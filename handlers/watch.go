@@ -86,15 +86,18 @@ func NewWatchTeller(cfg Config, specs Specs, records Records, poster Poster) *Wa
 
 // Watched tells a change of a watched object to one subscription: the message is updated in place (a request's
 // message keeps its plan and result and gains the workload's state) and the changes that matter get a thread reply.
+//
+// A request's workload that fails is told to its requester by a reply that mentions them (an edit notifies nobody).
 func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
 	var errs []error
+	var rec *ops.Record
 	if sub.Message != "" {
 		var m Msg
 		if IsWatchID(sub.ID) {
 			m = WatchMessage(c.Object, c.To, ops.Initiator{})
 		} else {
-			rec, err := w.records.Get(ctx, sub.ID)
-			if err != nil {
+			var err error
+			if rec, err = w.records.Get(ctx, sub.ID); err != nil {
 				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
 			} else {
 				m = WithWorkloadState(w.specs, rec, c)
@@ -107,6 +110,9 @@ func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c 
 		}
 	}
 	if reply, ok := WatchReply(c); ok {
+		if rec != nil && c.To == "failed" {
+			reply = failedWorkloadReply(rec, c)
+		}
 		reply.ThreadTS = threadOf(sub.Thread, sub.Message)
 		if _, err := w.poster.Post(ctx, sub.Channel, reply); err != nil {
 			errs = append(errs, fmt.Errorf("reply about %s: %w", objectLabel(c.Object), err))
@@ -230,16 +236,15 @@ func WatchReply(c ops.WatchChange) (Msg, bool) {
 	if !tellsWatch(c) {
 		return Msg{}, false
 	}
-	head := fmt.Sprintf("%s %s is *%s*", stateEmoji[c.To], objectLabel(c.Object), phrase(c.To))
-	if c.Reason != "" {
-		head += ": " + escLine(c.Reason)
+	blocks := []slack.Block{section(watchHead(c))}
+	var ev []string
+	if failureWords(c) != "" {
+		ev = append(ev, "• "+kubeSaid(c)) // the words above say it; what Kubernetes said stays, to search for
 	}
-	blocks := []slack.Block{section(head)}
-	if len(c.Events) > 0 {
-		ev := make([]string, 0, len(c.Events))
-		for _, e := range c.Events {
-			ev = append(ev, "• "+escLine(e))
-		}
+	for _, e := range c.Events {
+		ev = append(ev, "• "+escLine(e))
+	}
+	if len(ev) > 0 {
 		blocks = append(blocks, contextBlock(strings.Join(ev, "\n")))
 	}
 	if tail := strings.TrimSpace(c.LogTail); tail != "" {
@@ -251,10 +256,25 @@ func WatchReply(c ops.WatchChange) (Msg, bool) {
 		blocks = append(blocks, section(s+"\n"+codeBlock(clip(strings.Join(lines, "\n"), maxLogTail))))
 	}
 	text := oneLine(fmt.Sprintf("%s %s: %s", c.Object.Kind, c.Object.Name, c.To))
-	if c.Reason != "" {
+	if words := failureWords(c); words != "" {
+		text += ": " + words
+	} else if c.Reason != "" {
 		text += " (" + oneLine(c.Reason) + ")"
 	}
 	return Msg{Text: escText(text), Blocks: blocks}, true
+}
+
+// watchHead is the first line of a watch reply: the object, its new state and why, in words when HyperOps knows
+// how to say its reason.
+func watchHead(c ops.WatchChange) string {
+	head := fmt.Sprintf("%s %s is *%s*", stateEmoji[c.To], objectLabel(c.Object), phrase(c.To))
+	if words := failureWords(c); words != "" {
+		return head + ": " + words
+	}
+	if c.Reason != "" {
+		head += ": " + escLine(c.Reason)
+	}
+	return head
 }
 
 // maxLogTail bounds the log lines shown in a reply, in characters.

@@ -13,3 +13,9 @@ func Ask(topicVerbArgs string) string { return Command + " " + topicVerbArgs }
 
 // WithCommand replaces the placeholder in s with command (what a surface does before showing ops' text).
 func WithCommand(s, command string) string { return strings.ReplaceAll(s, Command, command) }
+
+// Again is the hint "send this request again, with a new request id" that follows an outcome only a new request can
+// change (an expired approval window). Each agent surface says it in its own terms (a DM: the same JSON with a new
+// controls.requestId; MCP: the same tool call with a new requestId); it names no slash command, so it is for agent
+// replies only: people are told in words.
+const Again = Command + " again"

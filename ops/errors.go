@@ -38,6 +38,9 @@ const (
 	CodeOutOfScope Code = "E_OUT_OF_SCOPE"
 	// CodeBusy: the bot had no room to take the request; nothing was done, resend it (same requestId) shortly.
 	CodeBusy Code = "E_BUSY"
+	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before
+	// the quorum, nothing was changed and nobody refused it. (A vote cast too late is E_APPROVAL_EXPIRED.)
+	CodeExpired Code = "E_EXPIRED"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when

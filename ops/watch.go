@@ -41,6 +41,11 @@ type WatchChange struct {
 	Reason  string   `json:"reason,omitempty"`
 	Events  []string `json:"events,omitempty"`
 	LogTail string   `json:"logTail,omitempty"`
+	// PodsFailed is how many of a failed workload's pods failed (a Job's status.failed), and Exit how the newest
+	// failed pod's container ended, as Kubernetes says it ("OOMKilled (exit code 137)"): with Reason, what a person
+	// is told in words of why it failed.
+	PodsFailed int    `json:"podsFailed,omitempty"`
+	Exit       string `json:"exit,omitempty"`
 }
 
 // WatchStore keeps the job-watch state shared by every replica (ops/state implements it in Redis).

@@ -84,6 +84,12 @@ func NewBody(rec *ops.Record, requestID string, err error) Body {
 		for _, e := range rec.Errors {
 			body.Errors = append(body.Errors, errorOf(e))
 		}
+		if rec.Phase == ops.PhaseExpired {
+			// Expiry is an outcome of its own, not a refusal: the agent branches on E_EXPIRED and its next step.
+			if e := ops.ExpiredOutcome(rec); !hasError(body.Errors, e) {
+				body.Errors = append(body.Errors, errorOf(e))
+			}
+		}
 		for _, t := range rec.History {
 			body.History = append(body.History, Change{To: t.To, At: t.At.UTC(), By: t.By.ID, Note: t.Note})
 		}

@@ -158,10 +158,15 @@ func (st step) say(to Surface) string {
 	return st.asTool()
 }
 
+// again is the topic of ops.Again: the same request sent again with a new request id.
+const again = "again"
+
 func (st step) asTool() string {
 	switch {
 	case st.none:
 		return "the matching tool of tools/list"
+	case st.topic == again && st.verb == "":
+		return "call the same tool again with a new " + FieldRequestID
 	case st.topic == "requests":
 		if st.verb == "pending" {
 			return call(ToolListRequests, map[string]any{"phases": []string{string(ops.PhaseAwaitingApproval)}})
@@ -193,6 +198,8 @@ func (st step) inDM() string {
 	switch {
 	case st.none:
 		return "the matching operation of the request contract"
+	case st.topic == again && st.verb == "":
+		return "send the same request again with a new controls." + FieldRequestID
 	case st.topic == "requests":
 		return "a person in Slack (\"" + st.command() + "\"; no DM operation lists requests)"
 	case st.topic == "request" && st.verb == "show":

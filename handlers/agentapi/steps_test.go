@@ -3,6 +3,7 @@ package agentapi
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperops/hyperops/ops"
 )
@@ -22,6 +23,7 @@ func TestStepsInDMTerms(t *testing.T) {
 		{"check the id with " + ops.Ask("requests"), `check the id with a person in Slack ("requests"; no DM operation lists requests)`},
 		{"withdraw it: " + ops.Ask("request cancel id=x"), `withdraw it: a lead in Slack ("request cancel"; no DM operation does it)`},
 		{"try " + ops.Ask("train list"), `try the operation of "train list" in the request contract`},
+		{ops.Again + " (this one stays expired)", "send the same request again with a new controls.requestId (this one stays expired)"},
 		{"bare " + ops.Command, "bare the matching operation of the request contract"},
 		{"no hint at all", "no hint at all"},
 	} {
@@ -74,5 +76,25 @@ func TestDecodeArgumentsAsADM(t *testing.T) {
 	_, err = DecodeArguments("submit-training-job", []byte(deep), cat)
 	if e := ops.AsError(err); e == nil || e.Field != "workload.x"+strings.Repeat("[0]", 14) || !strings.Contains(e.Message, "nests deeper than 16 levels") {
 		t.Errorf("err = %v, want the depth refusal at workload.x[0]…", err)
+	}
+}
+
+// An expired request's body carries E_EXPIRED and its next step, as the record's own errors do, once: an agent reads
+// expiry as an outcome of its own, never as a denial.
+func TestExpiredBody(t *testing.T) {
+	rec := &ops.Record{Request: ops.Request{ID: "r1"}, Phase: ops.PhaseExpired,
+		Approval: ops.Approval{Required: 2, Approvers: "leads", ExpiresAt: time.Date(2025, 3, 8, 10, 0, 0, 0, time.UTC)}}
+	for _, err := range []error{nil, ops.ExpiredOutcome(rec)} {
+		b := NewBody(rec, "r1", err)
+		if b.Phase != ops.PhaseExpired || len(b.Errors) != 1 || b.Errors[0].Code != ops.CodeExpired {
+			t.Fatalf("body = %+v, want phase expired and E_EXPIRED once", b)
+		}
+		if e := b.Errors[0]; !strings.Contains(e.Message, "0 of 2 approvals came before 2025-03-08 10:00 UTC") ||
+			!strings.Contains(e.Next, "ask a lead of leads") {
+			t.Errorf("E_EXPIRED says %q, next %q", e.Message, e.Next)
+		}
+	}
+	if b := NewBody(&ops.Record{Request: ops.Request{ID: "r2"}, Phase: ops.PhaseDenied}, "r2", nil); len(b.Errors) != 0 {
+		t.Errorf("a denied body carries %+v, want no E_EXPIRED", b.Errors)
 	}
 }

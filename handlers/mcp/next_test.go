@@ -33,6 +33,7 @@ func TestHintsInMCPTerms(t *testing.T) {
 		{"list them: " + ops.Ask("requests pending") + ".", `list them: list_requests {"phases":["awaiting-approval"]}.`},
 		{"withdraw it: " + ops.Ask("request cancel id=x"), `withdraw it: a lead in Slack ("request cancel"; no MCP tool does it)`},
 		{"try " + ops.Ask("train list"), `try the tool of "train list" in tools/list`},
+		{ops.Again + " (this one stays expired)", "call the same tool again with a new requestId (this one stays expired)"},
 		{"two: " + ops.Ask("requests") + " and " + ops.Ask("capacity show"), "two: list_requests and get-capacity"},
 		{"bare " + ops.Command, "bare the matching tool of tools/list"},
 		{"no hint at all", "no hint at all"},

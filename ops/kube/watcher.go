@@ -375,6 +375,14 @@ func (s *informerSet) details(ctx context.Context, k watchKey, t *ops.WatchChang
 				t.Reason = why
 			}
 		}
+		if t.To == StateFailed && t.Exit == "" {
+			t.Exit = containerExit(&p)
+		}
+	}
+	if t.To == StateFailed {
+		if j, ok := s.job(k); ok {
+			t.PodsFailed = int(j.Status.Failed)
+		}
 	}
 	if t.Events, err = recentEvents(ctx, s.c, k.namespace, names, 5); err != nil {
 		s.w.report(s.c, err)
@@ -383,6 +391,43 @@ func (s *informerSet) details(ctx context.Context, k watchKey, t *ops.WatchChang
 		t.LogTail = logTail(ctx, s.c, k.namespace, pods, s.w.opts.LogLines)
 	}
 	t.Reason = s.c.redact.Text(t.Reason)
+	t.Exit = s.c.redact.Text(t.Exit)
+}
+
+// job reads a watched Job from the informer cache.
+func (s *informerSet) job(k watchKey) (*batchv1.Job, bool) {
+	if k.res != ResJob || s.stores[ResJob] == nil {
+		return nil, false
+	}
+	obj, ok, err := s.stores[ResJob].GetByKey(k.namespace + "/" + k.name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	j, ok := obj.(*batchv1.Job)
+	return j, ok
+}
+
+// containerExit says how the first container of a failed pod that ended with an error ended: Kubernetes' reason
+// and the exit code ("OOMKilled (exit code 137)"); "" for a pod that did not fail.
+func containerExit(p *corev1.Pod) string {
+	if p.Status.Phase != corev1.PodFailed {
+		return ""
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		term := cs.State.Terminated
+		if term == nil {
+			term = cs.LastTerminationState.Terminated
+		}
+		if term == nil || (term.ExitCode == 0 && term.Reason != "OOMKilled") {
+			continue
+		}
+		reason := term.Reason
+		if reason == "" {
+			reason = "Error"
+		}
+		return fmt.Sprintf("%s (exit code %d)", reason, term.ExitCode)
+	}
+	return ""
 }
 
 // stateOf reads the state of any watched object.

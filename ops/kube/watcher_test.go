@@ -139,6 +139,33 @@ func TestWatcherTellsWhyAJobWaits(t *testing.T) {
 	}
 }
 
+// A failed Job is told with what a person needs to say why in words: how many of its pods failed and how the last
+// one's container ended, next to the Job's own reason.
+func TestWatcherTellsWhyAJobFailed(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train-f-0", Namespace: testNS,
+		Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelWorkload: "train-f"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}}}
+	job := managedJob("train-f", nil, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+		Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"})
+	job.Status.Active, job.Status.Failed = 0, 3
+	e := newEnv(t, []runtime.Object{pod, job})
+	var mu sync.Mutex
+	var got []string
+	rec := newRecorder("a", nil, &mu, &got)
+	stop := startWatcher(t, e, &memLeases{}, rec, "a")
+	defer stop()
+	opstest.Eventually(t, 10*time.Second, "failed", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	want := ops.WatchChange{To: StateFailed, Reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
+		PodsFailed: 3, Exit: "OOMKilled (exit code 137)"}
+	if l := rec.last; l.To != want.To || l.Reason != want.Reason || l.PodsFailed != want.PodsFailed || l.Exit != want.Exit {
+		t.Fatalf("transition = %+v, want %+v", *l, want)
+	}
+}
+
 func TestWatcherTellsTransitions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train-a-0", Namespace: testNS,
 		Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelWorkload: "train-a"}},
