@@ -56,7 +56,7 @@ func TestExpiryToldOverMCPAsExpired(t *testing.T) {
 		History: []ops.Transition{{From: ops.PhaseAwaitingApproval, To: ops.PhaseExpired, At: t0.Add(time.Hour),
 			By: ops.Initiator{Kind: ops.System}, Note: "approval window closed", Kind: ops.KindPhase}}}
 	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil)
+	kube.Register(cat, nil, nil, nil, nil)
 	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
 		Engine: oneRecord{rec}, PollEvery: 10 * time.Millisecond})
 	hs := httptest.NewServer(srv.Handler())
