@@ -214,7 +214,7 @@ func TestPanicInExecutionFailsOnlyThatRequest(t *testing.T) {
 			})
 			h.waitFor("the failure told in the thread", func(s fakeslack.Snapshot) bool {
 				for _, m := range s.Messages[chOps] {
-					if m.ThreadTS != "" && m.ThreadTS != m.TS && strings.HasPrefix(m.Text, id+": ") && strings.Contains(strings.ToLower(m.Text), "failed") &&
+					if m.ThreadTS != "" && m.ThreadTS != m.TS && strings.HasPrefix(handlers.Unaddressed(m.Text), id+": ") && strings.Contains(strings.ToLower(m.Text), "failed") &&
 						strings.Contains(string(m.Blocks), "failed internally while executing") {
 						return true
 					}

@@ -62,6 +62,19 @@ func addressed(who []string, text, body string) Msg {
 	return Msg{Text: lead + text, Blocks: []slack.Block{section(lead + body)}}
 }
 
+// Unaddressed is a reply's text without the mentions an outcome reply starts with: what a reader (or a test)
+// compares when it looks for the reply of a request.
+func Unaddressed(text string) string {
+	for strings.HasPrefix(text, "<@") || strings.HasPrefix(text, "<!subteam^") {
+		end := strings.Index(text, "> ")
+		if end < 0 {
+			return text
+		}
+		text = text[end+2:]
+	}
+	return text
+}
+
 // outcomeReply renders the thread reply of an outcome its requester must hear of (needsRequester).
 func outcomeReply(rec *ops.Record, t ops.Transition) Msg {
 	what, next := outcomeWords(rec, t)

@@ -282,3 +282,19 @@ func TestOutcomeRepliesEscapeOutsideText(t *testing.T) {
 		}
 	}
 }
+
+// TestUnaddressed: the mentions an outcome reply starts with come off, and a text that starts otherwise is kept.
+func TestUnaddressed(t *testing.T) {
+	for in, want := range map[string]string{
+		"<@U0ALICE> req-1: failed":                  "req-1: failed",
+		"<@U0ALICE> <@U0BOB> req-1: expired":        "req-1: expired",
+		"<!subteam^S0LEADS> <@U0LEAD1> req-1: x":    "req-1: x",
+		"req-1: succeeded":                          "req-1: succeeded",
+		"<https://example.com|a link> req-1: other": "<https://example.com|a link> req-1: other",
+		"<@U0ALICE>": "<@U0ALICE>",
+	} {
+		if got := Unaddressed(in); got != want {
+			t.Errorf("Unaddressed(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

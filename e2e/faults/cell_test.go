@@ -352,7 +352,7 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how tel
 	}
 	got := map[string]int{}
 	for _, m := range snap.Messages[channel] {
-		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(m.Text, rec.ID()+": ") {
+		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(handlers.Unaddressed(m.Text), rec.ID()+": ") {
 			got[m.Text]++
 		}
 	}

@@ -44,7 +44,7 @@ func toldOnce(t *testing.T, w *harness.World, plan fakeslack.Message, id string)
 	must(t, w, err)
 	n := 0
 	for _, m := range w.Slack.Snapshot().Messages[harness.OpsChannel] {
-		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(m.Text, id+": ") && strings.Contains(strings.ToLower(m.Text), "succeeded") {
+		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(handlers.Unaddressed(m.Text), id+": ") && strings.Contains(strings.ToLower(m.Text), "succeeded") {
 			n++
 		}
 	}
