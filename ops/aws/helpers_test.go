@@ -53,6 +53,8 @@ type fixtureOptions struct {
 	transitionDelay time.Duration // fake's delay before nodes move (default 20ms)
 	gpuCount        int           // ml-hp gpu group's seeded count (default 2)
 	writeTimeout    time.Duration // the engine's write timeout (default the engine's)
+	// recoveryDuration is how long the fake's reboots and replacements take (default 150ms: many poll intervals)
+	recoveryDuration time.Duration
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -63,8 +65,12 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.gpuCount == 0 {
 		o.gpuCount = 2
 	}
+	if o.recoveryDuration == 0 {
+		o.recoveryDuration = 150 * time.Millisecond
+	}
 	f := &fixture{store: opstest.NewRedisStore(t).Store, progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
-	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record})
+	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record,
+		RecoveryDuration: o.recoveryDuration})
 	t.Cleanup(f.srv.Close)
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "dev-eks"}))
