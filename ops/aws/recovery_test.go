@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 )
@@ -219,4 +222,32 @@ func TestRecoverLocksTheGroup(t *testing.T) {
 	if a, b := op.Spec().Lock(req), scale.Spec().Lock(scaleRequest("s", testCluster, "gpu", 3)); a != b {
 		t.Errorf("recovery locks %s, scale %s: want the same scope", a, b)
 	}
+}
+
+// A node AWS refuses (already being rebooted) is reported by itself; the others are recovered and watched.
+func TestRecoverReportsRefusedNodes(t *testing.T) {
+	f := newFixture(t, fixtureOptions{recoveryDuration: 300 * time.Millisecond})
+	ids := f.gpuIDs(t)
+	must(t, f.srv.MarkNodeFaulty("ml-hp", ids[0], "XID 79"))
+	busy := ids[1]
+	if _, err := f.clients.regional[testCluster].sm.BatchRebootClusterNodes(ctxT(t), &sagemaker.BatchRebootClusterNodesInput{
+		ClusterName: awssdk.String("ml-hp"), NodeIds: []string{busy}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.engine.Submit(ctxT(t), recoveryRequest("partial", OpRebootNodes, ops.Params{"nodes": ids[0] + "," + busy}))
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("Submit: %v, phase %v", err, rec.Phase)
+	}
+	if !f.progress.has("refused", busy, "InstanceIdInUse") || !hasWarning(rec.Plan, busy+" is Pending already") {
+		t.Errorf("progress %q, warnings %q: want the busy node refused by itself", f.progress.all(), rec.Plan.Warnings)
+	}
+	var res RecoveryResult
+	must(t, json.Unmarshal(rec.Result.Data, &res))
+	if !slices.Equal(res.Nodes, []string{ids[0]}) || len(res.Refused) != 1 || res.Refused[0].Code != "InstanceIdInUse" {
+		t.Errorf("result %+v, want %s rebooted and %s refused", res, ids[0], busy)
+	}
+}
+
+func hasWarning(p *ops.Plan, words string) bool {
+	return slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, words) })
 }
