@@ -81,9 +81,9 @@ func recoveryLock(r ops.Request) ops.LockScope {
 }
 
 var (
-	rebootHeadline = ops.MustTemplate(`Reboot {{if .Param "nodes"}}the nodes {{.Param "nodes"}}{{else}}the faulty nodes{{end}}` +
+	rebootHeadline = ops.MustTemplate(`Reboot {{if .Set "nodes"}}the nodes {{.Param "nodes"}}{{else}}the faulty nodes{{end}}` +
 		` of the instance group {{.Param "group"}} of {{.Cluster}}`)
-	replaceHeadline = ops.MustTemplate(`Replace {{if .Param "nodes"}}the nodes {{.Param "nodes"}}{{else}}the faulty nodes{{end}}` +
+	replaceHeadline = ops.MustTemplate(`Replace {{if .Set "nodes"}}the nodes {{.Param "nodes"}}{{else}}the faulty nodes{{end}}` +
 		` of the instance group {{.Param "group"}} of {{.Cluster}} with new instances`)
 )
 
