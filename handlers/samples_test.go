@@ -95,9 +95,12 @@ func replaceNodesRecord() *ops.Record {
 			"the group keeps its count, so no added hourly cost",
 		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "HyperPodInstance", Name: "i-0a1b2c3d4e5f60718",
 			Fields: []ops.FieldChange{{Path: "InstanceStatus", From: "Failure (GPU XID 79: fallen off the bus)", To: "a new instance"}}}},
-		Warnings: []string{"the pods on Kubernetes nodes hyperpod-i-0a1b2c3d4e5f60718 are stopped (training jobs interrupted, inference replicas dropped); " +
-			"this plan does not list them: check with kubectl get pods -A --field-selector spec.nodeName=<node>"}}
+		Warnings: []string{"stops 1 pod(s) — training jobs interrupted, inference replicas dropped: " +
+			"ml-platform/llama-worker-0 (PyTorchJob llama) on hyperpod-i-0a1b2c3d4e5f60718"}}
 	p.Risk.Add(ops.RiskHigh, "replace: the instances and their local storage are gone for good; running work on them stops")
+	p.Risk.Add(ops.RiskCritical, "interrupts 1 pod(s) running on the nodes")
 	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 2, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
-	return withApproval(rec, 1)
+	rec = withApproval(rec, 2)
+	rec.Approval.Rule = "rule 1: risk critical → 2 of leads, 30m"
+	return rec
 }

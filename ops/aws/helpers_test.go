@@ -237,6 +237,26 @@ type hookNodes struct {
 	cluster map[string]string                    // EKS cluster name → registered cluster
 	groups  map[string]map[string]map[string]int // cluster → group → node name → 1
 	types   map[string]string                    // group → instance type
+	pods    []ops.NodePod                        // what runs on the nodes (PodsOnNodes)
+}
+
+// PodsOnNodes makes hookNodes an ops.NodePodReader, as ops/kube's Clusters is: the pods set with runPod.
+func (h *hookNodes) PodsOnNodes(_ context.Context, _ string, nodes []string) ([]ops.NodePod, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ops.NodePod
+	for _, p := range h.pods {
+		if slices.Contains(nodes, p.Node) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (h *hookNodes) runPod(p ops.NodePod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pods = append(h.pods, p)
 }
 
 func newHookNodes(cluster map[string]string) *hookNodes {

@@ -34,7 +34,9 @@ const (
 // recoveryOp is reboot-nodes or replace-nodes: one BatchRebootClusterNodes or BatchReplaceClusterNodes for chosen
 // instances of one HyperPod instance group, then watched until every instance is back (or its replacement runs).
 type recoveryOp struct {
-	c       *Clients
+	c *Clients
+	// nodes is the Kubernetes view; when it is an ops.NodePodReader the plan lists the pods it stops.
+	nodes   ops.NodeCounter
 	replace bool
 }
 
@@ -277,13 +279,52 @@ func (o *recoveryOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, err
 	} else {
 		p.Risk.Add(ops.RiskMedium, "reboot: work running on the nodes stops while they restart")
 	}
-	p.Warnings = append(p.Warnings, fmt.Sprintf("the pods on Kubernetes nodes %s are stopped (training jobs interrupted, inference replicas dropped); "+
-		"this plan does not list them: check with kubectl get pods -A --field-selector spec.nodeName=<node>", strings.Join(kube, ", ")))
+	o.interrupted(ctx, req.Target.Cluster, kube, p)
 	if p.Actions, err = json.Marshal(a); err != nil {
 		return nil, fmt.Errorf("encode the AWS request: %w", err)
 	}
 	return p, nil
 }
+
+// interrupted says which pods on the nodes stop (training workers interrupted, inference replicas dropped) and
+// raises the risk when there are any; without a Kubernetes view that lists pods, it names the nodes and says so.
+func (o *recoveryOp) interrupted(ctx context.Context, cluster string, kube []string, p *ops.Plan) {
+	check := "check with kubectl get pods -A --field-selector spec.nodeName=<node>"
+	reader, ok := o.nodes.(ops.NodePodReader)
+	if !ok {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the pods on Kubernetes nodes %s stop (training jobs interrupted, inference replicas dropped); "+
+			"this plan cannot list them: %s", strings.Join(kube, ", "), check))
+		return
+	}
+	pods, err := reader.PodsOnNodes(ctx, cluster, kube)
+	if err != nil {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the pods on Kubernetes nodes %s could not be read (%v); they stop: %s",
+			strings.Join(kube, ", "), err, check))
+		return
+	}
+	if len(pods) == 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("no pods run on Kubernetes nodes %s (DaemonSet pods aside)", strings.Join(kube, ", ")))
+		return
+	}
+	named := make([]string, 0, min(len(pods), maxNamedPods+1))
+	for i, pod := range pods {
+		if i == maxNamedPods {
+			named = append(named, fmt.Sprintf("and %d more", len(pods)-maxNamedPods))
+			break
+		}
+		what := pod.Namespace + "/" + pod.Name
+		if pod.Owner != "" {
+			what += " (" + pod.Owner + ")"
+		}
+		named = append(named, what+" on "+pod.Node)
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("stops %d pod(s) — training jobs interrupted, inference replicas dropped: %s",
+		len(pods), strings.Join(named, "; ")))
+	p.Risk.RaiseOneLevel("interrupts %d pod(s) running on the nodes", len(pods))
+}
+
+// maxNamedPods bounds the pods a recovery plan names.
+const maxNamedPods = 8
 
 func titleVerb(v string) string { return strings.ToUpper(v[:1]) + v[1:] }
 

@@ -251,3 +251,24 @@ func TestRecoverReportsRefusedNodes(t *testing.T) {
 func hasWarning(p *ops.Plan, words string) bool {
 	return slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, words) })
 }
+
+// The plan names the pods a replacement stops, read from Kubernetes, and their interruption raises the risk.
+func TestRecoverPlanNamesInterruptedPods(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	faulty := f.gpuIDs(t)[0]
+	must(t, f.srv.MarkNodeFaulty("ml-hp", faulty, "XID 79"))
+	f.nodes.runPod(ops.NodePod{Node: "hyperpod-" + faulty, Namespace: "ml-platform", Name: "llama-worker-0", Owner: "PyTorchJob llama", GPUs: 8})
+	f.nodes.runPod(ops.NodePod{Node: "hyperpod-" + f.gpuIDs(t)[1], Namespace: "ml-platform", Name: "llama-worker-1", Owner: "PyTorchJob llama"})
+	req := recoveryRequest("pods", OpReplaceNodes, ops.Params{"faulty": true})
+	req.DryRun = true
+	rec, err := f.engine.Submit(ctxT(t), req)
+	if err != nil || rec.Phase != ops.PhaseDone {
+		t.Fatalf("Submit: %v %v", err, rec)
+	}
+	if !hasWarning(rec.Plan, "ml-platform/llama-worker-0 (PyTorchJob llama) on hyperpod-"+faulty) || hasWarning(rec.Plan, "llama-worker-1") {
+		t.Errorf("warnings %q, want the pod on the faulty node named, and only it", rec.Plan.Warnings)
+	}
+	if rec.Plan.Risk.Level != ops.RiskCritical || !hasReason(rec.Plan.Risk, "interrupts 1 pod(s)") {
+		t.Errorf("risk %s %+v, want high raised to critical by the interrupted pod", rec.Plan.Risk.Level, rec.Plan.Risk.Reasons)
+	}
+}
