@@ -207,8 +207,6 @@ func (o *recoveryOp) observe(ctx context.Context, req *ops.Request) (*recoverySt
 	return s, s.choose(all, name, nodeIDs(req.Params))
 }
 
-func g0(d *sagemaker.DescribeClusterOutput) string { return awssdk.ToString(d.ClusterName) }
-
 // choose picks the named instances of the group, refusing an id the group does not have.
 func (s *recoveryState) choose(all []ops.InstanceHealth, group string, ids []string) error {
 	var known []string
@@ -534,6 +532,12 @@ func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan
 			return "", false, nil, err
 		}
 		status, done := o.progress(a, w, now, down, &res)
+		for _, id := range w.Accepted {
+			if _, ok := now[id]; !ok && !o.replace {
+				return status, false, ops.Errorf(ops.CodeAWSError, "nodes", "check the group with "+ops.Ask("capacity show"),
+					"instance %s left instance group %s while it was rebooting", id, a.Group), nil
+			}
+		}
 		return status, done, nil, nil
 	})
 	if err != nil {
