@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/aws"
 )
 
 func testSpecs() []ops.Spec {
@@ -109,5 +110,22 @@ func TestUsageGenerated(t *testing.T) {
 	c := g.find("train", "submit")
 	if c == nil || c.Usage != "/hp train submit name= image= [replicas=] [command=] [max-hours=]" {
 		t.Fatalf("usage = %+v", c)
+	}
+}
+
+// The node recovery commands come from the real specs' Topic and Verb: "/hp nodes reboot|replace group= …".
+func TestParseNodeRecovery(t *testing.T) {
+	g := NewGrammar("/hp", opSpecs.Specs())
+	for text, op := range map[string]string{
+		"nodes reboot group=gpu nodes=i-0a1,i-0b2 cluster=ml-prod": aws.OpRebootNodes,
+		"nodes replace group=gpu faulty=true cluster=ml-prod":       aws.OpReplaceNodes,
+	} {
+		inv, err := g.Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if inv.Command == nil || inv.Command.Spec == nil || inv.Command.Spec.Name != op || inv.Cluster != "ml-prod" || inv.Args["group"] != "gpu" {
+			t.Errorf("%s: %+v args %v, want %s on ml-prod", text, inv.Command, inv.Args, op)
+		}
 	}
 }

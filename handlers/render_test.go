@@ -142,6 +142,7 @@ func TestGoldenMessages(t *testing.T) {
 		"plan_drift":                   PlanMessage(opSpecs, driftRecord()),
 		"plan_capacity":                PlanMessage(opSpecs, capacityRecord()),
 		"plan_delete_storage":          PlanMessage(opSpecs, deleteStorageRecord()),
+		"plan_replace_nodes":           PlanMessage(opSpecs, replaceNodesRecord()),
 		"plan_denied":                  PlanMessage(opSpecs, denied),
 		"plan_failed":                  PlanMessage(opSpecs, capFailed),
 		"plan_job_failed":              {Msg: jobFailed},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
 )
 
@@ -78,6 +79,26 @@ func deleteStorageRecord() *ops.Record {
 	p := &ops.Plan{Hash: "d00dfeed11", Changes: []ops.Change{{Action: ops.ActionDelete, Kind: "PersistentVolumeClaim", Name: "checkpoints"}},
 		Warnings: []string{"the volume's reclaim policy is Delete: its data goes with it"}}
 	p.Risk.Add(ops.RiskCritical, "deletes the data of claim checkpoints (500Gi) for good")
+	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 2, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
+	rec = withApproval(rec, 2)
+	rec.Approval.Rule = "rule 1: risk critical → 2 of leads, 30m"
+	return rec
+}
+
+// replaceNodesRecord is a replacement of a faulty HyperPod node awaiting approval: the plan names the node and its
+// reason, says the count is kept at no added cost, and that the pods on it stop.
+func replaceNodesRecord() *ops.Record {
+	req := ops.Request{ID: "req-4e91ace000000001", Operation: aws.OpReplaceNodes, Target: ops.Target{Cluster: "ml-prod-eks"},
+		Params: ops.Params{"group": "gpu-workers", "faulty": true}, Initiator: ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}, Origin: "slash"}
+	p := &ops.Plan{Hash: "5eed4e91ac",
+		Summary: "Replace 1 of 4 instances (ml.p5.48xlarge) of instance group gpu-workers of ml-hp with BatchReplaceClusterNodes; " +
+			"the group keeps its count, so no added hourly cost",
+		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "HyperPodInstance", Name: "i-0a1b2c3d4e5f60718",
+			Fields: []ops.FieldChange{{Path: "InstanceStatus", From: "Failure (GPU XID 79: fallen off the bus)", To: "a new instance"}}}},
+		Warnings: []string{"stops 1 pod(s) — training jobs interrupted, inference replicas dropped: " +
+			"ml-platform/llama-worker-0 (PyTorchJob llama) on hyperpod-i-0a1b2c3d4e5f60718"}}
+	p.Risk.Add(ops.RiskHigh, "replace: the instances and their local storage are gone for good; running work on them stops")
+	p.Risk.Add(ops.RiskCritical, "interrupts 1 pod(s) running on the nodes")
 	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 2, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
 	rec = withApproval(rec, 2)
 	rec.Approval.Rule = "rule 1: risk critical → 2 of leads, 30m"

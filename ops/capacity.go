@@ -90,3 +90,20 @@ type InstanceHealthReader interface {
 type NodeCounter interface {
 	NodeGroups(ctx context.Context, cluster string) ([]NodeGroupNodes, error)
 }
+
+// NodePod is a pod on a node that a recovery takes down: what would be interrupted.
+type NodePod struct {
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Owner is the pod's controller as "Kind name" (a PyTorchJob, a Deployment's ReplicaSet); "" for a bare pod.
+	Owner string `json:"owner,omitempty"`
+	GPUs  int64  `json:"gpus,omitempty"`
+}
+
+// NodePodReader lists the pods that run, or are about to, on the named Kubernetes nodes of a cluster, without the
+// DaemonSet pods every node has. ops/kube implements it; a recovery plan uses it, when the Kubernetes view it is
+// given has it, to say what it interrupts.
+type NodePodReader interface {
+	PodsOnNodes(ctx context.Context, cluster string, nodes []string) ([]NodePod, error)
+}

@@ -13,7 +13,8 @@ import (
 
 // TestToolAnnotationsFromSpecs checks the tools of the catalog the service registers say what they said when the
 // server guessed from names (delete-, stop- and scale- operations destructive, reads read-only), now from each
-// operation's spec, and that a new operation is annotated from its spec alone.
+// operation's spec, and that a new operation is annotated from its spec alone. Node recovery (reboot-, replace-),
+// added after the guessing, is destructive by its spec.
 func TestToolAnnotationsFromSpecs(t *testing.T) {
 	cat := ops.NewCatalog()
 	kube.Register(cat, nil, nil, nil, nil)
@@ -22,7 +23,8 @@ func TestToolAnnotationsFromSpecs(t *testing.T) {
 	for _, spec := range specs {
 		a := operationTool(spec, BoundsFrom(&config.Config{}, specs), Targets{}).Annotations
 		wantDestructive := spec.Mutates && (spec.Name == "restart-widget" || strings.HasPrefix(spec.Name, "delete-") ||
-			strings.HasPrefix(spec.Name, "stop-") || strings.HasPrefix(spec.Name, "scale-"))
+			strings.HasPrefix(spec.Name, "stop-") || strings.HasPrefix(spec.Name, "scale-") ||
+			strings.HasPrefix(spec.Name, "reboot-") || strings.HasPrefix(spec.Name, "replace-"))
 		if a.DestructiveHint == nil || *a.DestructiveHint != wantDestructive || a.ReadOnlyHint != !spec.Mutates || !a.IdempotentHint {
 			t.Errorf("%s: destructive %v, read-only %v, idempotent %v; want destructive %v, read-only %v", spec.Name,
 				*a.DestructiveHint, a.ReadOnlyHint, a.IdempotentHint, wantDestructive, !spec.Mutates)

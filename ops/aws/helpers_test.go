@@ -53,6 +53,8 @@ type fixtureOptions struct {
 	transitionDelay time.Duration // fake's delay before nodes move (default 20ms)
 	gpuCount        int           // ml-hp gpu group's seeded count (default 2)
 	writeTimeout    time.Duration // the engine's write timeout (default the engine's)
+	// recoveryDuration is how long the fake's reboots and replacements take (default 150ms: many poll intervals)
+	recoveryDuration time.Duration
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -63,8 +65,12 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.gpuCount == 0 {
 		o.gpuCount = 2
 	}
+	if o.recoveryDuration == 0 {
+		o.recoveryDuration = 150 * time.Millisecond
+	}
 	f := &fixture{store: opstest.NewRedisStore(t).Store, progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
-	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record})
+	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record,
+		RecoveryDuration: o.recoveryDuration})
 	t.Cleanup(f.srv.Close)
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "dev-eks"}))
@@ -231,6 +237,26 @@ type hookNodes struct {
 	cluster map[string]string                    // EKS cluster name → registered cluster
 	groups  map[string]map[string]map[string]int // cluster → group → node name → 1
 	types   map[string]string                    // group → instance type
+	pods    []ops.NodePod                        // what runs on the nodes (PodsOnNodes)
+}
+
+// PodsOnNodes makes hookNodes an ops.NodePodReader, as ops/kube's Clusters is: the pods set with runPod.
+func (h *hookNodes) PodsOnNodes(_ context.Context, _ string, nodes []string) ([]ops.NodePod, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ops.NodePod
+	for _, p := range h.pods {
+		if slices.Contains(nodes, p.Node) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (h *hookNodes) runPod(p ops.NodePod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pods = append(h.pods, p)
 }
 
 func newHookNodes(cluster map[string]string) *hookNodes {

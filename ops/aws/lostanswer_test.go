@@ -22,19 +22,41 @@ type writeTarget struct {
 	// attempts is how many calls the SDK makes for one Write that keeps failing with a 5xx: 1 for SageMaker's
 	// writes (no idempotency token, no blind retry), the standard retryer's 3 for EKS (its token makes them safe).
 	attempts int
+	// prepare readies the fixture for req (marks the node a recovery takes faulty); nil when nothing is needed.
+	prepare func(t *testing.T, f *fixture)
+	// readBack is the fake's operation the write's read-back reads.
+	readBack string
+}
+
+func (wt writeTarget) setup(t *testing.T, f *fixture) {
+	t.Helper()
+	if wt.prepare != nil {
+		wt.prepare(t, f)
+	}
+}
+
+func markFirstGPUFaulty(t *testing.T, f *fixture) {
+	t.Helper()
+	must(t, f.srv.MarkNodeFaulty("ml-hp", f.gpuIDs(t)[0], "GPU XID 79: fallen off the bus"))
 }
 
 func writeTargets() []writeTarget {
 	return []writeTarget{
 		{"HyperPod UpdateCluster", fakeaws.OpSageMakerUpdateCluster,
 			func(id string) ops.Request { return scaleRequest(id, testCluster, "gpu", 4) },
-			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}, 1},
+			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}, 1, nil, fakeaws.OpSageMakerDescribeCluster},
+		{"HyperPod BatchRebootClusterNodes", fakeaws.OpSageMakerBatchRebootClusterNodes,
+			func(id string) ops.Request { return recoveryRequest(id, OpRebootNodes, ops.Params{"faulty": true}) },
+			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}, 1, markFirstGPUFaulty, fakeaws.OpSageMakerListClusterNodes},
+		{"HyperPod BatchReplaceClusterNodes", fakeaws.OpSageMakerBatchReplaceClusterNodes,
+			func(id string) ops.Request { return recoveryRequest(id, OpReplaceNodes, ops.Params{"faulty": true}) },
+			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}, 1, markFirstGPUFaulty, fakeaws.OpSageMakerListClusterNodes},
 		{"HyperPod CreateCluster", fakeaws.OpSageMakerCreateCluster,
 			func(id string) ops.Request { return bootstrapRequest(id, ops.Params{"template": "gpu-small"}) },
-			ops.LockScope{Cluster: testDevCluster, Kind: "bootstrap"}, 1},
+			ops.LockScope{Cluster: testDevCluster, Kind: "bootstrap"}, 1, nil, fakeaws.OpSageMakerDescribeCluster},
 		{"EKS UpdateNodegroupConfig", fakeaws.OpEKSUpdateNodegroupConfig,
 			func(id string) ops.Request { return scaleRequest(id, testCluster, "cpu", 3) },
-			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "cpu"}, 3},
+			ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "cpu"}, 3, nil, ""},
 	}
 }
 
@@ -69,7 +91,8 @@ func TestLostAnswerAfterWriteIsReadBack(t *testing.T) {
 		for _, lc := range lost {
 			t.Run(wt.name+"/"+lc.name, func(t *testing.T) {
 				// The fake's transition outlasts the write timeout, so the read-back sees the change in progress.
-				f := newFixture(t, fixtureOptions{writeTimeout: 300 * time.Millisecond, transitionDelay: time.Second})
+				f := newFixture(t, fixtureOptions{writeTimeout: 300 * time.Millisecond, transitionDelay: time.Second, recoveryDuration: time.Second})
+				wt.setup(t, f)
 				fault := lc.fault
 				fault.Op = wt.op
 				if fault.Delay == 0 {
@@ -104,6 +127,7 @@ func TestFailedBeforeWriteChangesNothing(t *testing.T) {
 	for _, wt := range writeTargets() {
 		t.Run(wt.name, func(t *testing.T) {
 			f := newFixture(t, fixtureOptions{})
+			wt.setup(t, f)
 			f.srv.Inject(fakeaws.Fault{Op: wt.op, When: fakeaws.FaultBefore, Status: 500, Code: "InternalFailure",
 				Message: "We encountered an internal error.", Times: wt.attempts})
 			rec, err := f.engine.Submit(ctxT(t), wt.req("before-"+wt.op))
@@ -143,6 +167,7 @@ func TestRefusedWrites(t *testing.T) {
 		for _, rc := range refusals {
 			t.Run(wt.name+"/"+rc.code, func(t *testing.T) {
 				f := newFixture(t, fixtureOptions{})
+				wt.setup(t, f)
 				f.srv.Inject(fakeaws.Fault{Op: wt.op, When: fakeaws.FaultBefore, Status: rc.status, Code: rc.code, Message: rc.message})
 				rec, err := f.engine.Submit(ctxT(t), wt.req("refused"))
 				ue := asOpsError(t, err)
@@ -159,6 +184,7 @@ func TestRefusedWrites(t *testing.T) {
 		}
 		t.Run(wt.name+"/throttled", func(t *testing.T) {
 			f := newFixture(t, fixtureOptions{})
+			wt.setup(t, f)
 			f.srv.Inject(fakeaws.Fault{Op: wt.op, When: fakeaws.FaultBefore, Status: 400, Code: "ThrottlingException", Message: "Rate exceeded", Times: 2})
 			rec, err := f.engine.Submit(ctxT(t), wt.req("throttled"))
 			if err != nil || rec.Phase != ops.PhaseSucceeded {
@@ -176,14 +202,16 @@ func TestRefusedWrites(t *testing.T) {
 func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 	for _, wt := range writeTargets() {
 		t.Run(wt.name, func(t *testing.T) {
-			f := newFixture(t, fixtureOptions{transitionDelay: time.Second})
+			f := newFixture(t, fixtureOptions{transitionDelay: time.Second, recoveryDuration: time.Second})
+			wt.setup(t, f)
 			f.srv.Inject(fakeaws.Fault{Op: wt.op, When: fakeaws.FaultAfter, Status: 503, Code: "ServiceUnavailable", Message: "down", Times: -1})
-			// The read-back: the token's re-send for EKS (struck by the fault above), DescribeCluster for HyperPod,
-			// which fails from the moment the read-back begins.
+			// The read-back: the token's re-send for EKS (struck by the fault above), DescribeCluster for HyperPod's
+			// UpdateCluster and CreateCluster, ListClusterNodes for recovery, which fails from the moment the
+			// read-back begins.
 			engine := f.withOps(t, func(op ops.Operation) ops.Operation {
 				return &opstest.HookedOp{Operation: op, BeforeVerify: func(*ops.Request) {
-					if wt.op != fakeaws.OpEKSUpdateNodegroupConfig {
-						f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerDescribeCluster, When: fakeaws.FaultBefore, Status: 500,
+					if wt.readBack != "" {
+						f.srv.Inject(fakeaws.Fault{Op: wt.readBack, When: fakeaws.FaultBefore, Status: 500,
 							Code: "InternalFailure", Message: "reads down", Times: -1})
 					}
 				}}

@@ -2,12 +2,15 @@ package aws
 
 import "github.com/hyperops/hyperops/ops"
 
-// Register adds get-capacity, scale-capacity and bootstrap-cluster to the catalog. pricer prices plans (the
-// table, or NewPricingAPI); nodes gives the Kubernetes view of node groups and may be nil.
+// Register adds get-capacity, scale-capacity, reboot-nodes, replace-nodes and bootstrap-cluster to the catalog.
+// pricer prices plans (the table, or NewPricingAPI); nodes gives the Kubernetes view of node groups (and, when it is
+// an ops.NodePodReader, the pods a recovery stops) and may be nil.
 func Register(cat *ops.Catalog, c *Clients, pricer ops.Pricer, nodes ops.NodeCounter) {
 	cat.Register(
 		&getCapacityOp{c: c, pricer: pricer, nodes: nodes},
 		&scaleOp{c: c, pricer: pricer, nodes: nodes},
+		&recoveryOp{c: c, nodes: nodes},
+		&recoveryOp{c: c, nodes: nodes, replace: true},
 		&bootstrapOp{c: c, pricer: pricer},
 	)
 }
