@@ -16,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 const (
@@ -203,10 +204,10 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 		for i := range longExecutions {
 			h.slash(userAlice, chOps, fmt.Sprintf("gadget roll name=long%d-%03d request-id=long%d-%03d", round, i, round, i))
 		}
-		h.waitUntilWithin(b, "every long execution observing", 2*time.Minute, func() bool {
+		opstest.Eventually(b, 2*time.Minute, "every long execution observing", func() bool {
 			return op.awaits.Load()-awaits == longExecutions
 		})
-		h.waitUntilWithin(b, "their transitions told", 2*time.Minute, func() bool { return h.outboxPending() == 0 })
+		opstest.Eventually(b, 2*time.Minute, "their transitions told", func() bool { return h.outboxPending() == 0 })
 		during := h.footprint(b)
 		busy := h.probeSlash(b, fmt.Sprintf("busy%d", round))
 		if n := op.awaits.Load() - awaits; n != longExecutions || op.done.Load() != done {
@@ -214,7 +215,7 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 		}
 		byReplica := h.executingByReplica(b)
 		close(release)
-		h.waitUntilWithin(b, "every long execution finished", 2*time.Minute, func() bool {
+		opstest.Eventually(b, 2*time.Minute, "every long execution finished", func() bool {
 			return op.done.Load()-done == longExecutions
 		})
 		reportSlackWhileExecuting(b, idle, busy, before, during, byReplica)
@@ -236,20 +237,6 @@ func (h *harness) executingByReplica(tb testing.TB) map[string]int {
 		tb.Fatalf("executing per replica %v, want %d executions on both replicas", out, longExecutions)
 	}
 	return out
-}
-
-// waitUntilWithin polls cond for up to d.
-func (h *harness) waitUntilWithin(tb testing.TB, what string, d time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-tick.C
-	}
 }
 
 func reportSlackWhileExecuting(b *testing.B, idle, busy slashLatencies, before, during footprint, byReplica map[string]int) {

@@ -19,6 +19,7 @@ import (
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // mcpSessions is how many MCP sessions (clients) share the burst; each sends burstCallers/mcpSessions calls at once.
@@ -233,7 +234,7 @@ func BenchmarkMCPStorm(b *testing.B) {
 		during = append(during, <-done...)
 	}
 	b.StopTimer()
-	h.waitUntilWithin(b, "the storm's connections closed", time.Minute, func() bool { return h.bot.MCPLoad().Connections <= 1 })
+	opstest.Eventually(b, time.Minute, "the storm's connections closed", func() bool { return h.bot.MCPLoad().Connections <= 1 })
 	for i := range 50 {
 		after = append(after, dryRun(1_000_000+i))
 	}

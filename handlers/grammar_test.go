@@ -118,7 +118,7 @@ func TestParseNodeRecovery(t *testing.T) {
 	g := NewGrammar("/hp", opSpecs.Specs())
 	for text, op := range map[string]string{
 		"nodes reboot group=gpu nodes=i-0a1,i-0b2 cluster=ml-prod": aws.OpRebootNodes,
-		"nodes replace group=gpu faulty=true cluster=ml-prod":       aws.OpReplaceNodes,
+		"nodes replace group=gpu faulty=true cluster=ml-prod":      aws.OpReplaceNodes,
 	} {
 		inv, err := g.Parse(text)
 		if err != nil {

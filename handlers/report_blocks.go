@@ -150,15 +150,7 @@ const reportMaxUnhealthyNodes = 5
 
 // reportHealthCounts says a group's health: ":large_green_circle: 3 healthy", then what is not, in red.
 func reportHealthCounts(c ops.HealthCounts) string {
-	var parts []string
-	for _, p := range []struct {
-		name string
-		n    int
-	}{{ops.HealthFaulty, c.Faulty}, {ops.HealthRebooting, c.Rebooting}, {ops.HealthReplacing, c.Replacing}, {ops.HealthChecking, c.Checking}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
-		}
-	}
+	parts := c.NotHealthy()
 	if len(parts) == 0 {
 		return fmt.Sprintf(":large_green_circle: %d healthy", c.Healthy)
 	}

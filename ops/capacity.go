@@ -1,6 +1,9 @@
 package ops
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // NodeGroupNodes is the Kubernetes view of one instance group (HyperPod) or node group (EKS): what the API server
 // shows, independent of what AWS reports.
@@ -38,6 +41,21 @@ type HealthCounts struct {
 	Rebooting int `json:"rebooting"`
 	Replacing int `json:"replacing"`
 	Checking  int `json:"checking"`
+}
+
+// NotHealthy says what is not healthy, in the order faulty, rebooting, replacing, checking: ["1 faulty", "2
+// rebooting"]; nothing when every node is healthy.
+func (c HealthCounts) NotHealthy() []string {
+	var out []string
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{HealthFaulty, c.Faulty}, {HealthRebooting, c.Rebooting}, {HealthReplacing, c.Replacing}, {HealthChecking, c.Checking}} {
+		if p.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", p.n, p.name))
+		}
+	}
+	return out
 }
 
 // Add counts one node in state.

@@ -125,15 +125,7 @@ func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) (
 
 // healthLine says a group's health in a few words: "3 healthy, 1 faulty".
 func healthLine(c ops.HealthCounts) string {
-	parts := []string{fmt.Sprintf("%d healthy", c.Healthy)}
-	for _, p := range []struct {
-		name string
-		n    int
-	}{{ops.HealthFaulty, c.Faulty}, {ops.HealthRebooting, c.Rebooting}, {ops.HealthReplacing, c.Replacing}, {ops.HealthChecking, c.Checking}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
-		}
-	}
+	parts := append([]string{fmt.Sprintf("%d healthy", c.Healthy)}, c.NotHealthy()...)
 	return strings.Join(parts, ", ")
 }
 
