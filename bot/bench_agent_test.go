@@ -214,13 +214,12 @@ func (h *harness) agentBurst(id string, approval bool, op *widgetOp) burstResult
 		doneFrom = h.approveOnce(id)
 	}
 	rec := h.waitPhase(id, ops.PhaseSucceeded)
-	// Callers answered with a final phase are not remembered; the others should all hear the outcome. Each thread
+	// Every caller hears the outcome: in its first reply when that was final, later otherwise. Each thread
 	// is told in turn by the request's one teller (told-once: its count recorded after every reply), and the DM's
 	// post limit paces them: how long that takes is the to-succeeded figure, so the wait is as long as the one for
 	// the first replies, not a target.
-	final := res.phases[ops.PhaseSucceeded]
 	s, ok := pollUntil(h.srv, 2*time.Minute, func(s fakeslack.Snapshot) bool {
-		return told(b, s, dms, ops.PhaseSucceeded) >= h.agentThreads(id)+final
+		return told(b, s, dms, ops.PhaseSucceeded) >= burstCallers
 	})
 	res.toldDone = told(b, s, dms, ops.PhaseSucceeded)
 	res.untold = burstCallers - res.toldDone

@@ -76,3 +76,5 @@ func rangeText(r Range) string {
 	}
 	return "[" + end(r.Min) + ", " + end(r.Max) + "]"
 }
+
+func ptr(n int64) *int64 { return &n }

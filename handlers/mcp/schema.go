@@ -24,8 +24,6 @@ type Range struct {
 	Max *int64
 }
 
-func ptr(n int64) *int64 { return &n }
-
 // BoundsFrom derives the static bounds of the operations' parameters (ops.ParamSpec.Bound) from the guardrails of
 // the registered clusters: the largest limit over all clusters is the most any request can get.
 func BoundsFrom(cfg *config.Config, specs []ops.Spec) Bounds {
