@@ -63,8 +63,19 @@ func (r *registry) deployInference() ops.Operation {
 		if have != nil {
 			before = workloadGPUs(have)
 		}
-		return r.buildInference(ctx, t, req, req.Params, before)
+		d, err := r.buildInference(ctx, t, req, req.Params, before)
+		if err != nil {
+			return nil, err
+		}
+		return d, r.replicasHealth(ctx, t, d)
 	}, nil)
+}
+
+// replicasHealth says, for a change that starts replicas (a deploy, a scale up, a rollout), which of the nodes
+// they may land on are faulty, rebooting or being replaced, and raises the risk as for a training job.
+func (r *registry) replicasHealth(ctx context.Context, t target, d *desired) error {
+	gpus, _ := d.spec.Int("gpus")
+	return r.scheduleHealth(ctx, t, gpus > 0, d)
 }
 
 func checkInference(t target, req *ops.Request) error {
@@ -226,6 +237,9 @@ func (r *registry) scaleInference() ops.Operation {
 			d.risk.Add(ops.RiskHigh, "scales %s down from %d to %d: less capacity to serve", name, before, want)
 		}
 		reportDrift(d, v, have, "spec.replicas")
+		if want > before {
+			return d, r.replicasHealth(ctx, t, d)
+		}
 		return d, nil
 	}, nil)
 }
@@ -254,7 +268,7 @@ func (r *registry) rolloutInference() ops.Operation {
 		}
 		d.summary = fmt.Sprintf("roll %s/%s from %s to %s (maxUnavailable 0)", t.ns, req.Params.String("name"), v.params.String("image"), image)
 		reportDrift(d, v, have, "spec.template.spec.containers[0].image")
-		return d, nil
+		return d, r.replicasHealth(ctx, t, d)
 	}
 	return r.applyOperation(spec, check, build, func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {
 		return r.followRollout(ctx, t, req.Params.String("name"), res)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ktesting "k8s.io/client-go/testing"
 
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
 
@@ -371,6 +372,47 @@ func TestScaleInferenceRetriesAStatusConflict(t *testing.T) {
 			dep, _ := e.kube.AppsV1().Deployments(testNS).Get(context.Background(), "ranker", metav1.GetOptions{})
 			if *dep.Spec.Replicas != 6 {
 				t.Fatalf("replicas = %d after the retried apply, want 6", *dep.Spec.Replicas)
+			}
+		})
+	}
+}
+
+// TestDeployInferenceOnFaultyNodes: replicas land where a training job would, so a deploy onto an instance group
+// with a faulty node says so, with HyperPod's reason, and its risk goes one level up; a healthy group says nothing.
+func TestDeployInferenceOnFaultyNodes(t *testing.T) {
+	healthy := []runtime.Object{
+		gpuNodeObj("hyperpod-i-0aaa", "gpu-workers", "ml.g5.12xlarge", 4, HealthSchedulable),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
+	}
+	faulty := append([]runtime.Object{gpuNodeObj("hyperpod-i-0ccc", "gpu-workers", "ml.g5.12xlarge", 4, HealthPendingReplacement)}, healthy...)
+	xid := &instanceReader{instances: []ops.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
+	for _, tt := range []struct {
+		name    string
+		objs    []runtime.Object
+		warning string
+	}{
+		{"healthy group: nothing said", healthy, ""},
+		{"faulty node", faulty, "instance group gpu-workers has 1 of 2 nodes faulty, rebooting or being replaced (hyperpod-i-0ccc faulty: GPU 3 reported Xid 79"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.objs, withConfig(func(c *config.Cluster) { c.HyperPod.ClusterName = "ml-hp" }))
+			e.reg.instances = xid
+			req := request("deploy-inference", deployParams(nil))
+			op, p := e.plan(t, req)
+			base := p.Risk.Level
+			ops.RiskPolicy{}.Assess(*req, op.Spec(), p)
+			said := strings.Join(p.Warnings, "\n")
+			if tt.warning == "" {
+				if strings.Contains(said, "instance group") {
+					t.Errorf("a healthy group is warned about:\n%s", said)
+				}
+				return
+			}
+			if !strings.Contains(said, tt.warning) {
+				t.Errorf("warnings:\n%s\nwant %q", said, tt.warning)
+			}
+			if !strings.Contains(fmt.Sprint(p.Risk.Reasons), "faulty") || p.Risk.Level == base && base != ops.RiskCritical {
+				t.Errorf("risk %s (from %s), reasons %+v: want one level up for the faulty node", p.Risk.Level, base, p.Risk.Reasons)
 			}
 		})
 	}
