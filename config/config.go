@@ -38,6 +38,13 @@ type Execution struct {
 	// VerifyWait bounds how long reading back an AWS write whose answer was lost waits for AWS to show the change
 	// before concluding it was not made (default 30s); at most writeTimeout.
 	VerifyWait Duration `yaml:"verifyWait"`
+	// PollInterval is the first wait between two status reads of an AWS change in progress, and the shortest
+	// (default 15s). The wait grows with the time the change has taken so far (a tenth of it), up to
+	// MaxPollInterval, and doubles while AWS throttles the reads.
+	PollInterval Duration `yaml:"pollInterval"`
+	// MaxPollInterval is the longest wait between two status reads of an AWS change in progress (default 2m);
+	// at least pollInterval.
+	MaxPollInterval Duration `yaml:"maxPollInterval"`
 }
 
 // Budgets are execution time budgets; an execution still running when its budget ends fails (the change may still

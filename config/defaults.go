@@ -44,6 +44,8 @@ const (
 	DefaultMCPWaits          = 128
 	DefaultWriteTimeout      = Duration(2 * time.Minute)
 	DefaultVerifyWait        = Duration(30 * time.Second)
+	DefaultPollInterval      = Duration(15 * time.Second)
+	DefaultMaxPollInterval   = Duration(2 * time.Minute)
 	DefaultRequestTimeout    = Duration(30 * time.Second)
 )
 
@@ -89,6 +91,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Execution.HoldUnknown, DefaultHoldUnknown)
 	setDefault(&c.Execution.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&c.Execution.VerifyWait, DefaultVerifyWait)
+	setDefault(&c.Execution.PollInterval, DefaultPollInterval)
+	setDefault(&c.Execution.MaxPollInterval, DefaultMaxPollInterval)
 	setDefault(&c.Redact.MaxChars, DefaultRedactMaxChars)
 }
 

@@ -85,7 +85,8 @@ func (e *Execution) validate(l *problemList) {
 		d  Duration
 	}{{"execution.budgets.kubernetes", e.Budgets.Kubernetes}, {"execution.budgets.capacity", e.Budgets.Capacity},
 		{"execution.budgets.bootstrap", e.Budgets.Bootstrap}, {"execution.holdUnknown", e.HoldUnknown},
-		{"execution.writeTimeout", e.WriteTimeout}, {"execution.verifyWait", e.VerifyWait}} {
+		{"execution.writeTimeout", e.WriteTimeout}, {"execution.verifyWait", e.VerifyWait},
+		{"execution.pollInterval", e.PollInterval}, {"execution.maxPollInterval", e.MaxPollInterval}} {
 		if b.d < Duration(time.Second) {
 			l.add(b.at, "must be at least 1s (0 means the default), got %s", time.Duration(b.d))
 		}
@@ -93,6 +94,10 @@ func (e *Execution) validate(l *problemList) {
 	if e.VerifyWait > e.WriteTimeout && e.WriteTimeout >= Duration(time.Second) {
 		l.add("execution.verifyWait", "must be at most execution.writeTimeout (%s), which bounds reading back too; got %s",
 			time.Duration(e.WriteTimeout), time.Duration(e.VerifyWait))
+	}
+	if e.MaxPollInterval < e.PollInterval && e.MaxPollInterval >= Duration(time.Second) {
+		l.add("execution.maxPollInterval", "must be at least execution.pollInterval (%s), the shortest wait between two status reads; got %s",
+			time.Duration(e.PollInterval), time.Duration(e.MaxPollInterval))
 	}
 }
 

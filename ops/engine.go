@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -60,6 +61,8 @@ type Engine struct {
 	locks   Locker
 	policy  Policy
 	opts    EngineOptions
+	// observing counts this replica's executions that only observe (Observing).
+	observing atomic.Int64
 }
 
 // NewEngine wires an engine.

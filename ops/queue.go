@@ -108,8 +108,10 @@ func (e *Engine) takeWork(ctx, run context.Context, slots *clusterSlots, opts Ex
 			return
 		}
 		wg.Go(func() {
-			defer func() { <-free }()
-			e.deliver(run, d, slots, opts)
+			var once sync.Once
+			release := func() { once.Do(func() { <-free }) }
+			defer release()
+			e.deliver(run, d, slots, opts, release)
 		})
 	}
 }
@@ -123,8 +125,11 @@ func (e *Engine) putBack(ctx context.Context, d *Delivery) {
 	_ = e.opts.Queue.Done(ctx, d)
 }
 
-// deliver executes one delivery within the per-cluster limit and settles it with the queue.
-func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, opts ExecutorOptions) {
+// deliver executes one delivery within the per-cluster limit and settles it with the queue. The worker slot
+// (release) and the cluster slot bound the work up to and including the write: once the write is recorded
+// accepted, the execution only observes, and both slots are given back (see withObserving) while the delivery
+// stays claimed (Touch) until the outcome is stored.
+func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, opts ExecutorOptions, release func()) {
 	q := e.opts.Queue
 	settle := context.WithoutCancel(ctx)
 	rec, err := e.store.Get(ctx, d.RequestID)
@@ -145,9 +150,16 @@ func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, 
 		sleep(ctx, opts.Poll)
 		return
 	}
-	defer slots.give(cluster)
+	var freed sync.Once
+	free := func() {
+		freed.Do(func() {
+			slots.give(cluster)
+			release()
+		})
+	}
+	defer free()
 	stop := e.touching(ctx, d)
-	outcome := e.executeSafely(ctx, d.RequestID)
+	outcome := e.executeSafely(e.withObserving(ctx, free), d.RequestID)
 	stop()
 	switch outcome {
 	case outcomeHandedOver:
@@ -165,6 +177,31 @@ func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, 
 		}
 	}
 }
+
+// observingKey holds, in an execution's context, what to call once its write is recorded accepted.
+type observingKey struct{}
+
+// withObserving has the execution run in ctx call free once it only observes (its write recorded accepted, or
+// a resumed execution whose write was): free gives its worker and cluster slots back. While it observes, it is
+// counted in Observing.
+func (e *Engine) withObserving(ctx context.Context, free func()) context.Context {
+	return context.WithValue(ctx, observingKey{}, func() func() {
+		free()
+		e.observing.Add(1)
+		return func() { e.observing.Add(-1) }
+	})
+}
+
+// startObserving tells the queue that the execution in ctx now only observes; the returned func ends it.
+func startObserving(ctx context.Context) (end func()) {
+	if fn, ok := ctx.Value(observingKey{}).(func() func()); ok {
+		return fn()
+	}
+	return func() {}
+}
+
+// Observing is how many executions of this replica only observe now (their write accepted), holding no slot.
+func (e *Engine) Observing() int { return int(e.observing.Load()) }
 
 // touching keeps a delivery claimed while it executes.
 func (e *Engine) touching(ctx context.Context, d *Delivery) func() {

@@ -21,8 +21,9 @@ const PricingRegion = "us-east-1"
 
 // The defaults of the polling that follows an accepted change.
 const (
-	DefaultPollInterval = 15 * time.Second
-	DefaultWaitTimeout  = 4 * time.Hour
+	DefaultPollInterval    = time.Duration(config.DefaultPollInterval)
+	DefaultMaxPollInterval = time.Duration(config.DefaultMaxPollInterval)
+	DefaultWaitTimeout     = 4 * time.Hour
 	// DefaultVerifyWait is how long reading back a write whose answer was lost waits for AWS to show the change
 	// before concluding it was not made.
 	DefaultVerifyWait = time.Duration(config.DefaultVerifyWait)
@@ -39,6 +40,9 @@ type Clients struct {
 	// PollInterval is the time between two status reads while a change is in progress (default
 	// DefaultPollInterval). Set it before the clients are used.
 	PollInterval time.Duration
+	// MaxPollInterval is the longest time between two status reads (default DefaultMaxPollInterval); the wait
+	// grows from PollInterval to it with the change's age.
+	MaxPollInterval time.Duration
 	// WaitTimeout bounds how long an execution waits for AWS to finish a change (default DefaultWaitTimeout).
 	WaitTimeout time.Duration
 	// VerifyWait bounds how long reading back a write whose answer was lost waits for AWS to show it (default
@@ -69,7 +73,8 @@ func NewWithAWSConfig(cfg *config.Config, base awssdk.Config) *Clients {
 		base.Retryer = func() awssdk.Retryer { return retry.NewStandard() }
 	}
 	c := &Clients{cfg: cfg, regional: map[string]regional{}, region: base.Region,
-		PollInterval: DefaultPollInterval, WaitTimeout: DefaultWaitTimeout, VerifyWait: cfg.Execution.VerifyWait.Std()}
+		PollInterval: cfg.Execution.PollInterval.Std(), MaxPollInterval: cfg.Execution.MaxPollInterval.Std(),
+		WaitTimeout: DefaultWaitTimeout, VerifyWait: cfg.Execution.VerifyWait.Std()}
 	ep := cfg.AWS.Endpoints
 	for _, cl := range cfg.Clusters {
 		rc := base.Copy()
@@ -128,6 +133,14 @@ func (c *Clients) pollInterval() time.Duration {
 		return c.PollInterval
 	}
 	return DefaultPollInterval
+}
+
+func (c *Clients) maxPollInterval() time.Duration {
+	d := c.MaxPollInterval
+	if d <= 0 {
+		d = DefaultMaxPollInterval
+	}
+	return max(d, c.pollInterval())
 }
 
 func (c *Clients) waitTimeout() time.Duration {
