@@ -52,7 +52,9 @@ func (o *longOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
 		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Group", Name: req.Params.String("group")}}}, nil
 }
 
-func (o *longOp) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) { return "as before", nil }
+func (o *longOp) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) {
+	return "as before", nil
+}
 
 func (o *longOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
 	w, err := o.Write(ctx, req, plan, x)
