@@ -213,7 +213,7 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 		if n := op.awaits.Load() - awaits; n != longExecutions || op.done.Load() != done {
 			b.Fatalf("%d executions observing and %d finished during the measurement, want %d and 0", n, op.done.Load()-done, longExecutions)
 		}
-		byReplica := h.executingByReplica(b)
+		byReplica := h.executingByReplica(b, longExecutions, 2)
 		close(release)
 		opstest.Eventually(b, 2*time.Minute, "every long execution finished", func() bool {
 			return op.done.Load()-done == longExecutions
@@ -223,9 +223,9 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 	}
 }
 
-// executingByReplica counts the executing requests per replica, from the store.
-func (h *harness) executingByReplica(tb testing.TB) map[string]int {
-	recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 10 * longExecutions})
+// executingByReplica counts the executing requests per replica, from the store; want executions on replicas.
+func (h *harness) executingByReplica(tb testing.TB, want, replicas int) map[string]int {
+	recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 10 * want})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -233,13 +233,20 @@ func (h *harness) executingByReplica(tb testing.TB) map[string]int {
 	for _, r := range recs {
 		out[r.Replica]++
 	}
-	if len(out) != 2 || len(recs) != longExecutions {
-		tb.Fatalf("executing per replica %v, want %d executions on both replicas", out, longExecutions)
+	if len(out) != replicas || len(recs) != want {
+		tb.Fatalf("executing per replica %v, want %d executions on %d replicas", out, want, replicas)
 	}
 	return out
 }
 
 func reportSlackWhileExecuting(b *testing.B, idle, busy slashLatencies, before, during footprint, byReplica map[string]int) {
+	fmt.Fprintf(os.Stdout, "\nSlack path, two replicas, idle vs %d executions in flight %v (%d probes each, loopback, real Redis)\n",
+		longExecutions, byReplica, latencyProbes)
+	reportSideBySide(b, longExecutions, idle, busy, before, during)
+}
+
+// reportSideBySide prints the idle and busy latencies side by side and what each in-flight execution costs.
+func reportSideBySide(b *testing.B, executions int, idle, busy slashLatencies, before, during footprint) {
 	rows := []struct {
 		name       string
 		idle, busy []time.Duration
@@ -249,8 +256,6 @@ func reportSlackWhileExecuting(b *testing.B, idle, busy slashLatencies, before, 
 		{"status → answer", idle.status, busy.status, "status"},
 		{"dry run → plan", idle.dryRun, busy.dryRun, "dryrun"},
 	}
-	fmt.Fprintf(os.Stdout, "\nSlack path, two replicas, idle vs %d executions in flight %v (%d probes each, loopback, real Redis)\n",
-		longExecutions, byReplica, latencyProbes)
 	fmt.Fprintf(os.Stdout, "%-18s %10s %10s %10s %10s %8s\n", "", "idle p50", "idle p99", "busy p50", "busy p99", "p99 ×")
 	for _, r := range rows {
 		ip50, ip99, bp50, bp99 := percentile(r.idle, 50), percentile(r.idle, 99), percentile(r.busy, 50), percentile(r.busy, 99)
@@ -261,13 +266,73 @@ func reportSlackWhileExecuting(b *testing.B, idle, busy slashLatencies, before, 
 		b.ReportMetric(float64(bp99.Microseconds()), r.unit+"-busy-p99-µs")
 		b.ReportMetric(ratio, r.unit+"-p99-ratio")
 	}
-	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / longExecutions / 1024 }
+	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(executions) / 1024 }
 	heap, rss, redis := per(during.heap, before.heap), per(during.rss, before.rss), per(during.redis, before.redis)
-	gor := float64(during.goroutines-before.goroutines) / longExecutions
-	fmt.Fprintf(os.Stdout, "per in-flight execution (both replicas and fake Slack in this process): heap %.1f KiB, RSS %.1f KiB, "+
+	gor := float64(during.goroutines-before.goroutines) / float64(executions)
+	fmt.Fprintf(os.Stdout, "per in-flight execution (every replica and fake Slack in this process): heap %.1f KiB, RSS %.1f KiB, "+
 		"goroutines %.1f; redis-server used_memory %.1f KiB\n", heap, rss, gor, redis)
 	b.ReportMetric(heap, "heap-KiB/exec")
 	b.ReportMetric(rss, "rss-KiB/exec")
 	b.ReportMetric(gor, "goroutines/exec")
 	b.ReportMetric(redis, "redis-KiB/exec")
+}
+
+// observingExecutions is how many long executions one replica observes at once in BenchmarkSlackWhileObserving.
+const observingExecutions = 1000
+
+// BenchmarkSlackWhileObserving measures one replica with the default executor limits (execution.workers 16,
+// perCluster 4), idle and then with observingExecutions long executions of one cluster in flight (written, their
+// Await waiting), side by side in one run: each execution whose write is accepted gives its slots back while it
+// observes (issue 21), so all of them are in flight at once. It reports the memory each costs and the Slack path's
+// p99s busy against idle.
+func BenchmarkSlackWhileObserving(b *testing.B) {
+	var gate atomic.Value // chan struct{}: the current round's executions observe until it closes
+	var op *stepOp
+	edit := func(c *config.Config) { c.Slack.QueueSize = 4 * observingExecutions }
+	h := startWith(b, harnessOptions{replica: "a", edit: edit, prepare: func(h *harness) {
+		op = newStepOp("roll-gadget")
+		op.await = func(ctx context.Context, _ *ops.Request) error {
+			select {
+			case <-gate.Load().(chan struct{}):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		h.extra = append(h.extra, op)
+	}})
+	h.waitConnected(1)
+	followRealTime(b, h)
+	cfg := h.bot.opts.Config.Execution
+	round := 0
+	for b.Loop() {
+		release := make(chan struct{})
+		gate.Store(release)
+		idle := h.probeSlash(b, fmt.Sprintf("idle%d", round))
+		before := h.footprint(b)
+		awaits, done := op.awaits.Load(), op.done.Load()
+		for i := range observingExecutions {
+			h.slash(userAlice, chOps, fmt.Sprintf("gadget roll name=obs%d-%04d request-id=obs%d-%04d", round, i, round, i))
+		}
+		opstest.Eventually(b, 5*time.Minute, "every long execution observing", func() bool {
+			return op.awaits.Load()-awaits == observingExecutions
+		})
+		opstest.Eventually(b, 5*time.Minute, "their transitions told", func() bool { return h.outboxPending() == 0 })
+		during := h.footprint(b)
+		observing := h.bot.Engine().Observing()
+		busy := h.probeSlash(b, fmt.Sprintf("busy%d", round))
+		if n := op.awaits.Load() - awaits; n != observingExecutions || op.done.Load() != done {
+			b.Fatalf("%d executions observing and %d finished during the measurement, want %d and 0", n, op.done.Load()-done, observingExecutions)
+		}
+		byReplica := h.executingByReplica(b, observingExecutions, 1)
+		close(release)
+		opstest.Eventually(b, 5*time.Minute, "every long execution finished", func() bool {
+			return op.done.Load()-done == observingExecutions
+		})
+		fmt.Fprintf(os.Stdout, "\nSlack path, one replica (execution.workers %d, perCluster %d), idle vs %d executions of one cluster in flight %v, "+
+			"%d observing without a slot (%d probes each, loopback, real Redis)\n",
+			cfg.Workers, cfg.PerCluster, observingExecutions, byReplica, observing, latencyProbes)
+		reportSideBySide(b, observingExecutions, idle, busy, before, during)
+		round++
+	}
 }

@@ -224,9 +224,8 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 	steps := x.op.(Steps)
 	// From here on the execution only observes: it gives its worker and cluster slots back (the locks stay held
 	// until it ends), so a long wait for AWS or the cluster never holds up the next write.
-	endObserving := startObserving(ctx)
+	defer startObserving(ctx)() // until the outcome is stored; a panicking Await ends it too
 	res, err := steps.Await(bctx, &rec.Request, rec.Plan, written, xn)
-	endObserving()
 	if err != nil && errors.Is(context.Cause(ctx), ErrHandover) {
 		handedOver = true
 		stop()
