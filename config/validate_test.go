@@ -416,6 +416,12 @@ func TestValidationRules(t *testing.T) {
 		{"verify wait within the write timeout", func(c *Config) { c.Execution.VerifyWait = c.Execution.WriteTimeout },
 			func(c *Config) { c.Execution.VerifyWait = c.Execution.WriteTimeout + Duration(time.Second) },
 			"execution.verifyWait", "must be at most execution.writeTimeout (2m0s), which bounds reading back too; got 2m1s"},
+		{"poll interval", func(c *Config) { c.Execution.PollInterval = Duration(5 * time.Second) },
+			func(c *Config) { c.Execution.PollInterval = Duration(100 * time.Millisecond) },
+			"execution.pollInterval", "must be at least 1s (0 means the default), got 100ms"},
+		{"max poll interval at least the poll interval", func(c *Config) { c.Execution.MaxPollInterval = c.Execution.PollInterval },
+			func(c *Config) { c.Execution.MaxPollInterval = Duration(10 * time.Second) },
+			"execution.maxPollInterval", "must be at least execution.pollInterval (15s), the shortest wait between two status reads; got 10s"},
 		{"hold unknown", func(c *Config) { c.Execution.HoldUnknown = Duration(time.Hour) },
 			func(c *Config) { c.Execution.HoldUnknown = Duration(-time.Hour) },
 			"execution.holdUnknown", "must be at least 1s (0 means the default), got -1h0m0s"},
@@ -549,6 +555,9 @@ func TestExecutionTimeoutDefaults(t *testing.T) {
 	var c Config
 	c.Clusters = []Cluster{{Name: "a"}}
 	c.ApplyDefaults()
+	if c.Execution.PollInterval != DefaultPollInterval || c.Execution.MaxPollInterval != DefaultMaxPollInterval {
+		t.Errorf("poll defaults: %s, max %s", c.Execution.PollInterval, c.Execution.MaxPollInterval)
+	}
 	if c.Execution.WriteTimeout != DefaultWriteTimeout || c.Execution.VerifyWait != DefaultVerifyWait ||
 		c.Execution.HoldUnknown != DefaultHoldUnknown || c.Clusters[0].RequestTimeout != DefaultRequestTimeout {
 		t.Errorf("defaults: write %s, verify %s, hold %s, request %s", c.Execution.WriteTimeout, c.Execution.VerifyWait,
