@@ -94,6 +94,9 @@ func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts 
 // Catalog returns the engine's catalog.
 func (e *Engine) Catalog() *Catalog { return e.catalog }
 
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.opts.Clock.Now() }
+
 // Replica returns this engine's replica name.
 func (e *Engine) Replica() string { return e.opts.Replica }
 
