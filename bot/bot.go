@@ -151,7 +151,7 @@ func New(opts Options) (*Bot, error) {
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
-		WriteTimeout: cfg.Execution.WriteTimeout.Std(),
+		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store,
 		OnError: func(id string, err error) {
 			m.EngineErrors.Inc()
 			log.Error().Err(err).Str("request", id).Msg("engine")
@@ -180,6 +180,11 @@ func New(opts Options) (*Bot, error) {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
 			Sink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
+			OnEnded: func(ctx context.Context, c ops.WatchChange) {
+				if err := engine.SettleRun(ctx, c.RequestID, engine.Now()); err != nil {
+					log.Warn().Err(err).Str("request", c.RequestID).Msg("budget: settling an ended run failed")
+				}
+			},
 			OnError: func(c ops.WatchChange, err error) {
 				log.Warn().Err(err).Str("object", c.Object.Kind+"/"+c.Object.Name).Str("to", c.To).Msg("watch: telling a transition failed")
 			}})

@@ -18,6 +18,59 @@ type Config struct {
 	Execution Execution `yaml:"execution"`
 	Redact    Redact    `yaml:"redact"`
 	Audit     Audit     `yaml:"audit"`
+	// Budgets limit what an initiator, a team or a cluster may spend per window (docs/scopes.md, "Budgets").
+	Budgets []SpendBudget `yaml:"budgets"`
+}
+
+// The budget windows.
+const (
+	WindowDay   = "day"
+	WindowWeek  = "week"
+	WindowMonth = "month"
+)
+
+// BudgetWindows lists the budget windows.
+var BudgetWindows = []string{WindowDay, WindowWeek, WindowMonth}
+
+// SpendBudget limits the spend of the requests it covers over a window: those of one initiator (an agent, a person,
+// or the members of a Slack user group as a team), optionally on one cluster, or those of everyone on a cluster.
+// A request counts against every budget that covers it; over one it is refused (E_BUDGET_EXCEEDED), or sent to the
+// higher approval of its rule's overBudget.
+type SpendBudget struct {
+	// Name identifies the budget in plans, refusals and /hp budget; unique, lowercase letters, digits and dashes.
+	Name string `yaml:"name"`
+	// Agent is the name of a registered agent (agents[].name) whose requests the budget covers.
+	Agent string `yaml:"agent"`
+	// User is a person's Slack user ID (U…/W…) whose requests the budget covers.
+	User string `yaml:"user"`
+	// UserGroup is a Slack user group ID (S…): the budget covers its members' requests together, as a team.
+	UserGroup string `yaml:"userGroup"`
+	// Cluster narrows the budget to requests on one registered cluster; alone, it covers everyone's requests there.
+	Cluster string `yaml:"cluster"`
+	// Window is day, week (Monday first) or month (default day).
+	Window string `yaml:"window"`
+	// TimeZone is the IANA time zone the windows start in (default UTC), e.g. Europe/Berlin.
+	TimeZone string `yaml:"timeZone"`
+	// Limits are the caps; at least one; 0 means that measure is not limited.
+	Limits BudgetLimits `yaml:"limits"`
+}
+
+// BudgetLimits caps a budget's window.
+type BudgetLimits struct {
+	// Cost is US $ of planned cost: approved and running requests at their worst case, finished runs as they ran.
+	Cost float64 `yaml:"cost"`
+	// GPUHours is GPU-hours, counted like Cost.
+	GPUHours float64 `yaml:"gpuHours"`
+	// GPUs is how many GPUs the covered requests may hold at once.
+	GPUs int `yaml:"gpus"`
+}
+
+// OverBudget is the approval a rule asks for when a plan would take a budget past its limit, instead of refusing it.
+type OverBudget struct {
+	// Approvers names a group in approvals.groups.
+	Approvers string `yaml:"approvers"`
+	// Required is the quorum, at least 1.
+	Required int `yaml:"required"`
 }
 
 // Execution configures the executors: approved requests wait in a durable queue in Redis and every replica runs
@@ -404,6 +457,8 @@ type ApprovalRule struct {
 	Profile []string `yaml:"profile"`
 	// AllowSelfApproval lets the requester count towards the quorum (default false).
 	AllowSelfApproval bool `yaml:"allowSelfApproval"`
+	// OverBudget, when set, sends a plan over a spend budget to this higher approval instead of refusing it.
+	OverBudget *OverBudget `yaml:"overBudget"`
 }
 
 // The risk levels, lowest first.

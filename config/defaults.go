@@ -23,6 +23,8 @@ const (
 	DefaultPricingSource     = PricingBuiltin
 	DefaultPricingCacheTTL   = Duration(24 * time.Hour)
 	DefaultReportTimezone    = "UTC"
+	DefaultBudgetWindow      = WindowDay
+	DefaultBudgetTimeZone    = "UTC"
 	DefaultReportSamples     = 30
 	DefaultListen            = ":8080"
 	DefaultLogLevel          = "info"
@@ -61,6 +63,11 @@ func (c *Config) ApplyDefaults() {
 	c.Redis.applyDefaults()
 	for i := range c.Clusters {
 		c.Clusters[i].applyDefaults()
+	}
+	for i := range c.Budgets {
+		b := &c.Budgets[i]
+		setDefault(&b.Window, DefaultBudgetWindow)
+		setDefault(&b.TimeZone, DefaultBudgetTimeZone)
 	}
 	for i := range c.Approvals.Rules {
 		r := &c.Approvals.Rules[i]

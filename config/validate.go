@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 	c.Execution.validate(&l)
 	c.Redact.validate(&l)
 	c.Audit.validate(&l)
+	c.validateBudgets(&l)
 	return l.ps.err()
 }
 

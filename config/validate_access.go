@@ -218,6 +218,7 @@ func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
 	if r.ExpiresAfter < 0 {
 		l.add(at+".expiresAfter", "must be a positive duration such as \"1h\", got %q", r.ExpiresAfter.String())
 	}
+	c.validateOverBudget(l, at+".overBudget", r.OverBudget)
 }
 
 func (c *Config) clusterNames() []string {

@@ -199,6 +199,7 @@ func TestValidationRules(t *testing.T) {
 		{"agents have a name", func(c *Config) {
 			c.Agents[0].Name = "helper"
 			c.Clusters[0].Profiles["trainer"] = Profile{ServiceAccount: "llm-trainer", Agents: []string{"helper"}}
+			c.Budgets[0].Agent = "helper"
 		}, func(c *Config) { c.Agents[0].Name = "" },
 			"agents[0].name", "an agent must have a name"},
 		{"profiles name registered agents", func(c *Config) {
@@ -586,5 +587,30 @@ func TestAgentScopeProblemsAtOnce(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "agents[0].scope"); n != 3 {
 		t.Errorf("%d scope problems, want 3:\n%v", n, err)
+	}
+}
+
+// TestBudgetProblemsAtOnce: a budget naming an unknown agent and cluster, two initiators, a window and a time zone
+// that do not exist and no limit is every problem in one answer, each at its path.
+func TestBudgetProblemsAtOnce(t *testing.T) {
+	text := string(Example) + `
+  - {name: Bad_Name, agent: nobody, user: U0ALICE, cluster: ml-dev-eks, window: fortnight, timeZone: Mars/Olympus}
+`
+	_, err := Parse([]byte(text), "hyperops.yaml")
+	if err == nil {
+		t.Fatal("a budget with six problems parsed")
+	}
+	for _, want := range []string{
+		`budgets[4].name: must be lowercase letters, digits and dashes`,
+		`budgets[4]: a budget covers one initiator: set one of agent, user and userGroup, not 2`,
+		`budgets[4].agent: must name a registered agent (agents[].name: "ops-agent"), got "nobody"`,
+		`budgets[4].cluster: must name a registered cluster ("ml-prod-eks"), got "ml-dev-eks"`,
+		`budgets[4].window: must be one of day, week, month (default day), got "fortnight"`,
+		`budgets[4].timeZone: must be an IANA time zone such as UTC or Europe/Berlin, got "Mars/Olympus"`,
+		`budgets[4].limits: a budget must limit cost (US $), gpuHours or gpus`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
 	}
 }

@@ -138,6 +138,9 @@ func planMessage(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) Render
 			if d := driftSummary(p.Drift); d != "" {
 				blocks = append(blocks, section(d))
 			}
+			if d := budgetLines(p.Budget); d != "" {
+				blocks = append(blocks, contextBlock(d))
+			}
 		}
 		if len(p.Warnings) > 0 {
 			blocks = append(blocks, contextBlock(":warning: "+esc(clip(strings.Join(p.Warnings, "\n:warning: "), 1500))))
@@ -688,4 +691,17 @@ func DMAnswer(g *Grammar, err error) Msg {
 		return help
 	}
 	return ErrorMessage(err)
+}
+
+// budgetLines says where a plan stands in each spend budget that covers it, one line each.
+func budgetLines(places []ops.BudgetPlace) string {
+	lines := make([]string, 0, len(places))
+	for _, p := range places {
+		icon := ":moneybag:"
+		if len(p.Over) > 0 {
+			icon = ":warning:"
+		}
+		lines = append(lines, icon+" Budget "+code(p.Budget.Name)+": "+escLine(p.Sentence()))
+	}
+	return strings.Join(lines, "\n")
 }

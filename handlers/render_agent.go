@@ -41,6 +41,9 @@ func agentSummary(b agentapi.Body) string {
 		if b.Plan.Approvals.Required > 0 {
 			s += fmt.Sprintf(" · %d of %d approvals", b.Plan.Approvals.Received, b.Plan.Approvals.Required)
 		}
+		for _, x := range b.Plan.Budget {
+			s += " · " + escLine(x)
+		}
 	}
 	if len(b.Errors) > 0 {
 		s += fmt.Sprintf(" · %s: %s", b.Errors[0].Code, escLine(b.Errors[0].Message))

@@ -129,6 +129,11 @@ func TestGoldenMessages(t *testing.T) {
 	agentExpired := sampleRecord(ops.PhaseExpired)
 	agentExpired.Request.Initiator = agentRec.Request.Initiator
 	agentExpired.Owner = agentRec.Owner
+	budgetRec := agentRec.Clone()
+	budgetRec.Plan.Budget = []ops.BudgetPlace{{
+		Charge: ops.Charge{Budget: ops.BudgetLimit{Name: "ops-agent-daily", Path: "budgets[0]", Holder: "ops-agent", Window: ops.WindowDay,
+			Limit: ops.Amount{Cost: 2000}}, Amount: ops.Amount{Cost: 905}},
+		Used: ops.Amount{Cost: 455}}}
 	cases := map[string]Rendered{
 		"result_status":                ResultMessage(opSpecs, status),
 		"transition_reply_expired":     {Msg: expiredReply},
@@ -148,6 +153,8 @@ func TestGoldenMessages(t *testing.T) {
 		"plan_job_failed":              {Msg: jobFailed},
 		"plan_awaiting":                PlanMessage(opSpecs, sampleRecord(ops.PhaseAwaitingApproval)),
 		"plan_agent":                   PlanMessage(opSpecs, agentRec),
+		"plan_agent_budget":            PlanMessage(opSpecs, budgetRec),
+		"agent_reply_budget":           {Msg: AgentReply(agentapi.InTerms(agentapi.NewBody(budgetRec, budgetRec.ID(), nil), agentapi.NewSteps(opSpecs.Specs()), agentapi.DM))},
 		"plan_agent_mcp":               PlanMessage(opSpecs, mcpRec),
 		"plan_succeeded":               PlanMessage(opSpecs, done),
 		"plan_expired":                 PlanMessage(opSpecs, sampleRecord(ops.PhaseExpired)),

@@ -22,11 +22,13 @@ type CostLine struct {
 // Cost is an estimate (always labelled so). HourlyDelta is the change in $/h the plan causes; Total is a bounded
 // total where the operation has one (a training job's max hours).
 type Cost struct {
-	HourlyDelta  float64    `json:"hourlyDelta"`
-	MonthlyDelta float64    `json:"monthlyDelta"`
-	Total        float64    `json:"total,omitempty"`
-	TotalBasis   string     `json:"totalBasis,omitempty"`
-	Lines        []CostLine `json:"lines,omitempty"`
+	HourlyDelta  float64 `json:"hourlyDelta"`
+	MonthlyDelta float64 `json:"monthlyDelta"`
+	Total        float64 `json:"total,omitempty"`
+	TotalBasis   string  `json:"totalBasis,omitempty"`
+	// GPUs is the change in GPUs held the plan causes (negative when it frees some); budgets count it.
+	GPUs  int        `json:"gpus,omitempty"`
+	Lines []CostLine `json:"lines,omitempty"`
 	// Unknown lists instance types without a price: the plan says "price unknown" and risk treats it as expensive.
 	Unknown []string `json:"unknown,omitempty"`
 	// Source says where the prices came from (table date and source, or the Pricing API).

@@ -28,12 +28,17 @@ func (e *Engine) DenyWithReason(ctx context.Context, id string, voter Initiator,
 }
 
 func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve bool, reason, seen string) (*Record, error) {
+	reserved := false
 	for range maxCASAttempts {
 		rec, err := e.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if rec.Phase != PhaseAwaitingApproval {
+			if reserved && !holdsBudget(rec.Phase) {
+				// Reserved for a vote that lost its race to a Deny or a Cancel: nothing will run.
+				e.releaseBudget(ctx, id, 0)
+			}
 			return e.notAwaiting(rec, approve)
 		}
 		if now := e.opts.Clock.Now(); !rec.Approval.ExpiresAt.IsZero() && !now.Before(rec.Approval.ExpiresAt) {
@@ -57,6 +62,20 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 		if hasVoted(rec, voter.ID) && approve {
 			return rec, nil
 		}
+		if approve && rec.Approval.Received()+1 >= rec.Approval.Required {
+			// The vote that reaches the quorum holds the budget first, atomically against every replica.
+			if err := e.reserve(ctx, rec); err != nil {
+				if ue := AsError(err); ue.Code == CodeBudgetExceeded {
+					next, rerr := e.reject(ctx, rec, ue)
+					if errors.Is(rerr, ErrVersionConflict) {
+						continue
+					}
+					return next, rerr
+				}
+				return rec, err
+			}
+			reserved = true
+		}
 		next, err := e.vote(ctx, rec, voter, approve, reason)
 		if errors.Is(err, ErrVersionConflict) {
 			continue
@@ -70,6 +89,15 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 		return next, nil
 	}
 	return nil, Errorf(CodeStateUnavailable, "", "retry", "too much contention recording the vote on %s", id)
+}
+
+// holdsBudget says whether a request in phase p keeps its budget reservation: it was approved and has run or may.
+func holdsBudget(p Phase) bool {
+	switch p {
+	case PhaseApproved, PhaseExecuting, PhaseSucceeded, PhaseInterrupted:
+		return true
+	}
+	return false
 }
 
 func (e *Engine) notAwaiting(rec *Record, approve bool) (*Record, error) {
@@ -170,7 +198,11 @@ func (e *Engine) Cancel(ctx context.Context, id string, who Initiator) (*Record,
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			return e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
+			next, err := e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
+			if err == nil && rec.Phase == PhaseApproved {
+				e.releaseBudget(ctx, id, 0)
+			}
+			return next, err
 		}
 		return rec, Errorf(CodeInvalidPhase, "", "a request can be cancelled only before it executes",
 			"request %s is %s", id, rec.Phase)
@@ -186,7 +218,11 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+			if err == nil && rec.Phase == PhaseApproved {
+				e.releaseBudget(ctx, id, 0)
+			}
+			return next, err
 		case PhaseInterrupted:
 			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
 			if err == nil {

@@ -49,6 +49,9 @@ type EngineOptions struct {
 	// HoldTTL is how long the scope lock of a request interrupted with an unknown outcome stays held for a person
 	// to choose Stop or Take over (default DefaultHoldTTL).
 	HoldTTL time.Duration
+	// Ledger holds spend budgets across replicas; nil counts no budgets. Which budgets apply comes from the
+	// Policy, when it is a BudgetPolicy.
+	Ledger Ledger
 	// OnError is told about failures no caller is waiting for (queue, progress, panics with their stack).
 	OnError func(requestID string, err error)
 }
@@ -93,6 +96,9 @@ func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts 
 
 // Catalog returns the engine's catalog.
 func (e *Engine) Catalog() *Catalog { return e.catalog }
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.opts.Clock.Now() }
 
 // Replica returns this engine's replica name.
 func (e *Engine) Replica() string { return e.opts.Replica }
@@ -333,7 +339,9 @@ func (e *Engine) plan(ctx context.Context, op Operation, rec *Record) (*Record, 
 	if err == nil {
 		var appr Approval
 		if appr, err = e.requirement(ctx, rec.Request, p); err == nil {
-			return e.planned(ctx, rec, p, appr)
+			if appr, err = e.placeInBudget(ctx, rec.Request, p, appr); err == nil {
+				return e.planned(ctx, rec, p, appr)
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -355,6 +363,9 @@ func (e *Engine) planned(ctx context.Context, rec *Record, p *Plan, appr Approva
 	case appr.Required > 0:
 		rec, err = e.move(ctx, rec, PhaseAwaitingApproval, systemActor, fmt.Sprintf("needs %d approval(s)", appr.Required), nil)
 	default:
+		if err := e.reserve(ctx, rec); err != nil {
+			return e.reject(ctx, rec, err)
+		}
 		rec, err = e.move(ctx, rec, PhaseApproved, systemActor, "no approval required by policy", nil)
 		if err == nil {
 			return e.dispatch(ctx, rec)

@@ -36,6 +36,9 @@ const (
 	// CodeOutOfScope: an agent asked for something outside its scope (agents[].scope: clusters, namespaces,
 	// maxRisk, readOnly); refused, never sent for approval.
 	CodeOutOfScope Code = "E_OUT_OF_SCOPE"
+	// CodeBudgetExceeded: the request would take a spend budget (budgets[] in config) past its limit; the error
+	// names the budget, what is used and when it frees up.
+	CodeBudgetExceeded Code = "E_BUDGET_EXCEEDED"
 	// CodeBusy: the bot had no room to take the request; nothing was done, resend it (same requestId) shortly.
 	CodeBusy Code = "E_BUSY"
 	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before

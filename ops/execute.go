@@ -530,6 +530,9 @@ func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Reco
 		// Still executing in the store: the lease lapses and another replica resumes from the recorded steps.
 		return next, outcomeRetry, errors.Join(runErr, stateError("record the result", err))
 	}
+	if to == PhaseFailed && (next.Execution == nil || next.Execution.WriteStarted.IsZero()) {
+		x.e.releaseBudget(ctx, next.ID(), 0) // its write was never sent, nothing runs: the reservation goes back
+	}
 	if ue != nil {
 		return next, outcomeFinished, ue
 	}

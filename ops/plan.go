@@ -58,12 +58,15 @@ type Plan struct {
 	Drift []Change `json:"drift,omitempty"`
 	// RunsAs names the execution profile and its service account the workload runs as, e.g.
 	// "profile default (service account trainer)"; empty for operations that run nothing.
-	RunsAs    string    `json:"runsAs,omitempty"`
-	Warnings  []string  `json:"warnings,omitempty"`
-	Cost      Cost      `json:"cost"`
-	Risk      Risk      `json:"risk"`
-	Hash      string    `json:"hash"`
-	CreatedAt time.Time `json:"createdAt"`
+	RunsAs   string   `json:"runsAs,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	Cost     Cost     `json:"cost"`
+	// Budget is where the plan stands in each spend budget that applies to it (budgets[] in config); it is not
+	// part of the hash: the budget is checked again, atomically, when the request is approved.
+	Budget    []BudgetPlace `json:"budget,omitempty"`
+	Risk      Risk          `json:"risk"`
+	Hash      string        `json:"hash"`
+	CreatedAt time.Time     `json:"createdAt"`
 }
 
 // HashPlan computes the hash of what is approved: operation, target, normalized parameters, the changes, the

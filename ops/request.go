@@ -121,6 +121,9 @@ type Approval struct {
 	Votes              []Vote    `json:"votes,omitempty"`
 	// Rule describes which policy rule set this requirement, for the plan message.
 	Rule string `json:"rule,omitempty"`
+	// OverBudget says this is the higher approval of a plan over a spend budget (an approval rule's overBudget):
+	// reaching its quorum holds the budget even past its limit.
+	OverBudget bool `json:"overBudget,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.

@@ -87,6 +87,9 @@ type WatchOptions struct {
 	Clusters []string
 	// OnCount is told how many objects are watched after every change of the subscriptions; optional.
 	OnCount func(n int64)
+	// OnEnded is told, by every replica's watcher, when a workload HyperOps made (RequestID set) completed, failed
+	// or went away, whoever subscribes to it: the engine settles its spend budget (idempotent); optional.
+	OnEnded func(ctx context.Context, c WatchChange)
 	// OnError is told about a change that could not be told (the watcher does not wait for telling); optional.
 	OnError func(c WatchChange, err error)
 }
@@ -151,9 +154,18 @@ func (w *Watches) Unwatch(ctx context.Context, obj ObjectRef, id string) (bool, 
 
 // Transition receives a change from the watcher (kube.TransitionSink) and tells it; an error goes to OnError.
 func (w *Watches) Transition(ctx context.Context, c WatchChange) {
+	if w.opts.OnEnded != nil && c.RequestID != "" && RunEnded(c.To) {
+		w.opts.OnEnded(ctx, c)
+	}
 	if err := w.tell(ctx, c); err != nil {
 		w.opts.OnError(c, err)
 	}
+}
+
+// RunEnded says whether a watched workload in state has stopped running: completed, failed or deleted (the
+// watcher's states, ops/kube).
+func RunEnded(state string) bool {
+	return state == "completed" || state == "failed" || state == WatchDeleted
 }
 
 // tellTimeout bounds the telling of one claimed change to its subscriptions (the sink's rate limits included).

@@ -35,6 +35,9 @@ type Plan struct {
 	Cost            ops.Cost  `json:"cost"`
 	Risk            ops.Risk  `json:"risk"`
 	Approvals       Approvals `json:"approvals"`
+	// Budget is the plan's place in each spend budget that covers it, one sentence each ("uses $905 of
+	// ops-agent's $2,000 today; $640 left after this").
+	Budget []string `json:"budget,omitempty"`
 }
 
 // Approvals is what approval a request needs and has.
@@ -75,6 +78,9 @@ func NewBody(rec *ops.Record, requestID string, err error) Body {
 		if p := rec.Plan; p != nil {
 			ap := &Plan{Summary: p.Summary, Hash: p.Hash, Changes: p.Changes, Drift: p.Drift, RunsAs: p.RunsAs, ServerValidated: p.ServerValidated, Cost: p.Cost, Risk: p.Risk,
 				Approvals: Approvals{Required: rec.Approval.Required, Received: rec.Approval.Received()}}
+			for _, b := range p.Budget {
+				ap.Budget = append(ap.Budget, b.Sentence())
+			}
 			if !rec.Approval.ExpiresAt.IsZero() {
 				t := rec.Approval.ExpiresAt.UTC()
 				ap.Approvals.ExpiresAt = &t

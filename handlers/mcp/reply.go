@@ -81,6 +81,9 @@ func Summary(r Reply) string {
 			fmt.Fprintf(&b, " (%s)", p.Risk.Reasons[0].Text)
 		}
 		fmt.Fprintf(&b, "; estimated cost %s.", p.Cost.String())
+		for _, x := range p.Budget {
+			fmt.Fprintf(&b, " Budget: %s.", x)
+		}
 		if p.Approvals.Required > 0 {
 			fmt.Fprintf(&b, " Approvals %d of %d.", p.Approvals.Received, p.Approvals.Required)
 		}

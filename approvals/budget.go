@@ -1,0 +1,115 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
+)
+
+var (
+	_ ops.BudgetPolicy       = (*Policy)(nil)
+	_ ops.OverBudgetApproval = (*Policy)(nil)
+)
+
+// Budgets returns the spend budgets (budgets[] in config) that cover req: its initiator's (an agent by name, a
+// person by user ID, a team by Slack user group membership), each narrowed to a cluster when it names one, and the
+// budgets of its cluster as a whole. A team's membership that cannot be read refuses the request (fail closed):
+// its budget could not be counted.
+func (p *Policy) Budgets(ctx context.Context, req ops.Request) ([]ops.BudgetLimit, error) {
+	var out []ops.BudgetLimit
+	for i := range p.cfg.Budgets {
+		b := &p.cfg.Budgets[i]
+		if b.Cluster != "" && b.Cluster != req.Target.Cluster {
+			continue
+		}
+		ok, err := p.covers(ctx, b, req.Initiator)
+		if err != nil {
+			return nil, ops.Wrap(err, ops.CodeStateUnavailable, "budget",
+				"retry shortly; if it persists, check the bot's Slack access (usergroups:read)",
+				"could not read the members of team %s, so budget %s could not be checked; nothing was changed", b.UserGroup, b.Name)
+		}
+		if ok {
+			out = append(out, BudgetLimit(i, b))
+		}
+	}
+	return out, nil
+}
+
+// BudgetsOf returns every budget the viewer's requests count against on any cluster, for /hp budget.
+func (p *Policy) BudgetsOf(ctx context.Context, who ops.Initiator) ([]ops.BudgetLimit, error) {
+	var out []ops.BudgetLimit
+	for i := range p.cfg.Budgets {
+		b := &p.cfg.Budgets[i]
+		ok, err := p.covers(ctx, b, who)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, BudgetLimit(i, b))
+		}
+	}
+	return out, nil
+}
+
+func (p *Policy) covers(ctx context.Context, b *config.SpendBudget, who ops.Initiator) (bool, error) {
+	switch {
+	case b.Agent != "":
+		a, ok := p.cfg.Agent(who.ID)
+		return ok && a.Name == b.Agent, nil
+	case b.User != "":
+		return who.ID == b.User, nil
+	case b.UserGroup != "":
+		if who.Kind != ops.Human {
+			return false, nil
+		}
+		members, err := p.userGroupMembers(ctx, b.UserGroup)
+		return slices.Contains(members, who.ID), err
+	}
+	return true, nil // a cluster's budget covers everyone there
+}
+
+// BudgetLimit is budget i of config as the engine counts it.
+func BudgetLimit(i int, b *config.SpendBudget) ops.BudgetLimit {
+	holder := "cluster " + b.Cluster
+	switch {
+	case b.Agent != "":
+		holder = b.Agent
+	case b.User != "":
+		holder = b.User
+	case b.UserGroup != "":
+		holder = "team " + b.UserGroup
+	}
+	if b.Cluster != "" && (b.Agent != "" || b.User != "" || b.UserGroup != "") {
+		holder += " on " + b.Cluster
+	}
+	zone := b.TimeZone
+	if zone == "UTC" {
+		zone = ""
+	}
+	return ops.BudgetLimit{Name: b.Name, Path: fmt.Sprintf("budgets[%d]", i), Holder: holder, Window: ops.BudgetWindow(b.Window),
+		Zone: zone, Limit: ops.Amount{Cost: b.Limits.Cost, GPUHours: b.Limits.GPUHours, GPUs: float64(b.Limits.GPUs)}}
+}
+
+// OverBudget returns the higher approval the matching rule's overBudget asks for a plan over a budget; ok is false
+// when the rule has none, and the plan is then refused.
+func (p *Policy) OverBudget(_ context.Context, req ops.Request, plan *ops.Plan) (ops.Approval, bool, error) {
+	risk := plan.Risk.Level.String()
+	kind := string(p.kindOf(req.Initiator))
+	for i := range p.cfg.Approvals.Rules {
+		r := &p.cfg.Approvals.Rules[i]
+		if !r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind, profileOf(req)) {
+			continue
+		}
+		if r.OverBudget == nil {
+			return ops.Approval{}, false, nil
+		}
+		higher := *r
+		higher.Approvers, higher.Required, higher.AllowSelfApproval = r.OverBudget.Approvers, r.OverBudget.Required, false
+		a, err := p.approvalOf(i, &higher, req)
+		return a, err == nil, err
+	}
+	return ops.Approval{}, false, nil
+}

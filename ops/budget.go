@@ -1,0 +1,284 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// BudgetWindow is the period a spend budget counts over; it resets at the start of each.
+type BudgetWindow string
+
+// The budget windows: a calendar day, an ISO week (Monday first) and a calendar month, in the budget's time zone.
+const (
+	WindowDay   BudgetWindow = "day"
+	WindowWeek  BudgetWindow = "week"
+	WindowMonth BudgetWindow = "month"
+)
+
+// Amount is a quantity of spend: US $ of planned cost, GPU-hours, and GPUs held at once.
+type Amount struct {
+	Cost     float64 `json:"cost"`
+	GPUHours float64 `json:"gpuHours"`
+	GPUs     float64 `json:"gpus"`
+}
+
+// IsZero reports whether the amount uses nothing.
+func (a Amount) IsZero() bool { return a.Cost <= 0 && a.GPUHours <= 0 && a.GPUs <= 0 }
+
+// BudgetLimit is one configured spend budget (budgets[] in config) that applies to a request. A zero limit does not
+// limit that measure.
+type BudgetLimit struct {
+	// Name is the budget's name, unique in config.
+	Name string `json:"name"`
+	// Path is where it is configured, e.g. budgets[0].
+	Path string `json:"path"`
+	// Holder is whose budget it is, for messages: an agent's name, a person, a team, or a cluster.
+	Holder string       `json:"holder"`
+	Window BudgetWindow `json:"window"`
+	// Zone is the time zone the windows are counted in (IANA name; "" is UTC).
+	Zone  string `json:"zone,omitempty"`
+	Limit Amount `json:"limit"`
+}
+
+// location is the budget's time zone; an unknown name (validate-config refuses it) counts in UTC.
+func (b BudgetLimit) location() *time.Location {
+	if b.Zone == "" {
+		return time.UTC
+	}
+	if l, err := time.LoadLocation(b.Zone); err == nil {
+		return l
+	}
+	return time.UTC
+}
+
+// Span returns the window of the budget that contains now: its start and its end (the next reset).
+func (b BudgetLimit) Span(now time.Time) (start, end time.Time) {
+	t := now.In(b.location())
+	y, m, d := t.Date()
+	switch b.Window {
+	case WindowWeek:
+		back := (int(t.Weekday()) + 6) % 7 // days since Monday
+		start = time.Date(y, m, d-back, 0, 0, 0, 0, t.Location())
+		return start, start.AddDate(0, 0, 7)
+	case WindowMonth:
+		start = time.Date(y, m, 1, 0, 0, 0, 0, t.Location())
+		return start, start.AddDate(0, 1, 0)
+	default:
+		start = time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+		return start, start.AddDate(0, 0, 1)
+	}
+}
+
+// Period names the window in words: "today", "this week", "this month".
+func (b BudgetLimit) Period() string {
+	switch b.Window {
+	case WindowWeek:
+		return "this week"
+	case WindowMonth:
+		return "this month"
+	}
+	return "today"
+}
+
+// Charge is what one request uses of one budget's current window.
+type Charge struct {
+	Budget BudgetLimit `json:"budget"`
+	Start  time.Time   `json:"start"`
+	End    time.Time   `json:"end"`
+	Amount Amount      `json:"amount"`
+}
+
+// Key names the budget's window in the ledger, e.g. "ops-agent-daily:20261203T0000Z".
+func (c Charge) Key() string { return c.Budget.Name + ":" + c.Start.UTC().Format("20060102T1504Z") }
+
+// BudgetPlace is where a plan stands in one budget: what the window has used before it and what this request adds.
+type BudgetPlace struct {
+	Charge
+	// Used is the window's use before this request (approved and running requests at their worst case, finished
+	// ones as run).
+	Used Amount `json:"used"`
+	// Over names the measures this request would take past the limit ("cost", "GPU-hours", "GPUs"); empty when it
+	// fits.
+	Over []string `json:"over,omitempty"`
+}
+
+// Left is what the window has left after this request (negative when over); only limited measures mean anything.
+func (p BudgetPlace) Left() Amount {
+	l := p.Budget.Limit
+	return Amount{Cost: l.Cost - p.Used.Cost - p.Amount.Cost, GPUHours: l.GPUHours - p.Used.GPUHours - p.Amount.GPUHours,
+		GPUs: l.GPUs - p.Used.GPUs - p.Amount.GPUs}
+}
+
+// Sentence says it in one line, e.g. "uses $905 of ops-agent's $2,000 today; $640 left after this".
+func (p BudgetPlace) Sentence() string {
+	var parts []string
+	l, left := p.Budget.Limit, p.Left()
+	if l.Cost > 0 {
+		parts = append(parts, fmt.Sprintf("uses %s of %s's %s %s; %s", Dollars(p.Amount.Cost), p.Budget.Holder,
+			Dollars(l.Cost), p.Budget.Period(), leftText(Dollars(math.Abs(left.Cost)), left.Cost)))
+	}
+	if l.GPUHours > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPU-hours; %s", num(p.Amount.GPUHours), num(l.GPUHours),
+			leftText(num(math.Abs(left.GPUHours))+" GPU-hours", left.GPUHours)))
+	}
+	if l.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPUs at once (%s held)", num(p.Amount.GPUs), num(l.GPUs), num(p.Used.GPUs)))
+	}
+	s := strings.Join(parts, "; ")
+	if s == "" {
+		s = "counts against " + p.Budget.Holder + "'s budget " + p.Budget.Name
+	}
+	if len(p.Over) > 0 {
+		s += " — over the limit"
+	}
+	return s
+}
+
+func leftText(v string, left float64) string {
+	if left < 0 {
+		return v + " over after this"
+	}
+	return v + " left after this"
+}
+
+// Dollars renders whole dollars with thousands separators, e.g. $2,000 (cents when under $10).
+func Dollars(v float64) string {
+	if v != 0 && math.Abs(v) < 10 {
+		return fmt.Sprintf("$%.2f", v)
+	}
+	n := int64(math.Round(v))
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := fmt.Sprintf("%d", n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "−$" + s
+	}
+	return "$" + s
+}
+
+func num(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// Reservation is the ledger's answer to Reserve.
+type Reservation struct {
+	// Reserved is true when every charge is held for the request (now, or by an earlier call with its id).
+	Reserved bool
+	// Refused is the index of the charge that would pass its limit, when not Reserved.
+	Refused int
+	// Used is each window's use after the call (before the request when refused).
+	Used []Amount
+}
+
+// Ledger keeps what requests use of the budgets, shared by every replica (ops/state implements it in Redis with one
+// script that reserves and one that releases). Unreachable storage is an error matching ErrStateUnavailable.
+type Ledger interface {
+	// Used returns the current use of each charge's window, in order.
+	BudgetUsed(ctx context.Context, charges []Charge) ([]Amount, error)
+	// Reserve holds every charge for requestID in one atomic step, unless one of them would take its window past a
+	// limit (force: hold them anyway, the request having been approved over budget). It is idempotent per request
+	// id: a request reserved before is answered Reserved without adding anything, so a retry after a lost answer
+	// never holds twice.
+	ReserveBudget(ctx context.Context, requestID string, charges []Charge, force bool) (Reservation, error)
+	// Release settles requestID's reservation: each window keeps used (0..1) of the cost and GPU-hours reserved, as
+	// the request ran, and gets the rest back; the GPUs held at once go back entirely. Releasing again, or a request
+	// never reserved, changes nothing.
+	ReleaseBudget(ctx context.Context, requestID string, used float64) error
+	// Usage returns the use of the named windows (Charge.Key), for reports; missing windows are zero.
+	BudgetUsage(ctx context.Context, keys []string) ([]Amount, error)
+}
+
+// BudgetPolicy says which budgets apply to a request (approvals implements it: initiator, team, cluster).
+type BudgetPolicy interface {
+	Budgets(ctx context.Context, req Request) ([]BudgetLimit, error)
+}
+
+// OverBudgetApproval is a Policy's answer for a plan over budget: the approval that may still let it through (an
+// approval rule's overBudget), or ok=false when it is refused.
+type OverBudgetApproval interface {
+	OverBudget(ctx context.Context, req Request, plan *Plan) (Approval, bool, error)
+}
+
+// Charges computes what plan uses of each budget at now: its bounded cost (a run's maximum, Cost.Total) or, for a
+// change without an end, its added $/h until the window resets; GPU-hours alike; and the GPUs it adds. A plan that
+// adds nothing (a scale-down, a read) is charged nothing.
+func Charges(budgets []BudgetLimit, plan *Plan, now time.Time) []Charge {
+	out := make([]Charge, 0, len(budgets))
+	for _, b := range budgets {
+		start, end := b.Span(now)
+		out = append(out, Charge{Budget: b, Start: start, End: end, Amount: planAmount(plan, end.Sub(now).Hours())})
+	}
+	return out
+}
+
+func planAmount(p *Plan, hoursLeft float64) Amount {
+	if p == nil {
+		return Amount{}
+	}
+	c := p.Cost
+	hours := c.RunHours()
+	if hours == 0 {
+		hours = hoursLeft
+	}
+	var a Amount
+	if c.HourlyDelta > 0 {
+		a.Cost = c.HourlyDelta * hours
+		if c.Total > 0 {
+			a.Cost = c.Total
+		}
+	}
+	if c.GPUs > 0 {
+		a.GPUs = float64(c.GPUs)
+		a.GPUHours = float64(c.GPUs) * hours
+	}
+	return a
+}
+
+// overMeasures names the limited measures that used+add passes.
+func overMeasures(limit, used, add Amount) []string {
+	const eps = 1e-6
+	var over []string
+	if limit.Cost > 0 && used.Cost+add.Cost > limit.Cost+eps {
+		over = append(over, "cost")
+	}
+	if limit.GPUHours > 0 && used.GPUHours+add.GPUHours > limit.GPUHours+eps {
+		over = append(over, "GPU-hours")
+	}
+	if limit.GPUs > 0 && used.GPUs+add.GPUs > limit.GPUs+eps {
+		over = append(over, "GPUs")
+	}
+	return over
+}
+
+// BudgetExceeded is the E_BUDGET_EXCEEDED refusal of a request that would take budget place past its limit:
+// it names the budget, what is used and when it frees up.
+func BudgetExceeded(p BudgetPlace) *Error {
+	l := p.Budget.Limit
+	var used []string
+	for _, m := range p.Over {
+		switch m {
+		case "cost":
+			used = append(used, fmt.Sprintf("%s of %s used %s, this needs %s", Dollars(p.Used.Cost), Dollars(l.Cost), p.Budget.Period(), Dollars(p.Amount.Cost)))
+		case "GPU-hours":
+			used = append(used, fmt.Sprintf("%s of %s GPU-hours used, this needs %s", num(p.Used.GPUHours), num(l.GPUHours), num(p.Amount.GPUHours)))
+		case "GPUs":
+			used = append(used, fmt.Sprintf("%s of %s GPUs held at once, this needs %s", num(p.Used.GPUs), num(l.GPUs), num(p.Amount.GPUs)))
+		}
+	}
+	frees := p.End.In(p.Budget.location()).Format("2006-01-02 15:04 MST")
+	return Errorf(CodeBudgetExceeded, "budget",
+		fmt.Sprintf("wait until %s, when the budget resets (running requests that end early give back what they did not use sooner), make a smaller request, or ask a platform admin to raise %s.limits",
+			frees, p.Budget.Path),
+		"over budget %s (%s's %s budget): %s", p.Budget.Name, p.Budget.Holder, p.Budget.Window, strings.Join(used, "; "))
+}

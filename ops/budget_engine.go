@@ -1,0 +1,163 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// budgetsOf returns the charges of plan against the budgets that apply to req, at now; nil when the engine counts
+// no budgets or the plan uses nothing.
+func (e *Engine) budgetsOf(ctx context.Context, req Request, plan *Plan) ([]Charge, error) {
+	bp, ok := e.policy.(BudgetPolicy)
+	if e.opts.Ledger == nil || !ok || plan == nil {
+		return nil, nil
+	}
+	limits, err := bp.Budgets(ctx, req)
+	if err != nil || len(limits) == 0 {
+		return nil, err
+	}
+	var out []Charge
+	for _, c := range Charges(limits, plan, e.opts.Clock.Now()) {
+		if !c.Amount.IsZero() {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// placeInBudget records on the plan where it stands in each budget that applies, from the ledger's current use.
+// A plan that would take a budget past its limit is refused with E_BUDGET_EXCEEDED, or, when its approval rule
+// says overBudget, given that higher approval instead. The ledger unreachable refuses the request (fail closed).
+func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, appr Approval) (Approval, error) {
+	charges, err := e.budgetsOf(ctx, req, plan)
+	if err != nil || len(charges) == 0 {
+		return appr, err
+	}
+	used, err := e.opts.Ledger.BudgetUsed(ctx, charges)
+	if err != nil {
+		return appr, budgetStateError(err)
+	}
+	var over *BudgetPlace
+	for i, c := range charges {
+		p := BudgetPlace{Charge: c, Used: used[i], Over: overMeasures(c.Budget.Limit, used[i], c.Amount)}
+		plan.Budget = append(plan.Budget, p)
+		if len(p.Over) > 0 && over == nil {
+			over = &plan.Budget[len(plan.Budget)-1]
+		}
+	}
+	if over == nil {
+		return appr, nil
+	}
+	if ob, ok := e.policy.(OverBudgetApproval); ok {
+		higher, ok, err := ob.OverBudget(ctx, req, plan)
+		if err != nil {
+			return appr, err
+		}
+		if ok {
+			higher.PlanHash, higher.Votes, higher.OverBudget = plan.Hash, nil, true
+			higher.Rule = fmt.Sprintf("over budget %s: %s", over.Budget.Name, higher.Rule)
+			return higher, nil
+		}
+	}
+	return appr, BudgetExceeded(*over)
+}
+
+// reserve holds the budgets of an approved request in the ledger, atomically against every replica: a request that
+// no longer fits (others were approved since it was planned) is refused with E_BUDGET_EXCEEDED. A request
+// approved over budget (its approval is the overBudget one) is held past the limit. Idempotent per request id.
+func (e *Engine) reserve(ctx context.Context, rec *Record) error {
+	charges, err := e.budgetsOf(ctx, rec.Request, rec.Plan)
+	if err != nil || len(charges) == 0 {
+		return err
+	}
+	res, err := e.opts.Ledger.ReserveBudget(ctx, rec.ID(), charges, rec.Approval.OverBudget)
+	if err != nil {
+		return budgetStateError(err)
+	}
+	if res.Reserved {
+		return nil
+	}
+	c := charges[res.Refused]
+	return BudgetExceeded(BudgetPlace{Charge: c, Used: res.Used[res.Refused], Over: overMeasures(c.Budget.Limit, res.Used[res.Refused], c.Amount)})
+}
+
+// budgetStateError is the refusal when the ledger cannot be read or written: no reservation, so nothing runs.
+func budgetStateError(err error) error {
+	var ue *Error
+	if errors.As(err, &ue) && !errors.Is(err, ErrStateUnavailable) {
+		return err
+	}
+	return &Error{Code: CodeStateUnavailable, Field: "budget", Retry: true, Err: err,
+		Message: "could not check the spend budgets: the state store is unreachable, so nothing was reserved or changed",
+		Next:    "send the same request again with the same request id once Redis answers"}
+}
+
+// releaseBudget gives back what the request did not use of its reservation: used is the share (0..1) of the
+// reserved cost and GPU-hours it used. Failures are reported, not returned: the reservation then lapses with its
+// window, which errs towards refusing, never towards overspending.
+func (e *Engine) releaseBudget(ctx context.Context, id string, used float64) {
+	if e.opts.Ledger == nil {
+		return
+	}
+	if err := e.opts.Ledger.ReleaseBudget(context.WithoutCancel(ctx), id, used); err != nil {
+		e.report(id, fmt.Errorf("release the spend budget: %w", err))
+	}
+}
+
+// SettleRun settles the budget of a request whose run ended at endedAt (the watcher saw its training job complete,
+// fail or go away): the run counts the hours it ran, from when its write was accepted, and the rest of its
+// worst case goes back. Requests without a bounded run, and requests settled before, are left as they are.
+func (e *Engine) SettleRun(ctx context.Context, id string, endedAt time.Time) error {
+	if e.opts.Ledger == nil {
+		return nil
+	}
+	rec, err := e.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Plan == nil || rec.Plan.Cost.RunHours() == 0 || len(rec.Plan.Budget) == 0 {
+		return nil
+	}
+	started := rec.UpdatedAt
+	if rec.Execution != nil && !rec.Execution.WriteAccepted.IsZero() {
+		started = rec.Execution.WriteAccepted
+	}
+	used := min(max(endedAt.Sub(started).Hours()/rec.Plan.Cost.RunHours(), 0), 1)
+	if err := e.opts.Ledger.ReleaseBudget(ctx, id, used); err != nil {
+		return stateError("release the spend budget", err)
+	}
+	return nil
+}
+
+// BudgetUse is one budget's current window and what it has used, for /hp budget and reports.
+type BudgetUse struct {
+	Budget BudgetLimit `json:"budget"`
+	Start  time.Time   `json:"start"`
+	End    time.Time   `json:"end"`
+	Used   Amount      `json:"used"`
+}
+
+// BudgetUsage returns the current use of each of limits' windows.
+func (e *Engine) BudgetUsage(ctx context.Context, limits []BudgetLimit) ([]BudgetUse, error) {
+	if e.opts.Ledger == nil || len(limits) == 0 {
+		return nil, nil
+	}
+	now := e.opts.Clock.Now()
+	out := make([]BudgetUse, len(limits))
+	keys := make([]string, len(limits))
+	for i, b := range limits {
+		start, end := b.Span(now)
+		out[i] = BudgetUse{Budget: b, Start: start, End: end}
+		keys[i] = Charge{Budget: b, Start: start}.Key()
+	}
+	used, err := e.opts.Ledger.BudgetUsage(ctx, keys)
+	if err != nil {
+		return nil, stateError("read the spend budgets", err)
+	}
+	for i := range out {
+		out[i].Used = used[i]
+	}
+	return out, nil
+}
