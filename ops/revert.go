@@ -51,7 +51,7 @@ func (e *Engine) Revert(ctx context.Context, id string, ask Request) (*Record, e
 	if err != nil {
 		return nil, err
 	}
-	if prev, err := e.earlierRevert(ctx, orig); prev != nil || err != nil {
+	if prev, err := e.earlierRevert(ctx, orig, ask); prev != nil || err != nil {
 		return prev, err
 	}
 	u, err := e.undoOf(orig)
@@ -75,8 +75,8 @@ func (e *Engine) Revert(ctx context.Context, id string, ask Request) (*Record, e
 
 // earlierRevert returns the revert of orig asked before when it is still under way, and refuses a second revert
 // of a request already reverted; a revert that ended without a change (denied, expired, rejected, failed) gives
-// way to a new one.
-func (e *Engine) earlierRevert(ctx context.Context, orig *Record) (*Record, error) {
+// way to a new one. The same ask sent again (its request id) gets the revert it made, whatever its phase.
+func (e *Engine) earlierRevert(ctx context.Context, orig *Record, ask Request) (*Record, error) {
 	if orig.RevertedBy == "" {
 		return nil, nil
 	}
@@ -86,6 +86,8 @@ func (e *Engine) earlierRevert(ctx context.Context, orig *Record) (*Record, erro
 		return nil, nil
 	case err != nil:
 		return nil, stateError("read the earlier revert", err)
+	case ask.ID != "" && prev.Request.Initiator.ID == ask.Initiator.ID && (prev.ID() == ask.ID || prev.ID() == ScopedRequestID(ask.ID, ask.Initiator.ID)):
+		return prev, nil
 	case prev.Phase == PhaseSucceeded:
 		return nil, Errorf(CodeNotRevertible, "requestId",
 			fmt.Sprintf("to undo the revert, revert %s (%s)", prev.ID(), Ask("request revert id="+prev.ID())),

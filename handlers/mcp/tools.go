@@ -30,6 +30,7 @@ func (s *Server) newAgentServer(a Agent) *agentServer {
 		}
 	}
 	as.addFollowTools()
+	as.addRevertTool()
 	as.srv.AddReceivingMiddleware(as.refuseOthers)
 	return as
 }
