@@ -86,6 +86,8 @@ func builtins(command string) []Command {
 		{Topic: topicRequest, Verb: "show", Usage: command + " request show id=", Summary: "a request's state, plan and history"},
 		{Topic: topicRequest, Verb: "cancel", Usage: command + " request cancel id=", Summary: "withdraw your own request before it executes"},
 		{Topic: topicRequest, Verb: "stop", Usage: command + " request stop id=", Summary: "stop a pending or interrupted request (approvers)"},
+		{Topic: topicRequest, Verb: "revert", Usage: command + " request revert id=",
+			Summary: "ask for a new request that puts back what a succeeded request changed (approved like any)"},
 		{Topic: topicReport, Verb: "capacity", Usage: command + " report capacity [cluster=]", Summary: "a capacity report with a chart, here and now"},
 		{Topic: topicWatch, Usage: command + " watch job= [kind=job|pytorchjob|hyperpod|deployment] [cluster=] [namespace=]",
 			Summary: "tell a workload's status changes (running, completed, failed with logs) in this channel"},

@@ -22,6 +22,8 @@ type Engine interface {
 	Stop(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
 	TakeOver(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
 	Resume(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error)
+	// Revert asks for a new request, as ask's initiator, that puts back what the succeeded request id replaced.
+	Revert(ctx context.Context, id string, ask ops.Request) (*ops.Record, error)
 	Get(ctx context.Context, id string) (*ops.Record, error)
 	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
 }

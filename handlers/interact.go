@@ -31,7 +31,7 @@ type confirmMeta struct {
 }
 
 // requestActions are the buttons of a request's message.
-var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume}
+var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume, ActionRevert}
 
 // Interaction handles an acked interaction: request buttons and the typed-name confirmation modal. Who may not
 // use HyperOps is refused first, whatever they clicked. A modal's submission is not asked again: modals open only
@@ -100,6 +100,8 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 		rec, err = h.engine.TakeOver(ctx, id, voter)
 	case ActionResume:
 		rec, err = h.engine.Resume(ctx, id, voter)
+	case ActionRevert:
+		return h.revert(ctx, rec.ID(), voter, channel)
 	}
 	return h.answerClick(ctx, rec, err, channel, ts, voter.ID)
 }

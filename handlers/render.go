@@ -20,6 +20,7 @@ const (
 	ActionStop     = "hp_stop"
 	ActionTakeOver = "hp_takeover"
 	ActionResume   = "hp_resume"
+	ActionRevert   = "hp_revert"
 	// ActionDetails opens the plan's details (manifest, full diff, every risk reason) in a modal.
 	ActionDetails = "hp_details"
 	// ActionMore is the overflow menu holding the less frequent choices.
@@ -185,7 +186,22 @@ func titleText(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) string {
 		s = stateEmoji[workload.To] + " " + headline(rec, op)
 		return s + "\n" + workloadStatus(rec, *workload)
 	}
-	return s + "\n" + status(rec)
+	return s + "\n" + status(rec) + revertLines(rec)
+}
+
+// revertLines link a revert and the request it reverts, both ways.
+func revertLines(rec *ops.Record) string {
+	s := ""
+	if id := rec.Request.Reverts; id != "" {
+		s += "\n:leftwards_arrow_with_hook: reverts request " + code(id)
+		if u := rec.Plan; u != nil && len(u.Warnings) > 0 && strings.Contains(strings.Join(u.Warnings, "\n"), "changed since "+id) {
+			s += " · _its target changed since: see the warnings_"
+		}
+	}
+	if id := rec.RevertedBy; id != "" {
+		s += "\n:leftwards_arrow_with_hook: reverted by request " + code(id)
+	}
+	return s
 }
 
 // status is the second line of the title: the phase in words, who decided and why, and the requester for
@@ -363,7 +379,7 @@ func Actionable(rec *ops.Record) []string {
 
 // choiceActions are the action IDs of the choices.
 var choiceActions = map[ops.Choice]string{ops.ChoiceApprove: ActionApprove, ops.ChoiceDeny: ActionDeny, ops.ChoiceCancel: ActionCancel,
-	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume}
+	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume, ops.ChoiceRevert: ActionRevert}
 
 // menuLabels say what each overflow choice does (Slack shows at most 75 characters).
 var menuLabels = map[string]string{
@@ -371,6 +387,7 @@ var menuLabels = map[string]string{
 	ActionStop:     "Stop: end the request, nothing more runs",
 	ActionTakeOver: "Take over: make the request yours",
 	ActionResume:   "Resume: plan again and continue",
+	ActionRevert:   "Revert: ask to put back what this changed (a new request)",
 }
 
 // buttons are the choices shown as buttons; the rest go to the overflow menu.
@@ -412,7 +429,7 @@ func isButton(p ops.Phase, id string) bool {
 }
 
 var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
-	ActionTakeOver: "Take over", ActionResume: "Resume"}
+	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert"}
 
 func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	value := rec.ID()
@@ -622,7 +639,7 @@ var topicGuide = map[string]struct{ about, example string }{
 	"storage":   {"create, list and delete volume claims", "storage create name=checkpoints size=500Gi"},
 	"bootstrap": {"check a cluster works, or create its HyperPod cluster", "bootstrap verify"},
 	"requests":  {"recent requests: yours, or those waiting for approval", "requests pending"},
-	"request":   {"one request: its state, or cancel or stop it", "request show id=train-20250308-001"},
+	"request":   {"one request: its state, or cancel, stop or revert it", "request show id=train-20250308-001"},
 	"report":    {"a capacity report with a chart, here and now", "report capacity"},
 	"watch":     {"tell a workload's changes in this channel", "watch job=llm-ft"},
 	"unwatch":   {"stop telling a workload's changes here", "unwatch job=llm-ft"},

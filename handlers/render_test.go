@@ -134,7 +134,19 @@ func TestGoldenMessages(t *testing.T) {
 		Charge: ops.Charge{Budget: ops.BudgetLimit{Name: "ops-agent-daily", Path: "budgets[0]", Holder: "ops-agent", Window: ops.WindowDay,
 			Limit: ops.Amount{Cost: 2000}}, Amount: ops.Amount{Cost: 905}},
 		Used: ops.Amount{Cost: 455}}}
+	revertible := capacityRecord()
+	revertible.Phase = ops.PhaseSucceeded
+	revertible.Result = &ops.Result{Summary: "gpu-workers scaled to 4"}
+	revertible.Plan.Undo = &ops.Undo{Operation: "scale-capacity", Params: ops.Params{"group": "gpu-workers", "count": int64(2)}}
+	reverted := revertible.Clone()
+	reverted.RevertedBy = "req-5e1f0a77"
+	revert := capacityRecord()
+	revert.Request.ID, revert.Request.Reverts, revert.Request.Params = "req-5e1f0a77", revertible.ID(), ops.Params{"group": "gpu-workers", "count": int64(2)}
+	revert.Plan.Warnings = []string{"changed since " + revertible.ID() + ": request cap-2 (scale-capacity) changed ml-prod-eks/capacity/gpu-workers after it"}
 	cases := map[string]Rendered{
+		"plan_revertible":              PlanMessage(opSpecs, revertible),
+		"plan_reverted":                PlanMessage(opSpecs, reverted),
+		"plan_revert":                  PlanMessage(opSpecs, revert),
 		"result_status":                ResultMessage(opSpecs, status),
 		"transition_reply_expired":     {Msg: expiredReply},
 		"transition_reply_denied":      {Msg: deniedReply},

@@ -121,9 +121,29 @@ func (h *Handler) upload(ctx context.Context, channel, threadTS string, files []
 // (the channel it was asked in), so a request refused before it is stored only answers the person who asked, and
 // one whose id names an existing request shows that request to the asker without a second message.
 func (h *Handler) submit(ctx context.Context, req ops.Request, who ops.Initiator, channel string) error {
+	return h.submitWith(ctx, req, who, channel, h.engine.Submit)
+}
+
+// revert asks, as who, for the request that reverts the request id (Engine.Revert), under the rules of any request
+// they ask; its plan message is posted in channel from the outbox, and a revert already asked is shown as it stands.
+func (h *Handler) revert(ctx context.Context, id string, who ops.Initiator, channel string) error {
+	if err := h.access.CheckAsk(ctx, who); err != nil {
+		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+	}
+	ask := ops.Request{Initiator: who, Origin: "revert", Annotations: map[string]string{AnnChannel: channel}}
+	if !isDM(channel) {
+		ask.Annotations[approvals.ChannelAnnotation] = channel
+	}
+	return h.submitWith(ctx, ask, who, channel, func(ctx context.Context, req ops.Request) (*ops.Record, error) {
+		return h.engine.Revert(ctx, id, req)
+	})
+}
+
+func (h *Handler) submitWith(ctx context.Context, req ops.Request, who ops.Initiator, channel string,
+	send func(context.Context, ops.Request) (*ops.Record, error)) error {
 	nonce := newSubmission()
 	req.Annotations[AnnSubmission] = nonce
-	rec, err := h.engine.Submit(ctx, req)
+	rec, err := send(ctx, req)
 	if rec == nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
 	}
@@ -193,6 +213,8 @@ func (h *Handler) requestVerb(ctx context.Context, inv *Invocation, who ops.Init
 		rec, err = h.engine.Cancel(ctx, id, who)
 	case inv.Command.Verb == "stop":
 		rec, err = h.engine.Stop(ctx, id, who)
+	case inv.Command.Verb == "revert":
+		return h.revert(ctx, id, who, channel)
 	}
 	if err != nil {
 		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))

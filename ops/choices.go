@@ -12,11 +12,13 @@ const (
 	ChoiceStop     Choice = "stop"
 	ChoiceTakeOver Choice = "take-over"
 	ChoiceResume   Choice = "resume"
+	// ChoiceRevert asks for a new request that puts back what a succeeded request replaced (Engine.Revert).
+	ChoiceRevert Choice = "revert"
 )
 
 // Choices lists what a request offers in its phase: a vote, withdrawing it or, for one an agent owns, stopping
 // it or taking it over while it waits; cancelling before it runs; taking over, resuming or stopping once it is
-// interrupted; nothing while it executes or once it ended. The engine still checks who may do each.
+// interrupted; reverting it once it succeeded, when it recorded what it replaced; nothing while it executes. The engine still checks who may do each.
 func (r *Record) Choices() []Choice {
 	switch r.Phase {
 	case PhaseAwaitingApproval:
@@ -29,6 +31,10 @@ func (r *Record) Choices() []Choice {
 		return []Choice{ChoiceCancel}
 	case PhaseInterrupted:
 		return []Choice{ChoiceTakeOver, ChoiceResume, ChoiceStop}
+	case PhaseSucceeded:
+		if r.Revertible() {
+			return []Choice{ChoiceRevert}
+		}
 	}
 	return nil
 }

@@ -398,6 +398,9 @@ func (e *Engine) makePlan(ctx context.Context, op Operation, req Request) (*Plan
 		return nil, err
 	}
 	e.opts.Risk.Assess(req, op.Spec(), p)
+	if req.Reverts != "" {
+		e.changedSince(ctx, req, p)
+	}
 	p.Hash = HashPlan(req, p)
 	p.CreatedAt = e.opts.Clock.Now()
 	return p, nil

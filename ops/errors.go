@@ -44,6 +44,9 @@ const (
 	// CodeExpired is an expired request's outcome, as its requester hears it: the approval window closed before
 	// the quorum, nothing was changed and nobody refused it. (A vote cast too late is E_APPROVAL_EXPIRED.)
 	CodeExpired Code = "E_EXPIRED"
+	// CodeNotRevertible: a request cannot be reverted (what it removed is gone, it changed nothing, or HyperOps
+	// recorded no state to restore); nothing was asked.
+	CodeNotRevertible Code = "E_NOT_REVERTIBLE"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when

@@ -58,7 +58,10 @@ type Plan struct {
 	Drift []Change `json:"drift,omitempty"`
 	// RunsAs names the execution profile and its service account the workload runs as, e.g.
 	// "profile default (service account trainer)"; empty for operations that run nothing.
-	RunsAs   string   `json:"runsAs,omitempty"`
+	RunsAs string `json:"runsAs,omitempty"`
+	// Undo is how to put back the state this plan replaces, made from what it observed; nil when the operation
+	// records none. It is stored with the record, so a revert asked for later restores what was there before.
+	Undo     *Undo    `json:"undo,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	Cost     Cost     `json:"cost"`
 	// Budget is where the plan stands in each spend budget that applies to it (budgets[] in config); it is not

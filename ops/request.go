@@ -45,6 +45,9 @@ type Request struct {
 	Profile          string `json:"profile,omitempty"`
 	// Origin says which surface sent it: slash, agent, button, schedule.
 	Origin string `json:"origin,omitempty"`
+	// Reverts is the id of the request this one reverts (Engine.Revert sets it; it is never decoded from a
+	// client's JSON): its plan says whether the target changed since.
+	Reverts string `json:"reverts,omitempty"`
 	// Annotations are the surface's notes for the record (e.g. the Slack channel it was asked in, which the
 	// approvals policy reads); they are copied to Record.Annotations when the record is created and are not part
 	// of the fingerprint. They are never decoded from a client's JSON.
@@ -62,7 +65,8 @@ func (r Request) Fingerprint() string {
 		Kind      InitiatorKind `json:"k"`
 		Approval  bool          `json:"a"`
 		Profile   string        `json:"f"`
-	}{r.Operation, r.Target, r.Params, r.Initiator.ID, r.Initiator.Kind, r.RequiresApproval, r.Profile}
+		Reverts   string        `json:"r,omitempty"`
+	}{r.Operation, r.Target, r.Params, r.Initiator.ID, r.Initiator.Kind, r.RequiresApproval, r.Profile, r.Reverts}
 	b, _ := json.Marshal(c) // map keys are sorted by encoding/json, so this is canonical
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -192,9 +196,11 @@ type Record struct {
 	Replica     string    `json:"replica,omitempty"`
 	// Execution is the resumable progress of the execution, once it started.
 	Execution *ExecutionState `json:"execution,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
-	History   []Transition    `json:"history,omitempty"`
+	// RevertedBy is the id of the latest request asked to revert this one (Engine.Revert).
+	RevertedBy string       `json:"revertedBy,omitempty"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	UpdatedAt  time.Time    `json:"updatedAt"`
+	History    []Transition `json:"history,omitempty"`
 	// Annotations let the surfaces remember where they told about the request (e.g. a Slack channel and ts); the
 	// engine only carries them.
 	Annotations map[string]string `json:"annotations,omitempty"`

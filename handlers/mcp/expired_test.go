@@ -34,6 +34,10 @@ func (e oneRecord) List(context.Context, ops.ListQuery) ([]*ops.Record, error) {
 	return []*ops.Record{e.rec.Clone()}, nil
 }
 
+func (e oneRecord) Revert(context.Context, string, ops.Request) (*ops.Record, error) {
+	return nil, ops.Errorf(ops.CodeNotRevertible, "requestId", "ask for a new request", "nothing to revert here")
+}
+
 // withToken adds the agent's token to every request.
 type withToken string
 

@@ -23,6 +23,8 @@ type Engine interface {
 	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
 	Get(ctx context.Context, id string) (*ops.Record, error)
 	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
+	// Revert asks for a new request, as ask's initiator, that puts back what the succeeded request id replaced.
+	Revert(ctx context.Context, id string, ask ops.Request) (*ops.Record, error)
 }
 
 // Whereabouts tells where a request waits for people. The Slack side implements it from the messages it posted.

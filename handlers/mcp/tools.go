@@ -24,12 +24,18 @@ func (s *Server) newAgentServer(a Agent) *agentServer {
 		SubscribeHandler:   as.subscribe,
 		UnsubscribeHandler: as.unsubscribe,
 	})
+	changes := false
 	for _, spec := range s.opts.Catalog.Specs() {
 		if a.lists(spec) {
 			as.srv.AddTool(operationTool(spec, s.opts.Bounds, s.opts.Targets), as.counted(spec.Name, as.callOperation(spec)))
+			changes = changes || spec.Mutates
 		}
 	}
 	as.addFollowTools()
+	// Reverting asks for a change: an agent that may change nothing is not shown it.
+	if changes {
+		as.addRevertTool()
+	}
 	as.srv.AddReceivingMiddleware(as.refuseOthers)
 	return as
 }

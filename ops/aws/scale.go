@@ -174,8 +174,11 @@ func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error)
 	if to == g.Target {
 		ch.Action, ch.Fields = ops.ActionNoop, nil
 		p.Summary = fmt.Sprintf("%s %s of %s already targets %d × %s: nothing to change", kindLabel(g.Kind), g.Name, g.Cluster, to, g.InstanceType())
+		p.Undo = &ops.Undo{Refusal: "it changed nothing: the group already had that count"}
 	} else {
 		p.Summary = fmt.Sprintf("Scale %s %s of %s from %d to %d × %s", kindLabel(g.Kind), g.Name, g.Cluster, g.Target, to, g.InstanceType())
+		p.Undo = &ops.Undo{Operation: OpScaleCapacity, Params: ops.Params{"group": g.Name, "count": int64(g.Target)},
+			Restores: fmt.Sprintf("%s %s back to %d, the count it had", kindLabel(g.Kind), g.Name, g.Target)}
 	}
 	p.Changes = []ops.Change{ch}
 	if p.Actions, err = json.Marshal(action(g, to)); err != nil {

@@ -20,6 +20,8 @@ type deletion struct {
 	risk    ops.Risk
 	// keep explains what is deliberately left alone (volumes), for the plan.
 	keep string
+	// undo is how to put back what the deletion removes (Plan.Undo); nil when nothing can.
+	undo *ops.Undo
 }
 
 type doomed struct {
@@ -78,7 +80,7 @@ func (r *registry) deleteOperation(spec ops.Spec, check func(t target, req *ops.
 				if err != nil {
 					return nil, err
 				}
-				p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk}
+				p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Undo: d.undo}
 				var obs strings.Builder
 				for _, o := range d.objects {
 					obs.WriteString(observedLine(o))

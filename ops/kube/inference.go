@@ -67,6 +67,9 @@ func (r *registry) deployInference() ops.Operation {
 		if err != nil {
 			return nil, err
 		}
+		if d.undo, err = r.undoDeploy(ctx, t, have, req.Params.String("name")); err != nil {
+			return nil, err
+		}
 		return d, r.replicasHealth(ctx, t, d)
 	}, nil)
 }
@@ -237,6 +240,7 @@ func (r *registry) scaleInference() ops.Operation {
 			d.risk.Add(ops.RiskHigh, "scales %s down from %d to %d: less capacity to serve", name, before, want)
 		}
 		reportDrift(d, v, have, "spec.replicas")
+		d.undo = undoInference("scale-inference", v, "replicas")
 		if want > before {
 			return d, r.replicasHealth(ctx, t, d)
 		}
@@ -268,6 +272,7 @@ func (r *registry) rolloutInference() ops.Operation {
 		}
 		d.summary = fmt.Sprintf("roll %s/%s from %s to %s (maxUnavailable 0)", t.ns, req.Params.String("name"), v.params.String("image"), image)
 		reportDrift(d, v, have, "spec.template.spec.containers[0].image")
+		d.undo = undoInference("rollout-inference", v, "image")
 		return d, r.replicasHealth(ctx, t, d)
 	}
 	return r.applyOperation(spec, check, build, func(ctx context.Context, t target, req *ops.Request, res *ops.Result) error {

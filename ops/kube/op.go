@@ -138,6 +138,8 @@ type desired struct {
 	drift []ops.Change
 	// runsAs names the profile and service account the workload runs as (Plan.RunsAs).
 	runsAs string
+	// undo is how to put back what the plan replaces (Plan.Undo).
+	undo *ops.Undo
 }
 
 type desiredObject struct {
@@ -156,7 +158,7 @@ func ref(cluster string, res Resource, ns, name string) ops.ObjectRef {
 // planApply diffs every desired object against the cluster and validates it with a server-side dry run (the
 // plan's only one). The objects go into the plan as its contract (Plan.Actions): Execute applies exactly those.
 func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
-	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings, Applies: d.applies, Drift: d.drift, RunsAs: d.runsAs}
+	p := &ops.Plan{Summary: d.summary, Cost: d.cost, Risk: d.risk, Warnings: d.warnings, Applies: d.applies, Drift: d.drift, RunsAs: d.runsAs, Undo: d.undo}
 	observed, changes, err := observeObjects(ctx, c, d.objects)
 	if err != nil {
 		return nil, err
@@ -172,6 +174,7 @@ func planApply(ctx context.Context, c *Cluster, d *desired) (*ops.Plan, error) {
 	p.ServerValidated = true
 	if allNoop(p.Changes) {
 		p.Cost = ops.Cost{}
+		p.Undo = &ops.Undo{Refusal: "it changed nothing: everything was already as requested"}
 		p.Warnings = append(p.Warnings, "everything is already as requested: executing changes nothing and adds no cost")
 	}
 	m, err := manifest(objs...)

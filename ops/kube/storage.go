@@ -75,6 +75,10 @@ func (r *registry) createStorage() ops.Operation {
 			return nil, err
 		}
 		d := &desired{summary: fmt.Sprintf("PersistentVolumeClaim %s/%s: %s %s %s", t.ns, pvc.Name, size.String(), p.String("access-mode"), p.String("storage-class"))}
+		if d.undo, err = r.undoCreate(ctx, t, ResPVC, pvc.Name, OpDeleteStorage, ops.Params{"name": pvc.Name},
+			"deletes the claim "+pvc.Name+" this request created, with its typed confirmation"); err != nil {
+			return nil, err
+		}
 		d.add(ResPVC, u)
 		d.watch = []ops.ObjectRef{ref(t.cfg.Name, ResPVC, t.ns, pvc.Name)}
 		gb := float64(size.Value()) / 1e9
@@ -138,7 +142,9 @@ func (r *registry) deleteStorage() ops.Operation {
 		if err != nil {
 			return nil, err
 		}
-		d := &deletion{objects: []doomed{{ResPVC, t.ns, name, have}}}
+		d := &deletion{objects: []doomed{{ResPVC, t.ns, name, have}}, undo: &ops.Undo{
+			Refusal: "deleting a volume claim removes its data for good (rule: delete-storage cannot be reverted)",
+			Next:    "create an empty claim with " + ops.Ask("storage create name="+name) + " and restore the data from your own backup"}}
 		if have == nil {
 			d.summary = fmt.Sprintf("claim %s/%s is already gone", t.ns, name)
 			return d, nil

@@ -58,7 +58,16 @@ func (r *registry) submitTrainingJob() ops.Operation {
 			`{{with .RunTime}}, up to {{.}}{{else}}{{with $.Duration "max-hours"}}, up to {{.}}{{end}}{{end}}`),
 		Revert: "stops the job; what it computed and wrote stays",
 	}
-	return r.applyOperation(spec, checkTraining, r.buildTraining, nil)
+	return r.applyOperation(spec, checkTraining, func(ctx context.Context, t target, req *ops.Request) (*desired, error) {
+		d, err := r.buildTraining(ctx, t, req)
+		if err != nil {
+			return nil, err
+		}
+		name, kind := req.Params.String("name"), req.Params.String("kind")
+		d.undo, err = r.undoCreate(ctx, t, trainingKinds[kind], name, "stop-training-job", ops.Params{"name": name, "kind": kind},
+			"stops the job "+name+"; what it computed and wrote stays")
+		return d, err
+	}, nil)
 }
 
 func checkTraining(t target, req *ops.Request) error {

@@ -1,0 +1,237 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+)
+
+// Undo is how to put back what a request replaced: the operation and parameters of the request that restores
+// it, made by the operation's Plan from the state it observed (an inference server's previous applied spec, a
+// group's previous count), or why it cannot be put back.
+type Undo struct {
+	Operation string `json:"operation,omitempty"`
+	Params    Params `json:"params,omitempty"`
+	// Restores says in words what a revert puts back ("the image ghcr.io/acme/srv:v1 that req-… applied").
+	Restores string `json:"restores,omitempty"`
+	// Refusal says why the request cannot be reverted, Next what to do instead; Operation is empty then.
+	Refusal string `json:"refusal,omitempty"`
+	Next    string `json:"next,omitempty"`
+}
+
+// Revertible reports whether a revert can be asked from u.
+func (u *Undo) Revertible() bool { return u != nil && u.Operation != "" && u.Refusal == "" }
+
+// Revertible reports whether a revert of the record can be asked now: it succeeded, its plan recorded how to put
+// back what it replaced, and no revert of it is under way or done (RevertedBy names only ones that ended without
+// a change then; the engine checks that again).
+func (r *Record) Revertible() bool {
+	return r.Phase == PhaseSucceeded && !r.Request.DryRun && r.Plan != nil && r.Plan.Undo.Revertible() && r.RevertedBy == ""
+}
+
+// RevertRequestID is the id of the request that reverts rec, so that two clicks on Revert, or a retried call,
+// ask for one revert: derived from rec's id and the revert asked before it, if any (one that was denied, expired
+// or failed may be asked again, under a new id).
+func RevertRequestID(rec *Record) string {
+	sum := sha256.Sum256([]byte(rec.ID() + "|revert|" + rec.RevertedBy))
+	return "req-" + hex.EncodeToString(sum[:8])
+}
+
+// Revert asks for a new request that restores what the succeeded request id replaced (its Plan.Undo): planned,
+// priced, risk-rated and approved like any other (Submit), for ask's initiator and under the access rules that
+// apply to them. ask carries the initiator, origin, annotations and, optionally, the new request's id (default
+// RevertRequestID). The two records are linked: the new one's Request.Reverts, the old one's RevertedBy. A
+// revert already under way (or done) is returned as it stands, so asking twice asks once.
+func (e *Engine) Revert(ctx context.Context, id string, ask Request) (*Record, error) {
+	orig, err := e.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if prev, err := e.earlierRevert(ctx, orig, ask); prev != nil || err != nil {
+		return prev, err
+	}
+	u, err := e.undoOf(orig)
+	if err != nil {
+		return nil, err
+	}
+	req := ask
+	req.Operation, req.Target, req.Params, req.Reverts = u.Operation, orig.Request.Target, maps.Clone(u.Params), orig.ID()
+	req.Profile, req.DryRun = orig.Request.Profile, false
+	if req.ID == "" {
+		req.ID = RevertRequestID(orig)
+	}
+	rec, err := e.Submit(ctx, req)
+	if rec != nil && rec.Version > 0 && rec.Request.Reverts == orig.ID() {
+		if lerr := e.linkRevert(ctx, orig.ID(), rec.ID(), ask.Initiator); lerr != nil {
+			e.report(orig.ID(), fmt.Errorf("record that %s reverts it: %w", rec.ID(), lerr))
+		}
+	}
+	return rec, err
+}
+
+// earlierRevert returns the revert of orig asked before when it is still under way, and refuses a second revert
+// of a request already reverted; a revert that ended without a change (denied, expired, rejected, failed) gives
+// way to a new one. The same ask sent again (its request id) gets the revert it made, whatever its phase.
+func (e *Engine) earlierRevert(ctx context.Context, orig *Record, ask Request) (*Record, error) {
+	if orig.RevertedBy == "" {
+		return nil, nil
+	}
+	prev, err := e.store.Get(ctx, orig.RevertedBy)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, stateError("read the earlier revert", err)
+	case ask.ID != "" && prev.Request.Initiator.ID == ask.Initiator.ID && (prev.ID() == ask.ID || prev.ID() == ScopedRequestID(ask.ID, ask.Initiator.ID)):
+		return prev, nil
+	case prev.Phase == PhaseSucceeded:
+		return nil, Errorf(CodeNotRevertible, "requestId",
+			fmt.Sprintf("to undo the revert, revert %s (%s)", prev.ID(), Ask("request revert id="+prev.ID())),
+			"request %s was reverted already, by %s", orig.ID(), prev.ID())
+	case !prev.Phase.Terminal():
+		return prev, nil
+	}
+	return nil, nil
+}
+
+// undoOf is how to revert orig, or E_NOT_REVERTIBLE naming the reason and the next step.
+func (e *Engine) undoOf(orig *Record) (*Undo, error) {
+	refuse := func(next, format string, args ...any) error {
+		return Errorf(CodeNotRevertible, "requestId", next, format, args...)
+	}
+	instead := "ask for the state you want as a new request"
+	spec, _ := e.catalog.Spec(orig.Request.Operation)
+	switch {
+	case !spec.Mutates:
+		return nil, refuse(instead, "request %s (%s) changed nothing: there is nothing to revert", orig.ID(), orig.Request.Operation)
+	case orig.Request.DryRun:
+		return nil, refuse(instead, "request %s was a dry run: it changed nothing", orig.ID())
+	case orig.Phase != PhaseSucceeded:
+		return nil, Errorf(CodeInvalidPhase, "requestId", "only a request that succeeded can be reverted; "+instead,
+			"request %s is %s, not succeeded", orig.ID(), orig.Phase)
+	case orig.Plan == nil || orig.Plan.Undo == nil:
+		why := ""
+		if spec.Revert != "" {
+			why = " (reverting it " + strings.TrimPrefix(spec.Revert, "cannot be reverted: ") + ")"
+		}
+		return nil, refuse(instead, "HyperOps recorded no state to restore for request %s (%s)%s", orig.ID(), orig.Request.Operation, why)
+	case !orig.Plan.Undo.Revertible():
+		next := orig.Plan.Undo.Next
+		if next == "" {
+			next = instead
+		}
+		return nil, refuse(next, "request %s (%s) cannot be reverted: %s", orig.ID(), orig.Request.Operation, orig.Plan.Undo.Refusal)
+	}
+	return orig.Plan.Undo, nil
+}
+
+// linkRevert records on the reverted request that revert asks to revert it (RevertedBy), as a step of its history
+// (nobody is told; its message shows the link).
+func (e *Engine) linkRevert(ctx context.Context, id, revert string, by Initiator) error {
+	for range 5 {
+		cur, err := e.store.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if cur.RevertedBy == revert {
+			return nil
+		}
+		_, err = e.moveKind(ctx, cur, cur.Phase, by, "revert asked: "+revert, KindStep, func(r *Record) { r.RevertedBy = revert })
+		if !errors.Is(err, ErrVersionConflict) {
+			return err
+		}
+	}
+	return ErrVersionConflict
+}
+
+// changedSince says in a revert's plan, and in its risk, that its target changed since the reverted request ran:
+// a field the revert finds other than the reverted request left it (drift, or a later change), or a later
+// request that succeeded on the same target (its lock scope).
+func (e *Engine) changedSince(ctx context.Context, req Request, p *Plan) {
+	orig, err := e.store.Get(ctx, req.Reverts)
+	if err != nil {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("could not read the reverted request %s (%v): whether its target changed since is unknown", req.Reverts, err))
+		p.Risk.Add(max(RiskMedium, p.Risk.Level.Up()), "reverts %s, whose record could not be read", req.Reverts)
+		return
+	}
+	var why []string
+	if orig.Plan != nil {
+		why = append(why, fieldsChanged(orig.Plan, p)...)
+	}
+	why = append(why, e.laterRequests(ctx, orig)...)
+	if len(why) == 0 {
+		return
+	}
+	for _, w := range why {
+		p.Warnings = append(p.Warnings, "changed since "+orig.ID()+": "+w)
+	}
+	p.Risk.Add(max(RiskMedium, p.Risk.Level.Up()),
+		"the target changed since %s ran (%s): reverting puts back the state before %s, undoing the later change too",
+		orig.ID(), why[0], orig.ID())
+}
+
+// fieldsChanged lists the fields the revert's plan finds with another value than the reverted plan left them.
+func fieldsChanged(orig, revert *Plan) []string {
+	left := map[string]string{}
+	for _, c := range orig.Changes {
+		for _, f := range c.Fields {
+			left[c.Kind+"/"+c.Name+"/"+f.Path] = f.To
+		}
+	}
+	var out []string
+	for _, c := range revert.Changes {
+		for _, f := range c.Fields {
+			if was, ok := left[c.Kind+"/"+c.Name+"/"+f.Path]; ok && was != f.From {
+				out = append(out, fmt.Sprintf("%s %s %s is %s, not the %s it left", c.Kind, c.Name, f.Path, orEmpty(f.From), orEmpty(was)))
+			}
+		}
+	}
+	return out
+}
+
+func orEmpty(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// laterScan is how many recent succeeded requests a revert's plan reads to find later changes of its target.
+const laterScan = 200
+
+// laterRequests lists the requests that succeeded on orig's target (its lock scope) after it.
+func (e *Engine) laterRequests(ctx context.Context, orig *Record) []string {
+	spec, ok := e.catalog.Spec(orig.Request.Operation)
+	scope := lockScope(spec, orig.Request)
+	done, found := lastTransition(orig, PhaseSucceeded)
+	if !ok || scope.IsZero() || !found {
+		return nil
+	}
+	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseSucceeded}, Limit: laterScan})
+	if err != nil {
+		return []string{fmt.Sprintf("the later requests could not be listed (%v)", err)}
+	}
+	var out []string
+	for _, r := range recs {
+		s, ok := e.catalog.Spec(r.Request.Operation)
+		at, fin := lastTransition(r, PhaseSucceeded)
+		if !ok || r.ID() == orig.ID() || !s.Mutates || r.Request.DryRun || !fin || !at.At.After(done.At) || lockScope(s, r.Request) != scope {
+			continue
+		}
+		out = append(out, fmt.Sprintf("request %s (%s) changed %s after it", r.ID(), r.Request.Operation, scope))
+	}
+	return out
+}
+
+func lastTransition(rec *Record, to Phase) (Transition, bool) {
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		if t := rec.History[i]; t.To == to && t.Kind == KindPhase {
+			return t, true
+		}
+	}
+	return Transition{}, false
+}
