@@ -289,8 +289,12 @@ func TestValidationRules(t *testing.T) {
 		{"operators name a defined group", func(c *Config) { c.Approvals.Operators = "leads" }, func(c *Config) { c.Approvals.Operators = "oncall" },
 			"approvals.operators", `must name a group in approvals.groups ("leads", "managers"), got "oncall"`},
 		{"remindAfter comes before escalateAfter",
-			func(c *Config) { rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("5m"), dur("10m"), "managers" },
-			func(c *Config) { rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("10m"), dur("10m"), "managers" },
+			func(c *Config) {
+				rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("5m"), dur("10m"), "managers"
+			},
+			func(c *Config) {
+				rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("10m"), dur("10m"), "managers"
+			},
 			"approvals.rules[1].remindAfter", "must come before escalateAfter (10m), got 10m"},
 		{"escalateAfter comes before the expiry",
 			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "managers" },
