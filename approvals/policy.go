@@ -24,7 +24,10 @@ type Policy struct {
 	cache *memberCache
 }
 
-var _ ops.Policy = (*Policy)(nil)
+var (
+	_ ops.Policy           = (*Policy)(nil)
+	_ ops.ApproverResolver = (*Policy)(nil)
+)
 
 // Option tunes a Policy.
 type Option func(*options)

@@ -18,6 +18,9 @@ import (
 // approver group would be policy the operator never wrote, and zero approvals would let an uncovered high-risk
 // change through. The error names what was not covered, so the gap in the rules is fixed once.
 //
+// A rule's remindAfter and escalateAfter are counted from now too (Approval.RemindAt, Approval.EscalateAt); the
+// escalation names the second group and who it lists, as it is configured now.
+//
 // A request with requiresApproval that matches a rule asking for none gets one approval from the rule's group, or
 // else from the first group any rule names, within the rule's expiry (default 1h): the request may only raise what
 // policy asks for, and an approval that nobody could give would never end.
@@ -68,7 +71,15 @@ func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops
 			"rule %d needs %d approval(s) but names no defined approver group (%q)", i+1, a.Required, a.Approvers)
 	}
 	a.ApproverUsers, a.ApproverUserGroups = g.Users, g.UserGroups
-	a.ExpiresAt = p.clock.Now().Add(expiry(r))
+	now := p.clock.Now()
+	a.ExpiresAt = now.Add(expiry(r))
+	if d := r.RemindAfter.Std(); d > 0 {
+		a.RemindAt = now.Add(d)
+	}
+	if esc, ok := p.cfg.Approvals.Groups[r.EscalateTo]; ok && r.EscalateAfter > 0 {
+		a.EscalateAt, a.EscalateTo = now.Add(r.EscalateAfter.Std()), r.EscalateTo
+		a.EscalateUsers, a.EscalateUserGroups = esc.Users, esc.UserGroups
+	}
 	return a, nil
 }
 
@@ -111,6 +122,12 @@ func describeRule(i int, r *config.ApprovalRule) string {
 		out = fmt.Sprintf("%d of %s, %s", r.Required, r.Approvers, config.Duration(expiry(r)))
 		if r.AllowSelfApproval {
 			out += ", self-approval allowed below high risk"
+		}
+		if r.RemindAfter > 0 {
+			out += ", reminder after " + r.RemindAfter.String()
+		}
+		if r.EscalateAfter > 0 && r.EscalateTo != "" {
+			out += fmt.Sprintf(", %s also asked after %s", r.EscalateTo, r.EscalateAfter)
 		}
 	}
 	return fmt.Sprintf("rule %d: %s → %s", i+1, strings.Join(on, ", "), out)

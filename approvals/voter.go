@@ -14,7 +14,9 @@ import (
 // votes on their own request unless its rule allows self-approval, and never when the plan is high or critical risk
 // (E_SELF_APPROVAL); the voter must be in the request's approver group, as a listed user or a member of one of its
 // Slack user groups; with approvals.requireChannelMembership the voter must also be in the channel the request was
-// posted to (ChannelAnnotation, else the approvals channel). Memberships that cannot be read refuse the vote.
+// posted to (ChannelAnnotation, else the approvals channel). Memberships that cannot be read refuse the vote. Once
+// the request was escalated (Approval.Escalated), a member of the group it was escalated to may vote as well, and
+// a member of the approvals channel (where the escalation asked them) passes requireChannelMembership.
 //
 // A request that needed no approval names no group; the engine still asks CheckVoter who may Stop or Take over such
 // a request (an agent's, say), and then the first group the rules name decides, so a person can always step in.
@@ -26,13 +28,23 @@ func (p *Policy) CheckVoter(ctx context.Context, rec *ops.Record, voter ops.Init
 	if err := checkSelf(rec, voter); err != nil {
 		return err
 	}
+	escalated := false
 	if err := p.checkGroup(ctx, rec, voter, groupName); err != nil {
-		return err
+		if !p.inEscalation(ctx, rec, voter) {
+			return err
+		}
+		escalated = true
 	}
-	if p.cfg.Approvals.RequireChannelMembership {
-		return p.checkChannel(ctx, rec, voter)
+	if !p.cfg.Approvals.RequireChannelMembership {
+		return nil
 	}
-	return nil
+	if escalated {
+		// The escalation asked its group in the approvals channel: being there is enough.
+		if members, err := p.channelMembers(ctx, p.cfg.Slack.ApprovalsChannel); err == nil && slices.Contains(members, voter.ID) {
+			return nil
+		}
+	}
+	return p.checkChannel(ctx, rec, voter)
 }
 
 func (p *Policy) checkPerson(voter ops.Initiator, groupName string) error {
@@ -96,6 +108,56 @@ func (p *Policy) checkGroup(ctx context.Context, rec *ops.Record, voter ops.Init
 	return ops.Errorf(ops.CodeNotAuthorized, "",
 		fmt.Sprintf("ask one of %s (%s) to decide, or a platform admin to add you to approvals.groups.%s", groupName, describeGroup(group), groupName),
 		"%s is not in approver group %s", display(voter), groupName)
+}
+
+// inEscalation reports whether the request was escalated and voter is in the group it was escalated to: from the
+// escalation on, that group's members vote too, towards the same quorum. A membership that cannot be read counts
+// as none (the primary group's refusal is what the voter is told).
+func (p *Policy) inEscalation(ctx context.Context, rec *ops.Record, voter ops.Initiator) bool {
+	a := rec.Approval
+	if !a.Escalated || a.EscalateTo == "" {
+		return false
+	}
+	group, ok := p.cfg.Approvals.Groups[a.EscalateTo]
+	if !ok {
+		return false
+	}
+	in, _ := p.inGroup(ctx, group, voter.ID)
+	return in
+}
+
+// Voters implements ops.ApproverResolver: the people of the request's approver group and, once it was escalated,
+// of the group it was escalated to, user groups resolved to their members, each once, agents left out. With
+// approvals.requireChannelMembership only members of the request's channel are listed.
+func (p *Policy) Voters(ctx context.Context, rec *ops.Record) ([]string, error) {
+	groups := []string{p.approverGroup(rec)}
+	if a := rec.Approval; a.Escalated && a.EscalateTo != "" {
+		groups = append(groups, a.EscalateTo)
+	}
+	var out []string
+	for _, g := range groups {
+		ids, err := p.Approvers(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	if !p.cfg.Approvals.RequireChannelMembership {
+		return out, nil
+	}
+	channel := rec.Annotations[ChannelAnnotation]
+	if channel == "" {
+		channel = p.cfg.Slack.ApprovalsChannel
+	}
+	members, err := p.channelMembers(ctx, channel)
+	if err != nil {
+		return nil, fmt.Errorf("read the members of %s: %w", channel, err)
+	}
+	return slices.DeleteFunc(out, func(id string) bool { return !slices.Contains(members, id) }), nil
 }
 
 // inGroup reports whether userID is a listed user of group or a member of one of its user groups. A confirmed

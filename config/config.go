@@ -459,6 +459,14 @@ type ApprovalRule struct {
 	AllowSelfApproval bool `yaml:"allowSelfApproval"`
 	// OverBudget, when set, sends a plan over a spend budget to this higher approval instead of refusing it.
 	OverBudget *OverBudget `yaml:"overBudget"`
+	// RemindAfter, when set, reminds the approvers who have not voted, once, this long after the request began to
+	// wait: a new reply in the request's thread that mentions them. Zero (the default): no reminder.
+	RemindAfter Duration `yaml:"remindAfter"`
+	// EscalateAfter and EscalateTo, when set, ask a second approver group, once, this long after the request
+	// began to wait: a new message in the approvals channel that mentions the group, with Approve and Deny. From
+	// then on the members of either group may vote, towards the same quorum. Zero (the default): no escalation.
+	EscalateAfter Duration `yaml:"escalateAfter"`
+	EscalateTo    string   `yaml:"escalateTo"`
 }
 
 // The risk levels, lowest first.

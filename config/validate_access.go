@@ -219,6 +219,55 @@ func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
 		l.add(at+".expiresAfter", "must be a positive duration such as \"1h\", got %q", r.ExpiresAfter.String())
 	}
 	c.validateOverBudget(l, at+".overBudget", r.OverBudget)
+	c.validateNudges(l, at, r)
+}
+
+// validateNudges checks a rule's reminder and escalation: each needs a quorum to wait for, comes before the next
+// (remindAfter < escalateAfter < expiresAfter, the default expiry when unset), and escalateTo names another group.
+func (c *Config) validateNudges(l *problemList, at string, r *ApprovalRule) {
+	if r.RemindAfter == 0 && r.EscalateAfter == 0 && r.EscalateTo == "" {
+		return
+	}
+	expiry := r.ExpiresAfter
+	if expiry <= 0 {
+		expiry = DefaultApprovalExpiry
+	}
+	if r.RemindAfter < 0 {
+		l.add(at+".remindAfter", "must be a positive duration such as \"15m\", or unset for no reminder, got %q", r.RemindAfter.String())
+	}
+	if r.EscalateAfter < 0 {
+		l.add(at+".escalateAfter", "must be a positive duration such as \"30m\", or unset for no escalation, got %q", r.EscalateAfter.String())
+	}
+	if r.Required <= 0 {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"remindAfter", r.RemindAfter != 0}, {"escalateAfter", r.EscalateAfter != 0}, {"escalateTo", r.EscalateTo != ""}} {
+			if f.set {
+				l.add(at+"."+f.name, "needs required ≥ 1: a rule that asks for no approval has nobody to remind or escalate to")
+			}
+		}
+		return
+	}
+	if r.RemindAfter > 0 && r.EscalateAfter > 0 && r.RemindAfter >= r.EscalateAfter {
+		l.add(at+".remindAfter", "must come before escalateAfter (%s), got %s", r.EscalateAfter, r.RemindAfter)
+	}
+	if r.RemindAfter > 0 && r.RemindAfter >= expiry {
+		l.add(at+".remindAfter", "must come before the expiry (expiresAfter %s), got %s", expiry, r.RemindAfter)
+	}
+	if r.EscalateAfter > 0 && r.EscalateAfter >= expiry {
+		l.add(at+".escalateAfter", "must come before the expiry (expiresAfter %s), got %s", expiry, r.EscalateAfter)
+	}
+	switch _, defined := c.Approvals.Groups[r.EscalateTo]; {
+	case r.EscalateAfter > 0 && r.EscalateTo == "":
+		l.add(at+".escalateTo", "must name the group of approvals.groups to ask after escalateAfter (%s)", quoteList(sortedKeys(c.Approvals.Groups)))
+	case r.EscalateTo != "" && r.EscalateAfter == 0:
+		l.add(at+".escalateAfter", "must say when %q is asked (e.g. \"30m\"), or drop escalateTo", r.EscalateTo)
+	case r.EscalateTo != "" && !defined:
+		l.add(at+".escalateTo", "must name a group in approvals.groups (%s), got %q", quoteList(sortedKeys(c.Approvals.Groups)), r.EscalateTo)
+	case r.EscalateTo != "" && r.EscalateTo == r.Approvers:
+		l.add(at+".escalateTo", "must name another group than approvers (%q): escalation asks a second group", r.Approvers)
+	}
 }
 
 func (c *Config) clusterNames() []string {

@@ -31,6 +31,13 @@ func TestValidationRules(t *testing.T) {
 		}
 	}
 	rule := func(c *Config) *ApprovalRule { return &c.Approvals.Rules[1] }
+	dur := func(s string) Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Duration(d)
+	}
 	report := func(c *Config) *Report { return &c.Reports[0] }
 
 	tests := []struct {
@@ -279,9 +286,40 @@ func TestValidationRules(t *testing.T) {
 		{"mcp has its own listener", func(c *Config) { c.MCP.Listen = ":8090" }, func(c *Config) { c.MCP.Listen = c.Server.Listen },
 			"mcp.listen", `must differ from server.listen (":8080")`},
 		{"rules name a defined group", func(c *Config) { rule(c).Approvers = "leads" }, func(c *Config) { rule(c).Approvers = "admins" },
-			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads"), got "admins"`},
+			"approvals.rules[1].approvers", `must name a group in approvals.groups ("leads", "managers"), got "admins"`},
 		{"operators name a defined group", func(c *Config) { c.Approvals.Operators = "leads" }, func(c *Config) { c.Approvals.Operators = "oncall" },
-			"approvals.operators", `must name a group in approvals.groups ("leads"), got "oncall"`},
+			"approvals.operators", `must name a group in approvals.groups ("leads", "managers"), got "oncall"`},
+		{"remindAfter comes before escalateAfter",
+			func(c *Config) {
+				rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("5m"), dur("10m"), "managers"
+			},
+			func(c *Config) {
+				rule(c).RemindAfter, rule(c).EscalateAfter, rule(c).EscalateTo = dur("10m"), dur("10m"), "managers"
+			},
+			"approvals.rules[1].remindAfter", "must come before escalateAfter (10m), got 10m"},
+		{"escalateAfter comes before the expiry",
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "managers" },
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("30m"), "managers" },
+			"approvals.rules[1].escalateAfter", "must come before the expiry (expiresAfter 30m), got 30m"},
+		{"remindAfter comes before the expiry", func(c *Config) { rule(c).RemindAfter = dur("29m") }, func(c *Config) { rule(c).RemindAfter = dur("45m") },
+			"approvals.rules[1].remindAfter", "must come before the expiry (expiresAfter 30m), got 45m"},
+		{"escalateTo names a defined group",
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "managers" },
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "admins" },
+			"approvals.rules[1].escalateTo", `must name a group in approvals.groups ("leads", "managers"), got "admins"`},
+		{"escalateTo names a second group",
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "managers" },
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "leads" },
+			"approvals.rules[1].escalateTo", `must name another group than approvers ("leads")`},
+		{"escalateAfter needs escalateTo",
+			func(c *Config) { rule(c).EscalateAfter, rule(c).EscalateTo = dur("20m"), "managers" },
+			func(c *Config) { rule(c).EscalateAfter = dur("20m") },
+			"approvals.rules[1].escalateTo", `must name the group of approvals.groups to ask after escalateAfter ("leads", "managers")`},
+		{"escalateTo needs escalateAfter", func(c *Config) {}, func(c *Config) { rule(c).EscalateTo = "managers" },
+			"approvals.rules[1].escalateAfter", `must say when "managers" is asked (e.g. "30m"), or drop escalateTo`},
+		{"reminders need a quorum", func(c *Config) { rule(c).RemindAfter = dur("10m") },
+			func(c *Config) { rule(c).Required = 0; rule(c).RemindAfter = dur("10m") },
+			"approvals.rules[1].remindAfter", "needs required ≥ 1"},
 		{"rules use known risk levels", func(c *Config) { rule(c).Risk = []string{"medium"} }, func(c *Config) { rule(c).Risk = []string{"severe"} },
 			"approvals.rules[1].risk[0]", `must be one of low, medium, high, critical, got "severe"`},
 		{"required is not negative", func(c *Config) { rule(c).Required = 0 }, func(c *Config) { rule(c).Required = -1 },
@@ -535,6 +573,25 @@ func TestRedisEndpoint(t *testing.T) {
 	}
 	if !(&Redis{}).Embedded() {
 		t.Errorf("no url, sentinel or cluster: Embedded() = false")
+	}
+}
+
+// A rule whose reminder, escalation and expiry are out of order and whose escalateTo names no group gets every
+// problem in one answer, each at its key.
+func TestNudgeProblemsAtOnce(t *testing.T) {
+	c := parseExample(t)
+	r := &c.Approvals.Rules[1] // expiresAfter 30m
+	r.RemindAfter, r.EscalateAfter, r.EscalateTo = Duration(40*time.Minute), Duration(35*time.Minute), "admins"
+	ps := problemsOf(t, c.Validate())
+	for _, want := range []string{
+		"approvals.rules[1].remindAfter: must come before escalateAfter (35m), got 40m",
+		"approvals.rules[1].remindAfter: must come before the expiry (expiresAfter 30m), got 40m",
+		"approvals.rules[1].escalateAfter: must come before the expiry (expiresAfter 30m), got 35m",
+		`approvals.rules[1].escalateTo: must name a group in approvals.groups ("leads", "managers"), got "admins"`,
+	} {
+		if !strings.Contains(ps.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, ps)
+		}
 	}
 }
 

@@ -180,6 +180,16 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 		return nil
 	case ops.KindProgress:
 		m = ProgressReply(rec, t.Note)
+	case ops.KindReminder:
+		if rec.Phase != ops.PhaseAwaitingApproval {
+			return nil // decided since: nobody is left to remind
+		}
+		m = ReminderReply(rec, t)
+	case ops.KindEscalation:
+		if rec.Phase != ops.PhaseAwaitingApproval {
+			return nil
+		}
+		return tl.escalate(ctx, rec, i, t, plan)
 	default:
 		var ok bool
 		if m, ok = TransitionReply(at, t); !ok {

@@ -128,6 +128,22 @@ type Approval struct {
 	// OverBudget says this is the higher approval of a plan over a spend budget (an approval rule's overBudget):
 	// reaching its quorum holds the budget even past its limit.
 	OverBudget bool `json:"overBudget,omitempty"`
+	// RemindAt, when set, is when the approvers who have not voted are reminded, once (the sweep records a
+	// KindReminder entry and sets Reminded; the outbox tells it). RemindUsers are who the reminder mentions: the
+	// approvers (user groups resolved to their members) who had not voted then; empty when the policy could not
+	// resolve them, and the reminder then mentions the group's user groups and listed users instead.
+	RemindAt    time.Time `json:"remindAt,omitzero"`
+	Reminded    bool      `json:"reminded,omitempty"`
+	RemindUsers []string  `json:"remindUsers,omitempty"`
+	// EscalateAt, when set, is when EscalateTo, a second approver group, is asked, once (a KindEscalation entry,
+	// Escalated set). From then on the members of either group may vote, towards the same Required: escalation
+	// adds voters, it never lowers nor raises the quorum, and the votes given before it still count.
+	// EscalateUsers and EscalateUserGroups are who EscalateTo names, as configured when the request was planned.
+	EscalateAt         time.Time `json:"escalateAt,omitzero"`
+	EscalateTo         string    `json:"escalateTo,omitempty"`
+	EscalateUsers      []string  `json:"escalateUsers,omitempty"`
+	EscalateUserGroups []string  `json:"escalateUserGroups,omitempty"`
+	Escalated          bool      `json:"escalated,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.
@@ -153,6 +169,10 @@ const (
 	// KindStep is an execution step recorded for resumption (fence taken, write started, write accepted,
 	// handed over); it is audit, nobody is told.
 	KindStep TransitionKind = "step"
+	// KindReminder reminds the approvers who have not voted (Approval.RemindAt); the request's thread is told.
+	KindReminder TransitionKind = "reminder"
+	// KindEscalation asks the second approver group (Approval.EscalateTo); the approvals channel is told.
+	KindEscalation TransitionKind = "escalation"
 )
 
 // Transition is one recorded move of a request.

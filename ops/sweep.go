@@ -9,7 +9,8 @@ import (
 // would leave older orphaned executions unswept.
 const sweepLimit = 10000
 
-// Sweep expires approvals whose window closed and finds executions whose lease lapsed (their replica died). With a
+// Sweep expires approvals whose window closed, reminds and escalates those whose reminder or escalation is due
+// (nudge), and finds executions whose lease lapsed (their replica died). With a
 // queue those go back on it, so an executor resumes them from their recorded steps (an approved request whose
 // enqueue failed, too); without one they are marked interrupted after reading the real state through the
 // operation's Observer. It never re-sends a recorded write. It returns the records it changed.
@@ -28,6 +29,8 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 		case PhaseAwaitingApproval:
 			if !rec.Approval.ExpiresAt.IsZero() && !now.Before(rec.Approval.ExpiresAt) {
 				next, err = e.expire(ctx, rec)
+			} else {
+				next, err = e.nudge(ctx, rec, now)
 			}
 		case PhaseApproved:
 			// Approved a while ago and still not started: its enqueue may have failed.
