@@ -79,11 +79,13 @@ func mostCommon(count map[string]int) string {
 	return best
 }
 
-// addGPUCost adds the hourly cost of gpus (negative when released): the GPU share of a node × the node's price.
+// addGPUCost adds the hourly cost of gpus (negative when released): the GPU share of a node × the node's price;
+// the GPUs themselves count in the plan's Cost.GPUs, which GPU and GPU-hour budgets charge.
 func addGPUCost(c *ops.Cost, g gpuNode, item string, gpus int64) {
 	if gpus == 0 {
 		return
 	}
+	c.GPUs += int(gpus)
 	if !g.known {
 		name := g.instanceType
 		if name == "" {

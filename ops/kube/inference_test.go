@@ -71,8 +71,8 @@ func TestDeployInferencePlanExecuteRerun(t *testing.T) {
 		}
 	}
 	// 2 replicas × 1 GPU of a 4-GPU ml.g5.12xlarge ($7.09/h).
-	if math.Abs(p.Cost.HourlyDelta-0.5*7.09) > 1e-9 {
-		t.Fatalf("cost = %+v", p.Cost)
+	if math.Abs(p.Cost.HourlyDelta-0.5*7.09) > 1e-9 || p.Cost.GPUs != 2 {
+		t.Fatalf("cost = %+v, want $%.4f/h and 2 GPUs", p.Cost, 0.5*7.09)
 	}
 	if len(res.Watch) != 1 || res.Watch[0].Kind != "Deployment" {
 		t.Fatalf("watch = %+v", res.Watch)
@@ -253,7 +253,7 @@ func TestDeleteInferenceKeepsVolumes(t *testing.T) {
 	}
 	e.kube.ClearActions()
 	p, res := e.execute(t, request("delete-inference", map[string]any{"name": "ranker"}))
-	if p.Risk.Level != ops.RiskHigh || len(p.Changes) != 2 || p.Changes[0].Action != ops.ActionDelete || p.Cost.HourlyDelta >= 0 {
+	if p.Risk.Level != ops.RiskHigh || len(p.Changes) != 2 || p.Changes[0].Action != ops.ActionDelete || p.Cost.HourlyDelta >= 0 || p.Cost.GPUs >= 0 {
 		t.Fatalf("plan = %+v", p)
 	}
 	got := writes(e.kube.Actions())

@@ -138,6 +138,10 @@ func TestSubmitTrainingJobPlan(t *testing.T) {
 	if math.Abs(p.Cost.HourlyDelta-2*7.09) > 1e-9 || math.Abs(p.Cost.Total-2*7.09*12) > 1e-9 {
 		t.Fatalf("cost = %+v", p.Cost)
 	}
+	// The 8 GPUs are what GPU and GPU-hour budgets charge.
+	if p.Cost.GPUs != 8 {
+		t.Fatalf("cost.gpus = %d, want 8 (2 replicas × 4 GPUs)", p.Cost.GPUs)
+	}
 	if !strings.Contains(p.Observed, "spec.activeDeadlineSeconds=<absent>") {
 		t.Fatalf("observed = %s", p.Observed)
 	}
