@@ -225,9 +225,13 @@ func eksBoundChanges(g *groupState, to int) []ops.FieldChange {
 	return out
 }
 
-// deltaCost is Δ instances × the on-demand price; an unknown price is listed, never priced at zero.
+// deltaCost is Δ instances × the on-demand price, and Δ instances × the type's GPUs; an unknown price is listed,
+// never priced at zero.
 func deltaCost(ctx context.Context, pricer ops.Pricer, region, instanceType string, delta int) (ops.Cost, error) {
 	var cost ops.Cost
+	if shape, ok := ops.Shape(instanceType); ok {
+		cost.GPUs = delta * shape.GPUs // what GPU and GPU-hour budgets charge
+	}
 	if pricer == nil {
 		cost.Unknown = []string{instanceType}
 		return cost, nil

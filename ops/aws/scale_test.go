@@ -109,6 +109,10 @@ func TestScalePlanCost(t *testing.T) {
 			if !near(p.Cost.HourlyDelta, tc.hourly) || !near(p.Cost.MonthlyDelta, tc.monthly) {
 				t.Errorf("Δ $/h %v, Δ $/30 days %v; want %v and %v", p.Cost.HourlyDelta, p.Cost.MonthlyDelta, tc.hourly, tc.monthly)
 			}
+			// ml.p5.48xlarge has 8 GPUs: budgets charge Δ instances × 8.
+			if p.Cost.GPUs != int(tc.qty)*8 {
+				t.Errorf("Δ GPUs %d, want %d", p.Cost.GPUs, int(tc.qty)*8)
+			}
 			if p.Cost.Source != ops.BuiltinPriceSource {
 				t.Errorf("cost source %q", p.Cost.Source)
 			}
