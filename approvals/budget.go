@@ -12,6 +12,7 @@ import (
 var (
 	_ ops.BudgetPolicy       = (*Policy)(nil)
 	_ ops.OverBudgetApproval = (*Policy)(nil)
+	_ ops.BudgetViewer       = (*Policy)(nil)
 )
 
 // Budgets returns the spend budgets (budgets[] in config) that cover req: its initiator's (an agent by name, a

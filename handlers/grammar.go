@@ -39,12 +39,13 @@ const (
 	topicReport   = "report"
 	topicWatch    = "watch"
 	topicUnwatch  = "unwatch"
+	topicBudget   = "budget"
 )
 
 // builtinTopic reports whether a topic is answered by the handlers rather than by a catalog operation.
 func builtinTopic(topic string) bool {
 	switch topic {
-	case topicHelp, topicRequests, topicRequest, topicReport, topicWatch, topicUnwatch:
+	case topicHelp, topicRequests, topicRequest, topicReport, topicWatch, topicUnwatch, topicBudget:
 		return true
 	}
 	return false
@@ -91,6 +92,7 @@ func builtins(command string) []Command {
 		{Topic: topicReport, Verb: "capacity", Usage: command + " report capacity [cluster=]", Summary: "a capacity report with a chart, here and now"},
 		{Topic: topicWatch, Usage: command + " watch job= [kind=job|pytorchjob|hyperpod|deployment] [cluster=] [namespace=]",
 			Summary: "tell a workload's status changes (running, completed, failed with logs) in this channel"},
+		{Topic: topicBudget, Usage: command + " budget", Summary: "your spend budgets (yours, your teams', your clusters'), what they have used and when they reset"},
 		{Topic: topicUnwatch, Usage: command + " unwatch job= [kind=] [cluster=] [namespace=]", Summary: "stop telling a workload's changes in this channel"},
 	}
 }
@@ -261,7 +263,7 @@ func (g *Grammar) argNames(cmd *Command) []string {
 	switch cmd.Topic {
 	case topicRequest:
 		return []string{"id"}
-	case topicRequests:
+	case topicRequests, topicBudget:
 		return nil
 	case topicReport:
 		return []string{ArgCluster}

@@ -644,6 +644,7 @@ var topicGuide = map[string]struct{ about, example string }{
 	"watch":     {"tell a workload's changes in this channel", "watch job=llm-ft"},
 	"unwatch":   {"stop telling a workload's changes here", "unwatch job=llm-ft"},
 	"help":      {"this help, or one topic's", "train help"},
+	"budget":    {"your spend budgets: what they used and when they reset", "budget"},
 }
 
 func HelpMessage(g *Grammar, topic string) Msg {

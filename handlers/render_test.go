@@ -144,6 +144,7 @@ func TestGoldenMessages(t *testing.T) {
 	revert.Request.ID, revert.Request.Reverts, revert.Request.Params = "req-5e1f0a77", revertible.ID(), ops.Params{"group": "gpu-workers", "count": int64(2)}
 	revert.Plan.Warnings = []string{"changed since " + revertible.ID() + ": request cap-2 (scale-capacity) changed ml-prod-eks/capacity/gpu-workers after it"}
 	cases := map[string]Rendered{
+		"budget":                       {Msg: BudgetMessage(sampleBudgetUses())},
 		"plan_revertible":              PlanMessage(opSpecs, revertible),
 		"plan_reverted":                PlanMessage(opSpecs, reverted),
 		"plan_revert":                  PlanMessage(opSpecs, revert),

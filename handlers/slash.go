@@ -65,6 +65,8 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 		return h.report(ctx, inv, who, channel)
 	case topicWatch, topicUnwatch:
 		return h.watch(ctx, inv, who, channel)
+	case topicBudget:
+		return h.budget(ctx, who, channel)
 	}
 	req := inv.Request(who, "slash")
 	if req.ID == "" && trigger != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -160,4 +161,41 @@ func (e *Engine) BudgetUsage(ctx context.Context, limits []BudgetLimit) ([]Budge
 		out[i].Used = used[i]
 	}
 	return out, nil
+}
+
+// BudgetViewer is a BudgetPolicy that also lists every budget a viewer's requests count against, on any cluster.
+type BudgetViewer interface {
+	BudgetsOf(ctx context.Context, who Initiator) ([]BudgetLimit, error)
+}
+
+// BudgetsOf returns who's budgets and their use in the current windows, for /hp budget and the agents' budget tool;
+// nil when no budget applies to who. The ledger unreachable is E_STATE_UNAVAILABLE.
+func (e *Engine) BudgetsOf(ctx context.Context, who Initiator) ([]BudgetUse, error) {
+	bv, ok := e.policy.(BudgetViewer)
+	if !ok || e.opts.Ledger == nil {
+		return nil, nil
+	}
+	limits, err := bv.BudgetsOf(ctx, who)
+	if err != nil {
+		return nil, fmt.Errorf("list the budgets of %s: %w", who.ID, err)
+	}
+	return e.BudgetUsage(ctx, limits)
+}
+
+// String says what the window has used of each limit, e.g. "$800 of $1,000 today ($200 left); 8 of 16 GPUs at
+// once"; the window's end is the caller's to say (it depends on the reader's time zone).
+func (u BudgetUse) String() string {
+	l, used := u.Budget.Limit, u.Used
+	var parts []string
+	if l.Cost > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s %s (%s left)", Dollars(used.Cost), Dollars(l.Cost), u.Budget.Period(),
+			Dollars(max(l.Cost-used.Cost, 0))))
+	}
+	if l.GPUHours > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPU-hours", num(used.GPUHours), num(l.GPUHours)))
+	}
+	if l.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPUs at once", num(used.GPUs), num(l.GPUs)))
+	}
+	return strings.Join(parts, "; ")
 }

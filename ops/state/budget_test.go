@@ -49,6 +49,13 @@ func (p budgetPolicy) Budgets(context.Context, ops.Request) ([]ops.BudgetLimit, 
 	return []ops.BudgetLimit{p.limit}, nil
 }
 
+func (p budgetPolicy) BudgetsOf(_ context.Context, who ops.Initiator) ([]ops.BudgetLimit, error) {
+	if who.ID != opsAgent.ID {
+		return nil, nil
+	}
+	return []ops.BudgetLimit{p.limit}, nil
+}
+
 var agentDaily = ops.BudgetLimit{Name: "ops-agent-daily", Path: "budgets[0]", Holder: "ops-agent", Window: ops.WindowDay,
 	Limit: ops.Amount{Cost: 1000}}
 
@@ -109,6 +116,18 @@ func TestBudgetRefusesTheThirdJob(t *testing.T) {
 	}
 	if got := usedToday(t, s, clock); got.Cost != 800 || got.GPUs != 16 || got.GPUHours != 64 {
 		t.Errorf("used today = %+v, want $800, 16 GPUs, 64 GPU-hours", got)
+	}
+
+	// /hp budget and the agents' tool show the same use, and when it frees up; someone else has no budget.
+	uses, err := e.BudgetsOf(ctx, opsAgent)
+	if err != nil || len(uses) != 1 {
+		t.Fatalf("BudgetsOf(ops-agent) = %+v, %v; want one budget", uses, err)
+	}
+	if got, want := uses[0].String(), "$800 of $1,000 today ($200 left)"; got != want || !uses[0].End.Equal(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("use = %q until %s, want %q until 2026-12-04 00:00 UTC", got, uses[0].End, want)
+	}
+	if others, err := e.BudgetsOf(ctx, ops.Initiator{Kind: ops.Human, ID: "U0BOB"}); err != nil || len(others) != 0 {
+		t.Errorf("BudgetsOf(U0BOB) = %+v, %v; want none", others, err)
 	}
 
 	// The window resets at midnight UTC: the same job fits the next day.
