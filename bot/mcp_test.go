@@ -184,7 +184,8 @@ func TestMCPToolsPerAgent(t *testing.T) {
 		token string
 		want  []string
 	}{
-		{tokenOps, append([]string{"get-widget", "scale-widget", "submit-training-job"}, follow...)},
+		// revert_request asks for a change: an agent that may change something is offered it, a reader is not.
+		{tokenOps, append([]string{"get-widget", "scale-widget", "submit-training-job", hmcp.ToolRevertRequest}, follow...)},
 		{tokenReader, append([]string{"get-widget"}, follow...)},
 	} {
 		tools := toolNames(t, h.session(tc.token, nil))
