@@ -179,7 +179,7 @@ func toolNames(t *testing.T, s *mcp.ClientSession) map[string]*mcp.Tool {
 
 func TestMCPToolsPerAgent(t *testing.T) {
 	h := startMCP(t)
-	follow := []string{hmcp.ToolGetRequest, hmcp.ToolListRequests, hmcp.ToolWaitRequest}
+	follow := []string{hmcp.ToolGetRequest, hmcp.ToolListRequests, hmcp.ToolWaitRequest, hmcp.ToolGetBudget}
 	for _, tc := range []struct {
 		token string
 		want  []string

@@ -112,7 +112,7 @@ func TestReadOnlyAgent(t *testing.T) {
 	for n := range toolNames(t, s) {
 		got = append(got, n)
 	}
-	want := []string{"get-widget", hmcp.ToolGetRequest, hmcp.ToolListRequests, hmcp.ToolWaitRequest}
+	want := []string{"get-widget", hmcp.ToolGetRequest, hmcp.ToolListRequests, hmcp.ToolWaitRequest, hmcp.ToolGetBudget}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -32,6 +32,7 @@ func (s *Server) newAgentServer(a Agent) *agentServer {
 		}
 	}
 	as.addFollowTools()
+	as.addBudgetTool()
 	// Reverting asks for a change: an agent that may change nothing is not shown it.
 	if changes {
 		as.addRevertTool()
