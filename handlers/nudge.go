@@ -45,12 +45,19 @@ func reminded(rec *ops.Record) []string {
 		}
 		return out
 	}
-	for _, g := range a.ApproverUserGroups {
+	return append(out, yetToVote(rec, a.ApproverUserGroups, a.ApproverUsers)...)
+}
+
+// yetToVote are the mentions of an approver group: its user groups, then its listed users but the requester and
+// those who voted already.
+func yetToVote(rec *ops.Record, userGroups, users []string) []string {
+	var out []string
+	for _, g := range userGroups {
 		if slackID(g) {
 			out = append(out, groupMention(g))
 		}
 	}
-	for _, u := range a.ApproverUsers {
+	for _, u := range users {
 		if slackID(u) && u != rec.Request.Initiator.ID && !voted(rec, u) {
 			out = append(out, mention(u))
 		}
@@ -67,19 +74,7 @@ func voted(rec *ops.Record, id string) bool {
 // escalatedTo are the mentions of the group a request was escalated to: its user groups, then its listed users
 // (but the requester, and those who voted already).
 func escalatedTo(rec *ops.Record) []string {
-	a := rec.Approval
-	var out []string
-	for _, g := range a.EscalateUserGroups {
-		if slackID(g) {
-			out = append(out, groupMention(g))
-		}
-	}
-	for _, u := range a.EscalateUsers {
-		if slackID(u) && u != rec.Request.Initiator.ID && !voted(rec, u) {
-			out = append(out, mention(u))
-		}
-	}
-	return out
+	return yetToVote(rec, rec.Approval.EscalateUserGroups, rec.Approval.EscalateUsers)
 }
 
 // waited is how long the request has waited for approval when entry t was recorded.

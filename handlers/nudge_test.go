@@ -33,14 +33,14 @@ func nudgedRecord() *ops.Record {
 func TestNudgeGolden(t *testing.T) {
 	rec := nudgedRecord()
 	reminder := ReminderReply(rec, rec.History[1])
-	golden(t, "reminder_reply", reminder)
+	golden(t, "reminder_reply", Rendered{Msg: reminder})
 	noneResolved := rec.Clone()
 	noneResolved.Approval.RemindUsers = nil
-	golden(t, "reminder_reply_unresolved", ReminderReply(noneResolved, rec.History[1]))
+	golden(t, "reminder_reply_unresolved", Rendered{Msg: ReminderReply(noneResolved, rec.History[1])})
 	esc := EscalationMessage(testCatalog(), rec, rec.History[2])
 	checkLimits(t, esc)
-	golden(t, "escalation_message", esc)
-	golden(t, "escalation_reply", EscalationReply(rec, "C0APPROVALS"))
+	golden(t, "escalation_message", Rendered{Msg: esc})
+	golden(t, "escalation_reply", Rendered{Msg: EscalationReply(rec, "C0APPROVALS")})
 	if !strings.HasPrefix(reminder.Text, "<@U0LEAD2> <@U0LEADG> ") || strings.Contains(reminder.Text, "U0LEAD1") {
 		t.Errorf("the reminder's notification is %q: want who has not voted first, not the lead who did", reminder.Text)
 	}

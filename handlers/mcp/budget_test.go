@@ -2,10 +2,7 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hyperops/hyperops/ops"
-	"github.com/hyperops/hyperops/ops/kube"
 )
 
 // budgetRecord is oneRecord with budgets: it answers BudgetsOf for the agent it knows, and records who asked.
@@ -33,23 +29,10 @@ func (e budgetRecord) BudgetsOf(_ context.Context, who ops.Initiator) ([]ops.Bud
 // refuses an argument it does not take.
 func TestGetBudgetOverMCP(t *testing.T) {
 	agent := ops.Initiator{Kind: ops.Agent, ID: "agent:ci-agent", Name: "ci-agent"}
-	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil, nil)
 	var asked []string
-	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
-		Engine: budgetRecord{oneRecord: oneRecord{&ops.Record{Request: ops.Request{ID: "r-1"}}}, asked: &asked}, PollEvery: 10 * time.Millisecond})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v0"}, nil)
-	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + Path, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: withToken("tok")}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := agentSession(ctx, t, agent, budgetRecord{oneRecord: oneRecord{&ops.Record{Request: ops.Request{ID: "r-1"}}}, asked: &asked})
 
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: ToolGetBudget, Arguments: map[string]any{}})
 	if err != nil || res.IsError {

@@ -38,6 +38,27 @@ func (e oneRecord) Revert(context.Context, string, ops.Request) (*ops.Record, er
 	return nil, ops.Errorf(ops.CodeNotRevertible, "requestId", "ask for a new request", "nothing to revert here")
 }
 
+// agentSession serves engine over MCP (the kube catalog, one agent allowed every operation, token "tok") on a local
+// HTTP server and connects the MCP SDK's client to it as agent.
+func agentSession(ctx context.Context, t *testing.T, agent ops.Initiator, engine Engine) *mcp.ClientSession {
+	t.Helper()
+	cat := ops.NewCatalog()
+	kube.Register(cat, nil, nil, nil, nil)
+	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
+		Engine: engine, PollEvery: 10 * time.Millisecond})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v0"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + Path, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: withToken("tok")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // withToken adds the agent's token to every request.
 type withToken string
 
@@ -59,22 +80,9 @@ func TestExpiryToldOverMCPAsExpired(t *testing.T) {
 		Approval: ops.Approval{Required: 1, Approvers: "leads", ExpiresAt: t0.Add(time.Hour), PlanHash: "h1"},
 		History: []ops.Transition{{From: ops.PhaseAwaitingApproval, To: ops.PhaseExpired, At: t0.Add(time.Hour),
 			By: ops.Initiator{Kind: ops.System}, Note: "approval window closed", Kind: ops.KindPhase}}}
-	cat := ops.NewCatalog()
-	kube.Register(cat, nil, nil, nil, nil)
-	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
-		Engine: oneRecord{rec}, PollEvery: 10 * time.Millisecond})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v0"}, nil)
-	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + Path, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: withToken("tok")}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := agentSession(ctx, t, agent, oneRecord{rec})
 
 	for _, tc := range []struct {
 		tool string
