@@ -337,7 +337,7 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 	if rc, ok := x.op.(Rechecker); ok && rec.Plan != nil {
 		observed, err := rc.Recheck(ctx, &rec.Request, rec.Plan)
 		if err != nil {
-			return x.finish(ctx, nil, err)
+			return x.refuse(ctx, rec, err)
 		}
 		if observed == rec.Plan.Observed {
 			return rec, outcomeFinished, nil
@@ -345,14 +345,14 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 	}
 	p, err := e.makePlan(ctx, x.op, rec.Request)
 	if err != nil {
-		return x.finish(ctx, nil, err)
+		return x.refuse(ctx, rec, err)
 	}
 	if rec.Plan != nil && p.Hash == rec.Plan.Hash {
 		return rec, outcomeFinished, nil
 	}
 	appr, err := e.requirement(ctx, rec.Request, p)
 	if err != nil {
-		return x.finish(ctx, nil, err)
+		return x.refuse(ctx, rec, err)
 	}
 	if appr.Required == 0 {
 		next, err := x.step(ctx, "plan refreshed", func(r *Record) { r.Plan = p })
@@ -377,6 +377,16 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 		return back, outcomeRetry, stateError("store the new plan", err)
 	}
 	return back, outcomeFinished, stale
+}
+
+// refuse ends, before its write, an execution whose contract check failed: failed with the cause, unless the
+// cause is the state store not answering (a failover, an outage), which says nothing about the request: it is left
+// executing with nothing sent, and the queue delivers it again once the store answers.
+func (x *executor) refuse(ctx context.Context, rec *Record, err error) (*Record, outcome, error) {
+	if errors.Is(err, ErrStateUnavailable) {
+		return rec, outcomeRetry, err
+	}
+	return x.finish(ctx, nil, err)
 }
 
 // update applies fn to the latest record while this replica still executes it, retrying lost compare-and-sets
@@ -539,8 +549,20 @@ func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Reco
 	return next, outcomeFinished, nil
 }
 
-// guard checks, in one step against the state store, that every lock still carries this execution's token.
+// guard checks, in one step against the state store, that every lock still carries this execution's token. A
+// state store that does not answer is asked again for a third of the lock TTL: a Redis failover takes a second or
+// two, and the write waits it out rather than failing a request that sent nothing. A lock found lost refuses at
+// once; an outage longer than the patience refuses with E_STATE_UNAVAILABLE (fail closed).
 func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
+	var err error
+	_ = retryUnavailable(ctx, e.opts.LockTTL/3, func() error {
+		err = e.checkLocks(ctx, locks)
+		return err
+	})
+	return err
+}
+
+func (e *Engine) checkLocks(ctx context.Context, locks []*Lock) error {
 	for _, l := range locks {
 		if err := e.locks.Check(ctx, l); err != nil {
 			if errors.Is(err, ErrLockLost) {
@@ -553,8 +575,24 @@ func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
 	return nil
 }
 
-// keepLocks renews locks until stop is called. If a renewal fails, the returned context is cancelled, so an
-// execution never goes on without its locks.
+// retryUnavailable runs try until it succeeds, fails for a reason other than the state store being unreachable
+// (ErrStateUnavailable), ctx ends, or patience has passed; it returns the last error.
+func retryUnavailable(ctx context.Context, patience time.Duration, try func() error) error {
+	deadline := time.Now().Add(patience)
+	backoff := 50 * time.Millisecond
+	for {
+		err := try()
+		if err == nil || !errors.Is(err, ErrStateUnavailable) || ctx.Err() != nil || !time.Now().Add(backoff).Before(deadline) {
+			return err
+		}
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// keepLocks renews locks until stop is called. If a lock is lost, or the state store cannot be reached for as long
+// as the last renewal keeps the locks safely held (two thirds of the TTL), the returned context is cancelled, so an
+// execution never goes on without its locks; a shorter outage (a failover) is waited out.
 func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -564,6 +602,7 @@ func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context,
 		defer wg.Done()
 		t := e.opts.Clock.NewTicker(e.opts.LockTTL / 3)
 		defer t.Stop()
+		renewed := e.opts.Clock.Now()
 		for {
 			select {
 			case <-done:
@@ -571,12 +610,11 @@ func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context,
 			case <-ctx.Done():
 				return
 			case <-t.Chan():
-				for _, l := range locks {
-					if err := e.locks.Renew(ctx, l, e.opts.LockTTL); err != nil {
-						cancel(fmt.Errorf("lock %s lost: %w", l.Scope, err))
-						return
-					}
+				if err := e.renewLocks(ctx, locks, renewed); err != nil {
+					cancel(err)
+					return
 				}
+				renewed = e.opts.Clock.Now()
 			}
 		}
 	}()
@@ -588,6 +626,18 @@ func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context,
 			cancel(nil)
 		})
 	}
+}
+
+// renewLocks extends every lock by the TTL. While the state store does not answer it asks again, for as long as
+// the renewal at last keeps them held with a third of the TTL to spare.
+func (e *Engine) renewLocks(ctx context.Context, locks []*Lock, last time.Time) error {
+	for _, l := range locks {
+		patience := last.Add(2 * e.opts.LockTTL / 3).Sub(e.opts.Clock.Now())
+		if err := retryUnavailable(ctx, patience, func() error { return e.locks.Renew(ctx, l, e.opts.LockTTL) }); err != nil {
+			return fmt.Errorf("lock %s lost: %w", l.Scope, err)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) release(l *Lock) {

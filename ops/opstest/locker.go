@@ -19,6 +19,9 @@ type Locker struct {
 	mu    sync.Mutex
 	held  map[string]heldLock
 	fence int64
+	// failChecks and failRenewals are how many of the next Check and Renew calls answer ops.ErrStateUnavailable, as
+	// during a Redis failover; renewals counts the Renew calls that extended a lock.
+	failChecks, failRenewals, renewals int
 }
 
 type heldLock struct {
@@ -69,12 +72,17 @@ func (l *Locker) Holder(_ context.Context, scope ops.LockScope) (string, bool, e
 func (l *Locker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failRenewals > 0 {
+		l.failRenewals--
+		return unreachable("renew", lk)
+	}
 	h, ok := l.live(lk.Scope)
 	if !ok || h.lock.Token != lk.Token {
 		return ops.ErrLockLost
 	}
 	h.expires = l.clock.Now().Add(ttl)
 	l.held[lk.Scope.String()] = h
+	l.renewals++
 	return nil
 }
 
@@ -92,6 +100,10 @@ func (l *Locker) Release(_ context.Context, lk *ops.Lock) error {
 func (l *Locker) Check(_ context.Context, lk *ops.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failChecks > 0 {
+		l.failChecks--
+		return unreachable("check", lk)
+	}
 	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
 		return ops.ErrLockLost
 	}
@@ -104,4 +116,30 @@ func (l *Locker) Drop(scope ops.LockScope) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.held, scope.String())
+}
+
+// FailChecks makes the next n Check calls answer ops.ErrStateUnavailable, as a state store in the middle of a
+// failover does.
+func (l *Locker) FailChecks(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failChecks = n
+}
+
+// FailRenewals makes the next n Renew calls answer ops.ErrStateUnavailable.
+func (l *Locker) FailRenewals(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failRenewals = n
+}
+
+// Renewals is how many Renew calls extended a lock.
+func (l *Locker) Renewals() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewals
+}
+
+func unreachable(what string, lk *ops.Lock) error {
+	return fmt.Errorf("opstest: %s lock %s: %w", what, lk.Scope, ops.ErrStateUnavailable)
 }
