@@ -13,6 +13,7 @@ var (
 	_ ops.BudgetPolicy       = (*Policy)(nil)
 	_ ops.OverBudgetApproval = (*Policy)(nil)
 	_ ops.BudgetViewer       = (*Policy)(nil)
+	_ ops.TeamBudgetLister   = (*Policy)(nil)
 )
 
 // Budgets returns the spend budgets (budgets[] in config) that cover req: its initiator's (an agent by name, a
@@ -49,6 +50,19 @@ func (p *Policy) BudgetsOf(ctx context.Context, who ops.Initiator) ([]ops.Budget
 			return nil, err
 		}
 		if ok {
+			out = append(out, BudgetLimit(i, b))
+		}
+	}
+	return out, nil
+}
+
+// TeamBudgets returns the budgets of teams (a userGroup's) that count requests on cluster: those narrowed to it and
+// those on every cluster, for the capacity report's spend per team.
+func (p *Policy) TeamBudgets(_ context.Context, cluster string) ([]ops.BudgetLimit, error) {
+	var out []ops.BudgetLimit
+	for i := range p.cfg.Budgets {
+		b := &p.cfg.Budgets[i]
+		if b.UserGroup != "" && (b.Cluster == "" || b.Cluster == cluster) {
 			out = append(out, BudgetLimit(i, b))
 		}
 	}

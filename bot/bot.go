@@ -162,7 +162,7 @@ func New(opts Options) (*Bot, error) {
 	if opts.Clusters != nil {
 		var rep handlers.Reporter
 		var err error
-		if sched, rep, err = reporting(opts, store, sc); err != nil {
+		if sched, rep, err = reporting(opts, store, sc, engine); err != nil {
 			return nil, err
 		}
 		if opts.Reporter == nil {

@@ -82,7 +82,7 @@ func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report
 
 // reporting builds the report builder, the scheduler of cfg.Reports (claimed once per tick across replicas) and
 // the on-demand reporter of /hp report capacity.
-func reporting(opts Options, store *state.Store, sc *SlackClient) (*schedule.Scheduler, handlers.Reporter, error) {
+func reporting(opts Options, store *state.Store, sc *SlackClient, teams report.TeamSpendSource) (*schedule.Scheduler, handlers.Reporter, error) {
 	clusters := opts.Clusters
 	pricer := opts.Pricer
 	if pricer == nil {
@@ -103,7 +103,7 @@ func reporting(opts Options, store *state.Store, sc *SlackClient) (*schedule.Sch
 			}
 			return c.Dynamic, nil
 		},
-		Groups: opts.Groups, Pricer: pricer, Samples: schedule.StateSamples{Store: store}, Clock: opts.Clock,
+		Groups: opts.Groups, Pricer: pricer, Samples: schedule.StateSamples{Store: store}, Clock: opts.Clock, Teams: teams,
 	}
 	pub := reportPublisher{slack: sc}
 	var sched *schedule.Scheduler

@@ -90,10 +90,32 @@ func reportTailBlocks(r report.Report) []slack.Block {
 		text += "\n:grey_question: No price for " + reportCode(s.Unknown) + ": those instances are left out."
 	}
 	blocks := []slack.Block{slack.NewDividerBlock(), reportSection(text)}
+	if len(s.Teams) > 0 {
+		blocks = append(blocks, reportSection(reportTeamsText(s.Teams, r.At.Location())))
+	}
 	if s.Source != "" {
 		blocks = append(blocks, reportContext("Prices: "+reportEscape(s.Source)))
 	}
 	return blocks
+}
+
+// reportMaxTeams bounds the team budgets listed; the rest are counted.
+const reportMaxTeams = 10
+
+// reportTeamsText lists each team budget's use of its current window and when it resets, in the report's zone. It
+// names the budget and its user group by ID, never as a mention: a report must not notify a whole team.
+func reportTeamsText(uses []ops.BudgetUse, loc *time.Location) string {
+	var b strings.Builder
+	b.WriteString("*Spend by team* (HyperOps requests, from the spend budgets)")
+	for i, u := range uses {
+		if i == reportMaxTeams {
+			fmt.Fprintf(&b, "\n… and %d more team budgets", len(uses)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n• *%s* (%s): %s · resets %s", reportEscape(u.Budget.Name), reportEscape(u.Budget.Holder),
+			reportEscape(u.String()), u.End.In(loc).Format("Mon Jan 2 15:04 MST"))
+	}
+	return b.String()
 }
 
 func reportGPUBlock(r report.Report) slack.Block {

@@ -139,6 +139,20 @@ func TestReportBlocksGolden(t *testing.T) {
 			return report.Report{Name: report.OnDemand, Cluster: "ml-dev-eks", At: reportAt(t)}
 		}},
 		{"huge", hugeReport},
+		{"teams", func(t *testing.T) report.Report {
+			r := fullReport(t)
+			r.Sections = []string{report.SectionGPUs, report.SectionSpend}
+			r.Change, r.Warnings = nil, nil
+			week := ops.BudgetLimit{Name: "ml-research-weekly", Path: "budgets[1]", Holder: "team S0MLRESEARCH", Window: ops.WindowWeek,
+				Limit: ops.Amount{Cost: 5000, GPUHours: 400}}
+			day := ops.BudgetLimit{Name: "inference-daily", Path: "budgets[2]", Holder: "team S0INFER on ml-prod-eks", Window: ops.WindowDay,
+				Limit: ops.Amount{Cost: 1000}}
+			r.Spend.Teams = []ops.BudgetUse{
+				{Budget: week, Start: r.At.Add(-50 * time.Hour), End: r.At.Add(118 * time.Hour), Used: ops.Amount{Cost: 3200, GPUHours: 256}},
+				{Budget: day, Start: r.At.Add(-9 * time.Hour), End: r.At.Add(15 * time.Hour), Used: ops.Amount{Cost: 1000}},
+			}
+			return r
+		}},
 		{"queues", func(t *testing.T) report.Report {
 			r := fullReport(t)
 			r.Change, r.Warnings = nil, nil

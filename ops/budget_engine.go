@@ -182,6 +182,26 @@ func (e *Engine) BudgetsOf(ctx context.Context, who Initiator) ([]BudgetUse, err
 	return e.BudgetUsage(ctx, limits)
 }
 
+// TeamBudgetLister is a BudgetPolicy that also lists the teams' budgets (a Slack user group's) that count requests
+// on a cluster, for the capacity report.
+type TeamBudgetLister interface {
+	TeamBudgets(ctx context.Context, cluster string) ([]BudgetLimit, error)
+}
+
+// TeamSpend returns the teams' budgets on cluster and their use in the current windows, for the capacity report's
+// spend per team; nil when none applies. The ledger unreachable is E_STATE_UNAVAILABLE.
+func (e *Engine) TeamSpend(ctx context.Context, cluster string) ([]BudgetUse, error) {
+	tl, ok := e.policy.(TeamBudgetLister)
+	if !ok || e.opts.Ledger == nil {
+		return nil, nil
+	}
+	limits, err := tl.TeamBudgets(ctx, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("list the team budgets of %s: %w", cluster, err)
+	}
+	return e.BudgetUsage(ctx, limits)
+}
+
 // String says what the window has used of each limit, e.g. "$800 of $1,000 today ($200 left); 8 of 16 GPUs at
 // once"; the window's end is the caller's to say (it depends on the reader's time zone).
 func (u BudgetUse) String() string {

@@ -65,6 +65,8 @@ type Builder struct {
 	Groups  GroupSource
 	Pricer  ops.Pricer
 	Samples SampleStore
+	// Teams reads the teams' spend budgets for the spend section; optional (*ops.Engine implements it).
+	Teams TeamSpendSource
 	// Clock reads the time of the report (the real clock when nil).
 	Clock clockwork.Clock
 	// GPUResource is the extended resource counted as GPUs (DefaultGPUResource when empty).
@@ -115,8 +117,28 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 	if err := b.price(ctx, s.Region, &r); err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("prices unavailable: %v", err))
 	}
+	b.teams(ctx, s, &r)
 	b.track(ctx, s, &r)
 	return r, nil
+}
+
+// TeamSpendSource reads what the teams' spend budgets on a cluster have used of their current windows.
+type TeamSpendSource interface {
+	TeamSpend(ctx context.Context, cluster string) ([]ops.BudgetUse, error)
+}
+
+// teams adds each team's budget use to the spend section; a ledger that cannot be read is a warning, not a failed
+// report.
+func (b *Builder) teams(ctx context.Context, s Spec, r *Report) {
+	if b.Teams == nil || !r.Shows(SectionSpend) {
+		return
+	}
+	uses, err := b.Teams.TeamSpend(ctx, s.Cluster)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("team spend unavailable: %s", ops.AsError(err).Message))
+		return
+	}
+	r.Spend.Teams = uses
 }
 
 // queues adds the Kueue view when the cluster names a LocalQueue and the report shows queues. Kueue's queues that

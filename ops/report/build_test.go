@@ -351,3 +351,52 @@ func TestBuildNodeHealth(t *testing.T) {
 		})
 	}
 }
+
+// teamSpend answers TeamSpend with uses, or err.
+type teamSpend struct {
+	uses []ops.BudgetUse
+	err  error
+	asks []string
+}
+
+func (s *teamSpend) TeamSpend(_ context.Context, cluster string) ([]ops.BudgetUse, error) {
+	s.asks = append(s.asks, cluster)
+	return s.uses, s.err
+}
+
+// The spend section carries each team budget's use of the cluster; a ledger that cannot be read is a warning and
+// the rest of the report stands; a report without the spend section does not ask.
+func TestBuildTeamSpend(t *testing.T) {
+	use := ops.BudgetUse{Budget: ops.BudgetLimit{Name: "ml-research-weekly", Holder: "team S0ML", Window: ops.WindowWeek,
+		Limit: ops.Amount{Cost: 5000}}, Used: ops.Amount{Cost: 500}}
+	t.Run("read", func(t *testing.T) {
+		b, _ := newBuilder(fixture(), nil, nil)
+		src := &teamSpend{uses: []ops.BudgetUse{use}}
+		b.Teams = src
+		r, err := b.Build(context.Background(), prodSpec)
+		if err != nil || len(r.Spend.Teams) != 1 || r.Spend.Teams[0].Used.Cost != 500 || len(r.Warnings) != 0 {
+			t.Fatalf("Build = teams %+v, warnings %q, %v; want the team's $500 and no warning", r.Spend.Teams, r.Warnings, err)
+		}
+		if len(src.asks) != 1 || src.asks[0] != prodSpec.Cluster {
+			t.Errorf("asked for %q, want %q once", src.asks, prodSpec.Cluster)
+		}
+	})
+	t.Run("ledger unreachable", func(t *testing.T) {
+		b, _ := newBuilder(fixture(), nil, nil)
+		b.Teams = &teamSpend{err: ops.ErrStateUnavailable}
+		r, err := b.Build(context.Background(), prodSpec)
+		if err != nil || r.Spend.Teams != nil || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "team spend unavailable") {
+			t.Fatalf("Build = teams %+v, warnings %q, %v; want a warning and the rest", r.Spend.Teams, r.Warnings, err)
+		}
+	})
+	t.Run("no spend section", func(t *testing.T) {
+		b, _ := newBuilder(fixture(), nil, nil)
+		src := &teamSpend{uses: []ops.BudgetUse{use}}
+		b.Teams = src
+		spec := prodSpec
+		spec.Sections = []string{SectionGPUs}
+		if _, err := b.Build(context.Background(), spec); err != nil || len(src.asks) != 0 {
+			t.Fatalf("Build: %v; asked %q, want no question", err, src.asks)
+		}
+	})
+}

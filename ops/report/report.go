@@ -151,6 +151,10 @@ type Spend struct {
 	Unknown []string `json:"unknown,omitempty"`
 	// Source says where the prices came from.
 	Source string `json:"source,omitempty"`
+	// Teams is what each team's spend budget on the cluster (budgets[] with a userGroup) has used of its current
+	// window, from HyperOps' own records: what its members' approved and running requests hold at worst, and what
+	// finished ones cost as they ran. Nil when no team budget covers the cluster.
+	Teams []ops.BudgetUse `json:"teams,omitempty"`
 }
 
 // Change is the difference from the previous report of the same series.

@@ -277,3 +277,55 @@ func TestBudgetLedgerDownFailsClosed(t *testing.T) {
 		t.Fatalf("record = %+v, want rejected and retryable", rec)
 	}
 }
+
+// teamPolicy counts every request against the ml-research team's weekly budget on c1, and lists it for the report.
+type teamPolicy struct {
+	budgetPolicy
+}
+
+var teamWeekly = ops.BudgetLimit{Name: "ml-research-weekly", Path: "budgets[1]", Holder: "team S0ML", Window: ops.WindowWeek,
+	Limit: ops.Amount{Cost: 5000}}
+
+func (teamPolicy) Budgets(context.Context, ops.Request) ([]ops.BudgetLimit, error) {
+	return []ops.BudgetLimit{teamWeekly}, nil
+}
+
+func (teamPolicy) TeamBudgets(_ context.Context, cluster string) ([]ops.BudgetLimit, error) {
+	if cluster != "c1" {
+		return nil, nil
+	}
+	return []ops.BudgetLimit{teamWeekly}, nil
+}
+
+// The capacity report's spend per team reads the same ledger the approvals reserve in: a team's approved job shows
+// at its worst case, and its early end gives the rest back there too.
+func TestTeamSpendForTheReport(t *testing.T) {
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(morning)
+	catalog := ops.NewCatalog()
+	catalog.Register(trainOp{})
+	s := state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "team"})
+	e := ops.NewEngine(catalog, s, s, teamPolicy{}, ops.EngineOptions{Replica: "r1", Clock: clock, Ledger: s})
+	for _, id := range []string{"job-1", "job-2"} {
+		if rec, err := e.Submit(ctx, trainRequest(id)); err != nil || rec.Phase != ops.PhaseSucceeded {
+			t.Fatalf("%s: %v, %+v", id, err, rec)
+		}
+	}
+	clock.Advance(time.Hour) // job-1 ends after one of its four hours: $100
+	if err := e.SettleRun(ctx, "job-1", clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	uses, err := e.TeamSpend(ctx, "c1")
+	if err != nil || len(uses) != 1 {
+		t.Fatalf("TeamSpend(c1) = %+v, %v; want the team's budget", uses, err)
+	}
+	if got, want := uses[0].String(), "$500 of $5,000 this week ($4,500 left)"; got != want {
+		t.Errorf("team spend %q, want %q", got, want)
+	}
+	if want := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC); !uses[0].End.Equal(want) {
+		t.Errorf("the week ends %s, want %s (Monday)", uses[0].End, want)
+	}
+	if others, err := e.TeamSpend(ctx, "c2"); err != nil || len(others) != 0 {
+		t.Errorf("TeamSpend(c2) = %+v, %v; want none", others, err)
+	}
+}
