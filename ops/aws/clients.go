@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -48,6 +49,11 @@ type Clients struct {
 	// VerifyWait bounds how long reading back a write whose answer was lost waits for AWS to show it (default
 	// DefaultVerifyWait).
 	VerifyWait time.Duration
+	// OnWarning, when set, hears what an operation went on without (a cluster's events it may not read, say), once
+	// per cluster and kind of warning; the bot logs it.
+	OnWarning func(cluster, msg string)
+
+	warned sync.Map // "kind/cluster" already warned of
 }
 
 type regional struct {
@@ -155,4 +161,12 @@ func (c *Clients) verifyWait() time.Duration {
 		return c.VerifyWait
 	}
 	return DefaultVerifyWait
+}
+
+// warnOnce tells OnWarning msg about cluster, unless this process told it a warning of that kind already.
+func (c *Clients) warnOnce(cluster, kind, msg string) {
+	if _, told := c.warned.LoadOrStore(kind+"/"+cluster, true); told || c.OnWarning == nil {
+		return
+	}
+	c.OnWarning(cluster, msg)
 }
