@@ -29,8 +29,6 @@ const (
 	// eventClockSkew is how far before the write (on HyperOps's clock) an event may be stamped by AWS's and still
 	// be told as the write's.
 	eventClockSkew = 5 * time.Second
-	// eventsReadTimeout bounds one poll's read of the events, so a hanging call never holds up the status read.
-	eventsReadTimeout = 30 * time.Second
 	// maxMarkedNodes is the largest group whose node statuses the fallback records with its notes; a larger one is
 	// read afresh after a hand-over (its changes meanwhile are not told, none is told twice).
 	maxMarkedNodes = 200
@@ -91,17 +89,20 @@ func (f *eventFeed) tell(ctx context.Context) {
 	if time.Now().Before(f.notBefore) {
 		return
 	}
-	rctx, cancel := context.WithTimeout(ctx, eventsReadTimeout)
+	rctx, cancel := context.WithTimeout(ctx, f.c.eventsTimeout())
 	evs, err := f.read(rctx)
 	cancel()
 	switch {
 	case err == nil:
 		f.backoff = 0
-	case isThrottled(err):
-		// AWS asked for less (after the SDK's own retries): wait twice as long each time, up to MaxPollInterval.
+	case !eventsRefused(err):
+		// Throttled (after the SDK's own retries), timed out or failed: AWS asked for less, or cannot answer now.
+		// Wait twice as long each time, up to MaxPollInterval, while the status reads go on; nothing is lost, the
+		// next read starts where the told ones end.
 		f.backoff = min(max(2*f.backoff, 2*f.c.pollInterval()), f.c.maxPollInterval())
 		f.notBefore = time.Now().Add(f.backoff)
-	case eventsRefused(err):
+		return
+	default:
 		f.refused = true
 		how := "the status line only"
 		if f.nodes {

@@ -87,6 +87,28 @@ func TestScaleTellsClusterEventsOnce(t *testing.T) {
 	}
 }
 
+// Events AWS held back while it throttled the reads are told once the reads go through: none lost, none twice.
+func TestScaleEventsThrottledThenTold(t *testing.T) {
+	f := newFixture(t, fixtureOptions{transitionDelay: 100 * time.Millisecond})
+	f.srv.Fail(fakeaws.OpSageMakerListClusterEvents, 6, "ThrottlingException", 400, "Rate exceeded") // two reads' three attempts
+	rec, err := f.engine.Submit(ctxT(t), scaleRequest("throttled-events", testCluster, "gpu", 3))
+	if err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("Submit: %v, phase %v", err, rec.Phase)
+	}
+	got, want := told(rec, "HyperPod"), eventWords(t, f)
+	if len(got) != 3 || len(want) != 3 {
+		t.Fatalf("told %q, want the 3 events %q once each", got, want)
+	}
+	for i := range got {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("told %d: %q, want the event of %q", i, got[i], want[i])
+		}
+	}
+	if n := f.srv.Calls(fakeaws.OpSageMakerListClusterEvents); n <= 6 {
+		t.Errorf("%d ListClusterEvents calls: the reads never went through after the throttling", n)
+	}
+}
+
 // replica is another engine on the same store and queue, as a second replica of the bot is.
 func (f *fixture) replica(name string) *ops.Engine {
 	return ops.NewEngine(f.catalog, f.store, f.store, nil, ops.EngineOptions{
@@ -181,19 +203,23 @@ func (w *warnings) all() []string {
 	return slices.Clone(w.msgs)
 }
 
-// A ListClusterEvents that AWS throttles, refuses (no permission) or cannot answer (a cluster not provisioned
-// continuously) never fails the scale: it ends succeeded, told once. Throttled reads back off, below the status
-// read's pace; a refusal is said once in the log, and the group's node changes are told instead.
+// A ListClusterEvents that AWS throttles, that hangs, that AWS refuses (no permission) or cannot answer (a cluster
+// not provisioned continuously) never fails the scale: it ends succeeded, told once. Throttled and timed-out reads
+// back off, below the status read's pace; a refusal is said once in the log, and the group's node changes are told
+// instead.
 func TestScaleWithoutClusterEvents(t *testing.T) {
 	cases := []struct {
 		name     string
 		noEvents bool
 		code     string
 		status   int
+		hang     bool // every read hangs past Clients.EventsTimeout
+		attempts int  // calls one read makes: the SDK's standard retryer tries a throttled call three times
 		nodes    bool // node changes told instead
 		warned   string
 	}{
-		{name: "throttled", code: "ThrottlingException", status: 400},
+		{name: "throttled", code: "ThrottlingException", status: 400, attempts: 3},
+		{name: "hanging", hang: true, attempts: 1},
 		{name: "access denied", code: "AccessDeniedException", status: 400, nodes: true, warned: "AccessDeniedException"},
 		{name: "not continuous", noEvents: true, nodes: true, warned: "NodeProvisioningMode"},
 	}
@@ -204,6 +230,10 @@ func TestScaleWithoutClusterEvents(t *testing.T) {
 			f.clients.OnWarning = w.add
 			if tc.code != "" {
 				f.srv.Fail(fakeaws.OpSageMakerListClusterEvents, -1, tc.code, tc.status, "no events for you")
+			}
+			if tc.hang {
+				f.clients.EventsTimeout = 30 * time.Millisecond
+				f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerListClusterEvents, When: fakeaws.FaultBefore, Delay: time.Minute, Times: -1})
 			}
 			for i, count := range []int{4, 2} {
 				rec, err := f.engine.Submit(ctxT(t), scaleRequest(fmt.Sprintf("scale-%d-%d", len(tc.name), i), testCluster, "gpu", count))
@@ -229,13 +259,13 @@ func TestScaleWithoutClusterEvents(t *testing.T) {
 			if tc.warned == "" && len(warned) > 0 || tc.warned != "" && (len(warned) != 1 || !strings.Contains(warned[0], tc.warned)) {
 				t.Errorf("warnings %q, want %s", warned, map[bool]string{true: "none", false: "one naming " + tc.warned}[tc.warned == ""])
 			}
-			if tc.code == "ThrottlingException" {
-				// Each read is the SDK's three attempts (its standard retryer's); unthrottled, every status read has one.
-				reads, polls := f.srv.Calls(fakeaws.OpSageMakerListClusterEvents)/3, f.srv.Calls(fakeaws.OpSageMakerDescribeCluster)
+			if tc.attempts > 0 {
+				// Unthrottled, every status read is followed by one read of the events.
+				reads, polls := f.srv.Calls(fakeaws.OpSageMakerListClusterEvents)/tc.attempts, f.srv.Calls(fakeaws.OpSageMakerDescribeCluster)
 				if reads == 0 || reads >= polls {
-					t.Errorf("%d ListClusterEvents reads for %d status reads: throttled reads must back off", reads, polls)
+					t.Errorf("%d ListClusterEvents reads for %d status reads: failed reads must back off", reads, polls)
 				}
-				t.Logf("throttled: %d ListClusterEvents reads for %d status reads", reads, polls)
+				t.Logf("%s: %d ListClusterEvents reads for %d status reads", tc.name, reads, polls)
 			}
 		})
 	}
