@@ -355,3 +355,26 @@ func TestEventSentence(t *testing.T) {
 		t.Errorf("a long description makes a %d-rune sentence", n)
 	}
 }
+
+// A recovery on a cluster without events ends as it would with them: its nodes' state is in its status line, the
+// log says once that the events cannot be read, and the thread tells no event.
+func TestRecoveryWithoutClusterEvents(t *testing.T) {
+	f := newFixture(t, fixtureOptions{noEvents: true})
+	w := &warnings{}
+	f.clients.OnWarning = w.add
+	faulty := f.gpuIDs(t)[0]
+	must(t, f.srv.MarkNodeFaulty("ml-hp", faulty, "GPU XID 79"))
+	rec, err := f.engine.Submit(ctxT(t), recoveryRequest("reboot-no-events", OpRebootNodes, ops.Params{"nodes": faulty}))
+	if err != nil || rec.Phase != ops.PhaseSucceeded || outcomes(rec) != 1 {
+		t.Fatalf("Submit: %v; want succeeded, told once", err)
+	}
+	if evs := told(rec, "HyperPod"); len(evs) != 0 {
+		t.Errorf("told events %q that could not be read", evs)
+	}
+	if !f.progress.has(faulty+" Pending (Rebooting)") || !f.progress.has(faulty+" Running") {
+		t.Errorf("progress %q does not follow the node", f.progress.all())
+	}
+	if warned := w.all(); len(warned) != 1 || !strings.Contains(warned[0], "NodeProvisioningMode") {
+		t.Errorf("warnings %q, want one saying why the events cannot be read", warned)
+	}
+}
