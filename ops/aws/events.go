@@ -78,15 +78,16 @@ func (c *Clients) newEventFeed(t *target, cluster, group string, x ops.Execution
 }
 
 // tell reads what happened since the last poll and tells it. It is called once per status read, so it reads no
-// more often than the change is polled.
-func (f *eventFeed) tell(ctx context.Context) {
+// more often than the change is polled. The last read (final: the change is done or failed) is made even while
+// reads back off, so the events that ended the change are told before its outcome.
+func (f *eventFeed) tell(ctx context.Context, final bool) {
 	if f.refused {
 		if f.nodes {
 			f.tellNodes(ctx)
 		}
 		return
 	}
-	if time.Now().Before(f.notBefore) {
+	if !final && time.Now().Before(f.notBefore) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, f.c.eventsTimeout())

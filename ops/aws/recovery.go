@@ -532,8 +532,8 @@ func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan
 		if err != nil {
 			return "", false, nil, err
 		}
-		events.tell(ctx)
 		status, done := o.progress(a, w, now, down, &res)
+		events.tell(ctx, done)
 		for _, id := range w.Accepted {
 			if _, ok := now[id]; !ok && !o.replace {
 				return status, false, ops.Errorf(ops.CodeAWSError, "nodes", "check the group with "+ops.Ask("capacity show"),

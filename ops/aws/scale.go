@@ -491,16 +491,17 @@ func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, e
 				"instance group %s disappeared from %s while scaling", a.Group, a.AWSCluster), nil
 		}
 		res.Status, res.Current = now.ClusterStatus, now.Current
-		events.tell(ctx) // read after the status, so the events that led to it are told before it
 		status := fmt.Sprintf("%d/%d InService (cluster %s)", now.Current, count, now.ClusterStatus)
 		if !up {
 			status = fmt.Sprintf("%d instances left, target %d (cluster %s)", now.Current, count, now.ClusterStatus)
 		}
-		if now.ClusterStatus == statusFailed || now.Status == statusFailed {
+		failed := now.ClusterStatus == statusFailed || now.Status == statusFailed
+		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
+		events.tell(ctx, done || failed) // read after the status, so the events that led to it are told before it
+		if failed {
 			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the failure on AWS, fix its cause, then retry",
 				"scaling %s of %s failed: %s", a.Group, a.AWSCluster, failureText(now.Failure)), nil
 		}
-		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
 		return status, done, nil, nil
 	})
 }
