@@ -46,6 +46,7 @@ func RunEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger, e 
 	if e.AWSPollInterval > 0 {
 		clients.PollInterval = e.AWSPollInterval
 	}
+	clients.OnWarning = func(cluster, msg string) { log.Warn().Str("cluster", cluster).Msg(msg) }
 	w, err := buildCatalogWith(cfg, clients, store, store)
 	if err != nil {
 		return err

@@ -176,6 +176,7 @@ func TestGoldenMessages(t *testing.T) {
 		"result":                       ResultMessage(opSpecs, done),
 		"transition_reply":             {Msg: reply},
 		"progress_reply":               {Msg: ProgressReply(done, "2/4 nodes InService")},
+		"progress_reply_event":         {Msg: ProgressReply(done, "HyperPod error: node i-0abc of gpu failed health checks: GPU XID 79 <@U0ALL> *fallen* off the bus & <!channel>")},
 		"error":                        {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
 		"help":                         {Msg: HelpMessage(g, "")},
 		"help_topic":                   {Msg: HelpMessage(g, "train")},

@@ -158,13 +158,14 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 	left := rec.Execution.Deadline.Sub(e.opts.Clock.Now())
 	bctx, cancel := context.WithTimeout(lctx, left)
 	defer cancel()
-	bctx = WithProgress(bctx, func(msg string) { x.progress(context.WithoutCancel(bctx), msg) })
+	bctx = x.withProgress(bctx, bctx)
 
 	ex := rec.Execution
 	var written []byte
 	switch {
 	case !ex.WriteAccepted.IsZero():
 		written = ex.Written // resumed after the write: observe only
+		xn.WriteStarted, xn.Marks = ex.WriteStarted, ex.Marks
 	case !ex.WriteStarted.IsZero():
 		// The replica that sent the write stopped before recording its answer: read the real state, never re-send.
 		stop()
@@ -185,6 +186,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			x.withdrawWrite(ctx, fence)
 			return rec, outcomeRetry, stateError("record the write", err)
 		}
+		xn.WriteStarted = rec.Execution.WriteStarted
 		wctx, wcancel := x.writeContext(bctx, left)
 		res, wrote, err := x.write(wctx, rec, xn)
 		wcancel()
@@ -239,7 +241,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 // writeContext bounds a write (or its read-back) by the write timeout and what is left of the budget; it is
 // detached from the execution's cancellation, so a hand-over does not cut a write in flight short.
 func (x *executor) writeContext(bctx context.Context, left time.Duration) (context.Context, context.CancelFunc) {
-	detached := WithProgress(context.WithoutCancel(bctx), func(msg string) { x.progress(context.WithoutCancel(bctx), msg) })
+	detached := x.withProgress(context.WithoutCancel(bctx), bctx)
 	return context.WithTimeout(detached, max(min(x.e.opts.WriteTimeout, left), time.Millisecond))
 }
 
@@ -463,11 +465,29 @@ func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 	}
 }
 
-// progress records a step the operation reported, for the request's thread.
-func (x *executor) progress(ctx context.Context, msg string) {
+// withProgress has the operation's Progress and ProgressMarked calls in ctx recorded by this attempt, on a context
+// detached from rec's cancellation: a note reported just before a hand-over is still recorded.
+func (x *executor) withProgress(ctx, rec context.Context) context.Context {
+	return withMarkedProgress(ctx,
+		func(msg string) { x.progress(context.WithoutCancel(rec), msg, "", "") },
+		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) })
+}
+
+// progress records a step the operation reported, for the request's thread, and with it the mark under key (when
+// key is set), in one stored change.
+func (x *executor) progress(ctx context.Context, msg, key, mark string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindProgress, msg, nil) }); err != nil {
+	var fn func(*Record)
+	if key != "" {
+		fn = func(r *Record) {
+			if r.Execution.Marks == nil {
+				r.Execution.Marks = map[string]string{}
+			}
+			r.Execution.Marks[key] = mark
+		}
+	}
+	if _, err := x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindProgress, msg, fn) }); err != nil {
 		x.e.report(x.id, fmt.Errorf("record progress %q: %w", msg, err))
 	}
 }

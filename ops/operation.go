@@ -120,7 +120,16 @@ type Execution struct {
 	// Guard re-checks, in one step against the state store, that this execution still holds its lock; call it
 	// right before every write. Nil (read-only operations) means nothing to check.
 	Guard func(ctx context.Context) error
+	// WriteStarted is when the write was sent (the engine's clock), zero before it; an observation reads what AWS
+	// reports after it.
+	WriteStarted time.Time
+	// Marks are the marks the execution recorded with its progress notes so far (ProgressMarked), as the attempt
+	// found them when it began: a resumed Await goes on after them.
+	Marks map[string]string
 }
+
+// Mark is the mark last recorded under key (ProgressMarked) before this attempt began, or "".
+func (x Execution) Mark(key string) string { return x.Marks[key] }
 
 // Check runs the guard, if any.
 func (x Execution) Check(ctx context.Context) error {

@@ -13,14 +13,40 @@ type ProgressNotifier interface {
 
 type progressKey struct{}
 
-// WithProgress returns a context whose Progress calls reach f.
+// progressSink is where an execution's Progress and ProgressMarked calls go.
+type progressSink struct {
+	note func(msg string)
+	// marked records a note with a mark under key in one step; nil where nobody records marks.
+	marked func(msg, key, mark string)
+}
+
+// WithProgress returns a context whose Progress calls reach f (and ProgressMarked's notes, without their marks).
 func WithProgress(ctx context.Context, f func(msg string)) context.Context {
-	return context.WithValue(ctx, progressKey{}, f)
+	return context.WithValue(ctx, progressKey{}, progressSink{note: f})
+}
+
+// withMarkedProgress is WithProgress for the engine, which records ProgressMarked's marks with their notes.
+func withMarkedProgress(ctx context.Context, note func(msg string), marked func(msg, key, mark string)) context.Context {
+	return context.WithValue(ctx, progressKey{}, progressSink{note: note, marked: marked})
 }
 
 // Progress reports a step of a running execution; it does nothing when nobody listens.
 func Progress(ctx context.Context, format string, args ...any) {
-	if f, ok := ctx.Value(progressKey{}).(func(string)); ok && f != nil {
-		f(fmt.Sprintf(format, args...))
+	if s, ok := ctx.Value(progressKey{}).(progressSink); ok && s.note != nil {
+		s.note(fmt.Sprintf(format, args...))
+	}
+}
+
+// ProgressMarked reports a step like Progress and records mark under key with it, in the same stored change: an
+// Await resumed on another replica finds the mark in Execution.Mark(key) and goes on after what it says was told
+// (the last cluster event told, say), so nothing is told twice across a hand-over.
+func ProgressMarked(ctx context.Context, key, mark string, format string, args ...any) {
+	s, ok := ctx.Value(progressKey{}).(progressSink)
+	switch {
+	case !ok:
+	case s.marked != nil:
+		s.marked(fmt.Sprintf(format, args...), key, mark)
+	case s.note != nil:
+		s.note(fmt.Sprintf(format, args...))
 	}
 }

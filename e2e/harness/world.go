@@ -227,7 +227,7 @@ func (w *World) seedAWS(n int) error {
 	}
 	eks, _ := w.AWS.EKSCluster(EKSCluster)
 	err := w.AWS.AddHyperPodCluster(fakeaws.HyperPodCluster{
-		Name: HyperPod, Region: Region, EKSClusterARN: eks.ARN,
+		Name: HyperPod, Region: Region, EKSClusterARN: eks.ARN, NodeProvisioningMode: fakeaws.ProvisioningContinuous,
 		InstanceGroups: []fakeaws.InstanceGroup{{
 			Name: GPUGroup, Type: GPUType, Count: n,
 			LifecycleS3URI: "s3://e2e-lifecycle/scripts/", ExecutionRole: "arn:aws:iam::123456789012:role/HyperPodExecutionRole",

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,14 @@ func TestCapacityScaleAddsNodes(t *testing.T) {
 	}
 	_, err = w.WaitInThread(ctx, 30*time.Second, harness.OpsChannel, plan.TS, "from 1 to 3")
 	must(t, w, err)
+	// HyperPod's cluster events of the scale are told in the thread, each once, whichever replica observed it.
+	_, err = w.WaitInThread(ctx, 30*time.Second, harness.OpsChannel, plan.TS, "HyperPod: instance group "+harness.GPUGroup+": scaling completed: 3 instances")
+	must(t, w, err)
+	for _, words := range []string{"scaling started: 1 to 3 instances", "scaling completed: 3 instances"} {
+		if n := repliesSaying(w, plan.TS, words); n != 1 {
+			t.Errorf("the thread has %d replies saying %q, want 1", n, words)
+		}
+	}
 
 	for _, n := range nodes {
 		if _, err := plane.WaitNodeReady(ctx, n); err != nil {
@@ -64,4 +73,15 @@ func TestCapacityScaleAddsNodes(t *testing.T) {
 	must(t, w, err)
 	_, err = w.WaitText(ctx, time.Minute, harness.OpsChannel, harness.Cluster, "3/3 nodes ready")
 	must(t, w, err)
+}
+
+// repliesSaying counts the replies in the thread of ts whose text holds words.
+func repliesSaying(w *harness.World, ts, words string) int {
+	n := 0
+	for _, m := range w.Slack.Snapshot().Messages[harness.OpsChannel] {
+		if m.ThreadTS == ts && m.TS != ts && !m.Deleted && strings.Contains(harness.MessageText(m), words) {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 const (
 	OpSageMakerDescribeCluster          = "SageMaker.DescribeCluster"
 	OpSageMakerListClusterNodes         = "SageMaker.ListClusterNodes"
+	OpSageMakerListClusterEvents        = "SageMaker.ListClusterEvents"
 	OpSageMakerUpdateCluster            = "SageMaker.UpdateCluster"
 	OpSageMakerCreateCluster            = "SageMaker.CreateCluster"
 	OpSageMakerDeleteCluster            = "SageMaker.DeleteCluster"

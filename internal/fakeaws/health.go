@@ -74,6 +74,7 @@ func (s *Server) SetNodeHealth(cluster, instanceID string, h NodeHealth) error {
 		s.mu.Unlock()
 		return fmt.Errorf("set node health: no running instance %s in cluster %s (or it is being rebooted or replaced)", instanceID, cluster)
 	}
+	s.healthEvent(c, g, in, h)
 	in.health = h
 	ch := hyperPodChange(c, g)
 	ch.Labels[LabelNodeHealth] = h.label()
@@ -160,4 +161,28 @@ func (s *Server) smDescribeClusterNode(_ context.Context, region string, body []
 		d.LaunchTime = epochPtr(n.launchTime)
 	}
 	return struct{ NodeDetails smNodeDetails }{d}, nil
+}
+
+// healthEvent records what the health agent found when an instance's health changes: an error when it fails its
+// checks, a warning while it is checked or updated, and it passing them again.
+func (s *Server) healthEvent(c *hpCluster, g *hpGroup, in *instance, h NodeHealth) {
+	if h == in.health {
+		return
+	}
+	why := ""
+	if h.Message != "" {
+		why = ": " + h.Message
+	}
+	switch h.Status {
+	case NodeFailure:
+		s.instanceEvent(c, g, in.id, LevelError, "failed health checks"+why)
+	case NodeDeepHealthCheck:
+		s.instanceEvent(c, g, in.id, LevelWarn, "is running deep health checks"+why)
+	case NodeSystemUpdating:
+		s.instanceEvent(c, g, in.id, LevelWarn, "is being updated"+why)
+	default:
+		if in.health.Status != "" && in.health.Status != NodeRunning {
+			s.instanceEvent(c, g, in.id, LevelInfo, "passed health checks and is schedulable")
+		}
+	}
 }

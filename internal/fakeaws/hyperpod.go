@@ -34,7 +34,9 @@ type hpCluster struct {
 	nodeRecovery      string
 	vpc               *smVpcConfig
 	groups            []*hpGroup
-	generation        int // bumped by every transition, so a stale timer cannot act on a newer one
+	generation        int            // bumped by every transition, so a stale timer cannot act on a newer one
+	provisioning      string         // NodeProvisioningMode; ProvisioningContinuous records events
+	events            []ClusterEvent // oldest first (ListClusterEvents)
 }
 
 type hpGroup struct {
@@ -97,6 +99,7 @@ func (s *Server) AddHyperPodCluster(c HyperPodCluster) error {
 	hc := &hpCluster{
 		name: c.Name, region: c.Region, arn: newHyperPodARN(c.Region, s.opts.AccountID), status: c.Status,
 		creationTime: now, eksARN: c.EKSClusterARN, nodeRecovery: "Automatic", vpc: c.VPC.wire(),
+		provisioning: c.NodeProvisioningMode,
 	}
 	var changes []NodeChange
 	for _, ig := range c.InstanceGroups {
@@ -141,6 +144,7 @@ func (s *Server) HyperPodCluster(name string) (HyperPodCluster, bool) {
 	out := HyperPodCluster{
 		Name: c.name, Region: c.region, Status: c.status, EKSClusterARN: c.eksARN, ARN: c.arn,
 		FailureMessage: c.failureMessage, CreationTime: c.creationTime, VPC: c.vpc.snapshot(),
+		NodeProvisioningMode: c.provisioning,
 	}
 	for _, g := range c.groups {
 		out.InstanceGroups = append(out.InstanceGroups, InstanceGroup{
@@ -240,7 +244,7 @@ func (s *Server) hyperPodStep(key string, gen int) {
 	}
 	if msg, fail := s.failNext[c.name]; fail {
 		delete(s.failNext, c.name)
-		failHyperPod(c, msg)
+		s.failHyperPod(c, msg)
 		s.mu.Unlock()
 		return
 	}
@@ -255,6 +259,7 @@ func (s *Server) hyperPodStep(key string, gen int) {
 			ch := hyperPodChange(c, g)
 			ch.Added, ch.Removed = added, removed
 			changes = append(changes, ch)
+			s.nodeEvents(c, g, added, removed)
 		}
 		work = work || g.hasWork()
 	}
@@ -280,19 +285,30 @@ func (s *Server) settleHyperPod(key string, c *hpCluster) {
 		return
 	}
 	c.status = StatusInService
+	for _, g := range c.groups {
+		switch g.status {
+		case StatusDeleting:
+			s.groupEvent(c, g, LevelInfo, "Deletion of InstanceGroup %s in Cluster %s completed", g.name, c.name)
+		case StatusCreating:
+			s.groupEvent(c, g, LevelInfo, "Creation of InstanceGroup %s in Cluster %s completed with %d instances", g.name, c.name, g.current())
+		case StatusUpdating:
+			s.groupEvent(c, g, LevelInfo, "Scaling of InstanceGroup %s in Cluster %s completed: %d instances", g.name, c.name, g.current())
+		}
+	}
 	c.groups = slices.DeleteFunc(c.groups, func(g *hpGroup) bool { return g.status == StatusDeleting })
 	for _, g := range c.groups {
 		g.status = StatusInService
 	}
 }
 
-func failHyperPod(c *hpCluster, message string) {
+func (s *Server) failHyperPod(c *hpCluster, message string) {
 	c.status = StatusFailed
 	c.failureMessage = message
 	for _, g := range c.groups {
 		g.abort()
 		if g.status != StatusInService {
 			g.status = StatusFailed
+			s.groupEvent(c, g, LevelError, "Scaling of InstanceGroup %s in Cluster %s failed: %s", g.name, c.name, message)
 		}
 	}
 }

@@ -103,9 +103,12 @@ func (s *Server) recover(region string, body []byte, kind recovery, op string) (
 		}
 		n.recovery = kind
 		n.health = NodeHealth{Status: NodePending, Message: "Rebooting", Label: HealthPendingReboot}
+		what := "is rebooting"
 		if kind == recoveryReplace {
 			n.health = NodeHealth{Status: NodeShuttingDown, Message: "Replacing", Label: HealthPendingReplacement}
+			what = "is being replaced"
 		}
+		s.instanceEvent(c, g, id, LevelInfo, what)
 		ch := hyperPodChange(c, g)
 		ch.Labels[LabelNodeHealth] = n.health.Label
 		ch.Health = map[NodeName]string{n.name: n.health.Label}
@@ -139,6 +142,7 @@ func (s *Server) finishRecovery(key string, in *instance) {
 	if n.recovery == recoveryReboot {
 		n.recovery, n.health = recoveryNone, NodeHealth{}
 		ch.Health = map[NodeName]string{n.name: HealthSchedulable}
+		s.instanceEvent(c, g, n.id, LevelInfo, "rebooted and is running")
 	} else {
 		now := s.clock.Now()
 		id := "i-0" + randomHex(16)
@@ -149,6 +153,8 @@ func (s *Server) finishRecovery(key string, in *instance) {
 			}
 		}
 		ch.Removed, ch.Added = []NodeName{n.name}, []NodeName{fresh.name}
+		s.instanceEvent(c, g, n.id, LevelInfo, "was replaced and terminated")
+		s.instanceEvent(c, g, fresh.id, LevelInfo, "replaced instance "+n.id+" and is running")
 	}
 	s.mu.Unlock()
 	s.notify([]NodeChange{ch})

@@ -21,6 +21,7 @@ func (s *Server) rpcServices() map[string]rpcService {
 		"SageMaker": {signingName: "sagemaker", ops: map[string]rpcHandler{
 			"DescribeCluster":          s.smDescribeCluster,
 			"ListClusterNodes":         s.smListClusterNodes,
+			"ListClusterEvents":        s.smListClusterEvents,
 			"DescribeClusterNode":      s.smDescribeClusterNode,
 			"BatchRebootClusterNodes":  s.smBatchRebootClusterNodes,
 			"BatchReplaceClusterNodes": s.smBatchReplaceClusterNodes,

@@ -78,6 +78,8 @@ type smDescribeClusterOutput struct {
 	Orchestrator   *smOrchestrator `json:",omitempty"`
 	NodeRecovery   string          `json:",omitempty"`
 	VpcConfig      *smVpcConfig    `json:",omitempty"`
+	// NodeProvisioningMode is Continuous for a cluster that records events.
+	NodeProvisioningMode string `json:",omitempty"`
 }
 
 // lockedClusterRef decodes a {"ClusterName": name-or-ARN} input and finds that cluster. On success it returns
@@ -108,7 +110,7 @@ func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte
 	out := smDescribeClusterOutput{
 		ClusterArn: c.arn, ClusterName: c.name, ClusterStatus: c.status, CreationTime: epochTime(c.creationTime),
 		FailureMessage: c.failureMessage, NodeRecovery: c.nodeRecovery, InstanceGroups: []smGroupDetails{},
-		VpcConfig: c.vpc.clone(),
+		VpcConfig: c.vpc.clone(), NodeProvisioningMode: c.provisioning,
 	}
 	if c.eksARN != "" {
 		out.Orchestrator = &smOrchestrator{}
@@ -416,10 +418,12 @@ func (s *Server) smUpdateCluster(_ context.Context, region string, body []byte) 
 		if g == nil {
 			g = newGroup(spec, StatusCreating)
 			c.groups = append(c.groups, g)
+			s.groupEvent(c, g, LevelInfo, "Creation of InstanceGroup %s in Cluster %s started with %d instances", g.name, c.name, *spec.InstanceCount)
 		} else {
 			g.configure(spec)
 			if g.target != *spec.InstanceCount {
 				g.status = StatusUpdating
+				s.groupEvent(c, g, LevelInfo, "Scaling of InstanceGroup %s in Cluster %s started: %d to %d instances", g.name, c.name, g.target, *spec.InstanceCount)
 			}
 		}
 		g.retarget(*spec.InstanceCount, s.clock.Now())
@@ -427,6 +431,7 @@ func (s *Server) smUpdateCluster(_ context.Context, region string, body []byte) 
 	for _, name := range in.InstanceGroupsToDelete {
 		g := c.group(name)
 		g.status = StatusDeleting
+		s.groupEvent(c, g, LevelInfo, "Deletion of InstanceGroup %s in Cluster %s started", g.name, c.name)
 		g.retarget(0, s.clock.Now())
 	}
 	if in.NodeRecovery != nil {
@@ -483,6 +488,8 @@ type smCreateClusterInput struct {
 	Orchestrator   *smOrchestrator
 	NodeRecovery   *string
 	VpcConfig      *smVpcConfig
+	// NodeProvisioningMode: Continuous makes the cluster record events (ListClusterEvents).
+	NodeProvisioningMode *string
 }
 
 func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) (any, *apiError) {
@@ -505,6 +512,9 @@ func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) 
 	}
 	if in.NodeRecovery != nil {
 		c.nodeRecovery = *in.NodeRecovery
+	}
+	if in.NodeProvisioningMode != nil {
+		c.provisioning = *in.NodeProvisioningMode
 	}
 	if in.Orchestrator != nil && in.Orchestrator.Eks != nil {
 		c.eksARN = *in.Orchestrator.Eks.ClusterArn
@@ -545,6 +555,9 @@ func checkCreateCluster(in smCreateClusterInput) *apiError {
 	}
 	if in.VpcConfig != nil {
 		v.vpcConfig("vpcConfig", in.VpcConfig)
+	}
+	if in.NodeProvisioningMode != nil {
+		v.oneOf("nodeProvisioningMode", *in.NodeProvisioningMode, ProvisioningContinuous)
 	}
 	if aerr := v.err(); aerr != nil {
 		return aerr

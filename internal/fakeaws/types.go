@@ -49,9 +49,12 @@ type HyperPodCluster struct {
 	EKSClusterARN  string // Orchestrator.Eks.ClusterArn; empty for a Slurm cluster
 	VPC            *VPC   // VpcConfig; nil for none (CreateCluster requires one with EKS, seeding does not)
 	InstanceGroups []InstanceGroup
-	ARN            string    // read only
-	FailureMessage string    // read only
-	CreationTime   time.Time // read only
+	// NodeProvisioningMode is ProvisioningContinuous for a cluster that records events (ListClusterEvents); empty
+	// for one that does not, whose ListClusterEvents is refused.
+	NodeProvisioningMode string
+	ARN                  string    // read only
+	FailureMessage       string    // read only
+	CreationTime         time.Time // read only
 }
 
 // InstanceGroup is one HyperPod instance group.

@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -22,7 +23,7 @@ func (t *epochTime) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("timestamp %s: %w", b, err)
 	}
-	*t = epochTime(time.UnixMilli(int64(f * 1000)))
+	*t = epochTime(time.UnixMilli(int64(math.Round(f * 1000))))
 	return nil
 }
 

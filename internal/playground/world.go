@@ -258,7 +258,7 @@ func (p *Playground) seed(ctx context.Context) error {
 	}
 	eks, _ := p.AWS.EKSCluster(EKSCluster)
 	err := p.AWS.AddHyperPodCluster(fakeaws.HyperPodCluster{
-		Name: HyperPod, Region: Region, EKSClusterARN: eks.ARN,
+		Name: HyperPod, Region: Region, EKSClusterARN: eks.ARN, NodeProvisioningMode: fakeaws.ProvisioningContinuous,
 		InstanceGroups: []fakeaws.InstanceGroup{{
 			Name: GPUGroup, Type: GPUType, Count: GPUNodes, LifecycleS3URI: "s3://playground-lifecycle/scripts/",
 			ExecutionRole: "arn:aws:iam::123456789012:role/HyperPodExecutionRole",

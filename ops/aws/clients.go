@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -24,6 +25,8 @@ const (
 	DefaultPollInterval    = time.Duration(config.DefaultPollInterval)
 	DefaultMaxPollInterval = time.Duration(config.DefaultMaxPollInterval)
 	DefaultWaitTimeout     = 4 * time.Hour
+	// DefaultEventsTimeout bounds one read of a HyperPod cluster's events during a change.
+	DefaultEventsTimeout = 30 * time.Second
 	// DefaultVerifyWait is how long reading back a write whose answer was lost waits for AWS to show the change
 	// before concluding it was not made.
 	DefaultVerifyWait = time.Duration(config.DefaultVerifyWait)
@@ -48,6 +51,14 @@ type Clients struct {
 	// VerifyWait bounds how long reading back a write whose answer was lost waits for AWS to show it (default
 	// DefaultVerifyWait).
 	VerifyWait time.Duration
+	// EventsTimeout bounds one read of a cluster's events while a change is watched (default DefaultEventsTimeout),
+	// so a ListClusterEvents that hangs holds the status reads up no longer.
+	EventsTimeout time.Duration
+	// OnWarning, when set, hears what an operation went on without (a cluster's events it may not read, say), once
+	// per cluster and kind of warning; the bot logs it.
+	OnWarning func(cluster, msg string)
+
+	warned sync.Map // "kind/cluster" already warned of
 }
 
 type regional struct {
@@ -155,4 +166,19 @@ func (c *Clients) verifyWait() time.Duration {
 		return c.VerifyWait
 	}
 	return DefaultVerifyWait
+}
+
+// warnOnce tells OnWarning msg about cluster, unless this process told it a warning of that kind already.
+func (c *Clients) warnOnce(cluster, kind, msg string) {
+	if _, told := c.warned.LoadOrStore(kind+"/"+cluster, true); told || c.OnWarning == nil {
+		return
+	}
+	c.OnWarning(cluster, msg)
+}
+
+func (c *Clients) eventsTimeout() time.Duration {
+	if c.EventsTimeout > 0 {
+		return c.EventsTimeout
+	}
+	return DefaultEventsTimeout
 }

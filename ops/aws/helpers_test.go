@@ -55,6 +55,10 @@ type fixtureOptions struct {
 	writeTimeout    time.Duration // the engine's write timeout (default the engine's)
 	// recoveryDuration is how long the fake's reboots and replacements take (default 150ms: many poll intervals)
 	recoveryDuration time.Duration
+	// nodeInterval is the fake's time between two node changes of a transition (default 2ms)
+	nodeInterval time.Duration
+	// noEvents seeds ml-hp without NodeProvisioningMode Continuous, so ListClusterEvents is refused
+	noEvents bool
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -68,8 +72,15 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.recoveryDuration == 0 {
 		o.recoveryDuration = 150 * time.Millisecond
 	}
+	if o.nodeInterval == 0 {
+		o.nodeInterval = 2 * time.Millisecond
+	}
+	provisioning := fakeaws.ProvisioningContinuous
+	if o.noEvents {
+		provisioning = ""
+	}
 	f := &fixture{store: opstest.NewRedisStore(t).Store, progress: &progressLog{}, nodes: newHookNodes(map[string]string{"ml-eks": testCluster, "dev-eks": testDevCluster})}
-	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: 2 * time.Millisecond, OnNodesChanged: f.nodes.record,
+	f.srv = fakeaws.New(fakeaws.Options{TransitionDelay: o.transitionDelay, NodeInterval: o.nodeInterval, OnNodesChanged: f.nodes.record,
 		RecoveryDuration: o.recoveryDuration})
 	t.Cleanup(f.srv.Close)
 	must(t, f.srv.AddEKSCluster(fakeaws.EKSCluster{Name: "ml-eks"}))
@@ -79,7 +90,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		return fakeaws.InstanceGroup{Name: name, Type: typ, Count: n, LifecycleS3URI: testS3, ExecutionRole: testRoleARN}
 	}
 	must(t, f.srv.AddHyperPodCluster(fakeaws.HyperPodCluster{
-		Name: "ml-hp", Status: o.hyperPodStatus, EKSClusterARN: eksARN,
+		Name: "ml-hp", Status: o.hyperPodStatus, EKSClusterARN: eksARN, NodeProvisioningMode: provisioning,
 		InstanceGroups: []fakeaws.InstanceGroup{
 			group("gpu", "ml.p5.48xlarge", o.gpuCount), group("controller", "ml.m5.2xlarge", 1), group("a100", "ml.p4d.24xlarge", 1),
 		},

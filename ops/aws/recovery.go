@@ -509,8 +509,8 @@ type RecoveryResult struct {
 }
 
 // Await watches the nodes until each is Running again (reboot) or gone with a Running instance in its place
-// (replace), reporting each change of their state. It sends nothing.
-func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, _ ops.Execution) (*ops.Result, error) {
+// (replace), reporting each change of their state and the group's cluster events (eventFeed). It sends nothing.
+func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
 	a, err := plannedRecovery(plan)
 	if err != nil {
 		return nil, err
@@ -526,12 +526,14 @@ func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan
 	res := RecoveryResult{Cluster: t.name, AWSCluster: a.AWSCluster, Group: a.Group, Nodes: w.Accepted, Refused: w.Failed}
 	what := fmt.Sprintf("%s of %s in %s", o.verb(), strings.Join(w.Accepted, ", "), a.Group)
 	down := map[string]bool{} // nodes seen out of Running since the write
+	events := o.c.newEventFeed(t, a.AWSCluster, a.Group, x, false)
 	err = o.c.wait(ctx, what, func(ctx context.Context) (string, bool, error, error) {
 		now, err := o.groupNodes(ctx, t, a.Group)
 		if err != nil {
 			return "", false, nil, err
 		}
 		status, done := o.progress(a, w, now, down, &res)
+		events.tell(ctx, done)
 		for _, id := range w.Accepted {
 			if _, ok := now[id]; !ok && !o.replace {
 				return status, false, ops.Errorf(ops.CodeAWSError, "nodes", "check the group with "+ops.Ask("capacity show"),

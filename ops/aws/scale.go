@@ -447,9 +447,10 @@ func (o *scaleOp) resendNodegroup(ctx context.Context, t *target, a scaleAction,
 	return ops.VerdictApplied, w, err
 }
 
-// Await watches the group until AWS reports the change done (or failed), reporting each step. It sends nothing,
-// so a replica resuming a request whose write was recorded only observes.
-func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, _ ops.Execution) (*ops.Result, error) {
+// Await watches the group until AWS reports the change done (or failed), reporting each step and, for a HyperPod
+// group, the group's cluster events (eventFeed), each once across hand-overs. It sends nothing, so a replica
+// resuming a request whose write was recorded only observes.
+func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
 	a, err := planned(plan)
 	if err != nil {
 		return nil, err
@@ -465,7 +466,7 @@ func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, w
 	res := ScaleResult{Cluster: t.name, AWSCluster: a.AWSCluster, Kind: a.Kind, Group: a.Group, InstanceType: a.InstanceType,
 		From: a.From, To: a.To, UpdateID: w.UpdateID}
 	if a.Kind == KindHyperPodGroup {
-		err = o.awaitHyperPod(ctx, t, a, &res)
+		err = o.awaitHyperPod(ctx, t, a, o.c.newEventFeed(t, a.AWSCluster, a.Group, x, true), &res)
 	} else {
 		err = o.awaitNodegroup(ctx, t, a, w, &res)
 	}
@@ -475,7 +476,8 @@ func (o *scaleOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, w
 	return o.result(ctx, t, &res), nil
 }
 
-func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, res *ScaleResult) error {
+// awaitHyperPod polls the group until it is at its count, telling the group's cluster events as they come.
+func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, events *eventFeed, res *ScaleResult) error {
 	count := a.To
 	up := count >= a.From
 	return o.c.wait(ctx, fmt.Sprintf("%s of %s to reach %d", a.Group, a.AWSCluster, count), func(ctx context.Context) (string, bool, error, error) {
@@ -493,11 +495,13 @@ func (o *scaleOp) awaitHyperPod(ctx context.Context, t *target, a scaleAction, r
 		if !up {
 			status = fmt.Sprintf("%d instances left, target %d (cluster %s)", now.Current, count, now.ClusterStatus)
 		}
-		if now.ClusterStatus == statusFailed || now.Status == statusFailed {
+		failed := now.ClusterStatus == statusFailed || now.Status == statusFailed
+		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
+		events.tell(ctx, done || failed) // read after the status, so the events that led to it are told before it
+		if failed {
 			return status, false, ops.Errorf(ops.CodeAWSError, "", "read the failure on AWS, fix its cause, then retry",
 				"scaling %s of %s failed: %s", a.Group, a.AWSCluster, failureText(now.Failure)), nil
 		}
-		done := now.ClusterStatus == statusInService && now.Current == count && now.Target == count
 		return status, done, nil, nil
 	})
 }

@@ -399,6 +399,10 @@ func TestScaleFailureIsReported(t *testing.T) {
 		if ue.Code != ops.CodeAWSError || !strings.Contains(ue.Message, "not enough ml.p5.48xlarge capacity") || rec.Phase != ops.PhaseFailed {
 			t.Errorf("error %+v phase %s", ue, rec.Phase)
 		}
+		// The thread heard it from HyperPod's events too, before the outcome.
+		if evs := told(rec, "HyperPod error"); len(evs) != 1 || !strings.Contains(evs[0], "instance group gpu: scaling failed: InsufficientInstanceCapacity") {
+			t.Errorf("error events told %q, want the failed scaling once", evs)
+		}
 	})
 	t.Run("EKS update failed", func(t *testing.T) {
 		f := newFixture(t, fixtureOptions{})
