@@ -139,6 +139,16 @@ func TestReportBlocksGolden(t *testing.T) {
 			return report.Report{Name: report.OnDemand, Cluster: "ml-dev-eks", At: reportAt(t)}
 		}},
 		{"huge", hugeReport},
+		{"reservations", func(t *testing.T) report.Report {
+			r := fullReport(t)
+			r.Change, r.Warnings = nil, nil
+			end := r.At.Add(3*time.Hour + 20*time.Minute)
+			r.Reservations = []ops.CapacityReservation{
+				{Group: "train-p5", Plan: "tp-ended", Status: "Expired", EndTime: r.At.Add(-time.Hour), Left: -time.Hour},
+				{Group: "train-<p5>", Plan: "tp-evening", Status: "Active", EndTime: end, Left: 3*time.Hour + 20*time.Minute},
+			}
+			return r
+		}},
 		{"queues", func(t *testing.T) report.Report {
 			r := fullReport(t)
 			r.Change, r.Warnings = nil, nil

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -17,10 +18,34 @@ type CapacityReservation struct {
 	Status string `json:"status,omitempty"`
 	// EndTime is when the reservation ends; zero when it could not be read (Unknown says why).
 	EndTime time.Time `json:"endTime,omitzero"`
-	// Left is EndTime less the time it was looked at (negative once it has ended).
-	Left time.Duration `json:"left,omitempty"`
+	// Left is EndTime less the time it was looked at (negative once it has ended); in JSON, leftSeconds.
+	Left time.Duration `json:"-"`
 	// Unknown says why the end could not be read: a plan goes on without it, its risk not lowered.
 	Unknown string `json:"unknown,omitempty"`
+}
+
+// capacityReservationJSON is CapacityReservation on the wire, with Left in seconds.
+type capacityReservationJSON struct {
+	capacityReservationFields
+	LeftSeconds int64 `json:"leftSeconds,omitempty"`
+}
+
+type capacityReservationFields CapacityReservation
+
+// MarshalJSON writes Left as leftSeconds, which agents read without knowing Go's durations.
+func (r CapacityReservation) MarshalJSON() ([]byte, error) {
+	return json.Marshal(capacityReservationJSON{capacityReservationFields(r), int64(r.Left / time.Second)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (r *CapacityReservation) UnmarshalJSON(b []byte) error {
+	var w capacityReservationJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = CapacityReservation(w.capacityReservationFields)
+	r.Left = time.Duration(w.LeftSeconds) * time.Second
+	return nil
 }
 
 // Known reports whether the end time was read.
