@@ -8,12 +8,17 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	hpaws "github.com/hyperops/hyperops/ops/aws"
 )
 
 // reservationReader plays ops/aws's reservation reader.
@@ -116,5 +121,67 @@ func TestTrainingJobOutlivesReservation(t *testing.T) {
 				t.Errorf("plan shows reservations %+v", p.Reservations)
 			}
 		})
+	}
+}
+
+// TestTrainingJobAgainstFakeTrainingPlan runs the whole chain: ops/aws's reservation reader, over the real SDK,
+// reads the group's training plan from the fake AWS. A job that outlives it is refused naming its end; with
+// DescribeTrainingPlan throttled on every call the job is still planned, its end said to be unknown.
+func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
+	srv := fakeaws.New(fakeaws.Options{TransitionDelay: -1})
+	t.Cleanup(srv.Close)
+	end := time.Now().Add(3*time.Hour + 20*time.Minute)
+	arn, err := srv.AddTrainingPlan(fakeaws.TrainingPlan{Name: "tp-gpu", InstanceType: "ml.g5.12xlarge", Count: 2,
+		Start: time.Now().Add(-time.Hour), End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddHyperPodCluster(fakeaws.HyperPodCluster{Name: "ml-hp", InstanceGroups: []fakeaws.InstanceGroup{{Name: "gpu-workers",
+		Type: "ml.g5.12xlarge", Count: 2, LifecycleS3URI: "s3://lifecycle/scripts/", ExecutionRole: "arn:aws:iam::123456789012:role/hp",
+		TrainingPlanARN: arn}}}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []runtime.Object{
+		gpuNodeObj("hyperpod-i-0aaa", "gpu-workers", "ml.g5.12xlarge", 4, HealthSchedulable),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
+	}
+	var cfg *config.Config
+	e := newEnv(t, nodes, func(c *config.Config, _ *env) {
+		c.Clusters[0].HyperPod.ClusterName = "ml-hp"
+		c.AWS.Endpoints.SageMaker = srv.URL()
+		cfg = c
+	})
+	e.reg.reservations = hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		Retryer: func() awssdk.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			})
+		}})
+	plan := func(id string) (*ops.Plan, error) {
+		req := request("submit-training-job", trainParams(map[string]any{"max-hours": "12"}))
+		req.ID = id
+		op, err := e.prepare(t, req)
+		if err != nil {
+			t.Fatalf("validate: %v", err)
+		}
+		return op.Plan(context.Background(), req)
+	}
+
+	srv.Fail(fakeaws.OpSageMakerDescribeTrainingPlan, -1, "ThrottlingException", 400, "Rate exceeded")
+	p, err := plan("throttled")
+	if err != nil {
+		t.Fatalf("with DescribeTrainingPlan throttled, plan = %v; want it planned", err)
+	}
+	if said := strings.Join(p.Warnings, "\n"); !strings.Contains(said, "training plan tp-gpu: reservation end unknown") || !strings.Contains(said, "ThrottlingException") {
+		t.Errorf("warnings %q do not say the end is unknown because of throttling", p.Warnings)
+	}
+
+	srv.ClearFaults()
+	_, err = plan("outlives")
+	oe := ops.AsError(err)
+	wantEnd := end.UTC().Format("2006-01-02 15:04 UTC")
+	if err == nil || oe.Code != ops.CodeReservationEnds || !strings.Contains(oe.Message, "training plan tp-gpu, which ends "+wantEnd) {
+		t.Fatalf("plan = %v, want E_RESERVATION_ENDS naming tp-gpu's end %s", err, wantEnd)
 	}
 }
