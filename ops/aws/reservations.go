@@ -18,10 +18,13 @@ import (
 const (
 	ReservationTTL         = time.Minute
 	reservationReadTimeout = 5 * time.Second
+	// reservationRetryAfter is how long a failed DescribeTrainingPlan is remembered: a throttling SageMaker is not
+	// asked again by every plan, and the end is read again soon after.
+	reservationRetryAfter = 10 * time.Second
 )
 
 // reservations is the reader's cache: each instance group's training plan ARN per cluster, and each training
-// plan's end by ARN. Failed reads are not kept: the next plan tries again.
+// plan's end by ARN. A failed read of a plan is kept for reservationRetryAfter only.
 type reservations struct {
 	mu     sync.Mutex
 	groups map[string]cachedGroups // by cluster name
@@ -37,6 +40,17 @@ type cachedPlan struct {
 	at     time.Time
 	status string
 	end    time.Time
+	// failed says why the read failed; such an entry lives reservationRetryAfter.
+	failed string
+}
+
+// fresh reports whether the entry may still be used at now.
+func (p cachedPlan) fresh(now time.Time) bool {
+	ttl := ReservationTTL
+	if p.failed != "" {
+		ttl = reservationRetryAfter
+	}
+	return now.Sub(p.at) < ttl
 }
 
 func newReservations() *reservations {
@@ -114,16 +128,20 @@ func (c *Clients) reservation(ctx context.Context, t *target, group, arn string)
 	c.reserved.mu.Lock()
 	p, ok := c.reserved.plans[arn]
 	c.reserved.mu.Unlock()
-	if !ok || now.Sub(p.at) >= ReservationTTL {
+	if !ok || !p.fresh(now) {
 		out, err := t.sm.DescribeTrainingPlan(ctx, &sagemaker.DescribeTrainingPlanInput{TrainingPlanName: awssdk.String(name)})
 		if err != nil {
-			r.Unknown = ops.AsError(awsError(serviceSageMaker, "DescribeTrainingPlan", err)).Message
-			return r
+			p = cachedPlan{at: now, failed: ops.AsError(awsError(serviceSageMaker, "DescribeTrainingPlan", err)).Message}
+		} else {
+			p = cachedPlan{at: now, status: string(out.Status), end: awssdk.ToTime(out.EndTime)}
 		}
-		p = cachedPlan{at: now, status: string(out.Status), end: awssdk.ToTime(out.EndTime)}
 		c.reserved.mu.Lock()
 		c.reserved.plans[arn] = p
 		c.reserved.mu.Unlock()
+	}
+	if p.failed != "" {
+		r.Unknown = p.failed
+		return r
 	}
 	r.Status, r.EndTime = p.status, p.end
 	if r.EndTime.IsZero() {

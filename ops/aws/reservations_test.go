@@ -80,7 +80,8 @@ func TestScalePlanWithThrottledTrainingPlan(t *testing.T) {
 }
 
 // The reader keeps what it read for ReservationTTL: plans and reports in that window do not call AWS again, and
-// after it the end is read afresh (a plan extended is seen within a minute). A failed read is not kept.
+// after it the end is read afresh (a plan extended is seen within a minute). A failed read is remembered for
+// reservationRetryAfter only, so a throttling SageMaker is not asked by every plan.
 func TestReservationsAreCached(t *testing.T) {
 	f := newFixture(t, fixtureOptions{planEndsIn: 2 * time.Hour})
 	clock := clockwork.NewFakeClockAt(time.Now())
@@ -97,6 +98,11 @@ func TestReservationsAreCached(t *testing.T) {
 	if r := read(); r.Known() || !strings.Contains(r.Unknown, "AccessDenied") {
 		t.Errorf("denied read = %+v, want the end unknown and why", r)
 	}
+	if r := read(); r.Known() || f.srv.Calls(fakeaws.OpSageMakerDescribeTrainingPlan) != 1 {
+		t.Errorf("read right after a failed one = %+v after %d DescribeTrainingPlan calls; want the failure remembered for %s",
+			r, f.srv.Calls(fakeaws.OpSageMakerDescribeTrainingPlan), reservationRetryAfter)
+	}
+	clock.Advance(reservationRetryAfter)
 	if r := read(); !r.Known() || r.Left > 2*time.Hour || r.Left < 2*time.Hour-time.Minute {
 		t.Errorf("read after a failed one = %+v, want the end two hours away", r)
 	}

@@ -11,6 +11,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/jonboulle/clockwork"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -151,13 +152,16 @@ func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
 		c.AWS.Endpoints.SageMaker = srv.URL()
 		cfg = c
 	})
-	e.reg.reservations = hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
+	clients := hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		Retryer: func() awssdk.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
 			})
 		}})
+	clock := clockwork.NewFakeClockAt(time.Now())
+	clients.Clock = clock
+	e.reg.reservations = clients
 	plan := func(id string) (*ops.Plan, error) {
 		req := request("submit-training-job", trainParams(map[string]any{"max-hours": "12"}))
 		req.ID = id
@@ -178,6 +182,7 @@ func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
 	}
 
 	srv.ClearFaults()
+	clock.Advance(15 * time.Second) // past the few seconds a failed read is remembered
 	_, err = plan("outlives")
 	oe := ops.AsError(err)
 	wantEnd := end.UTC().Format("2006-01-02 15:04 UTC")
