@@ -147,7 +147,7 @@ func TestGoldenMessages(t *testing.T) {
 	onPlan := ops.CapacityReservation{Group: "gpu-workers", Plan: "tp-gpu-dec", Status: "Active", EndTime: t0.Add(3*time.Hour + 20*time.Minute),
 		Left: 3*time.Hour + 20*time.Minute}
 	reserved.Plan.Reservations = []ops.CapacityReservation{onPlan}
-	reserved.Plan.Risk.Add(ops.RiskCritical, "max-hours=12 outlives the reservation its pods may land on: %s; SageMaker takes the instances back then and the job is cut short", onPlan.Line())
+	reserved.Plan.Risk.Add(ops.RiskCritical, "max-hours=12 outlives training plan tp-gpu-dec of instance group gpu-workers, where its pods may land, which %s: the job would be cut short", onPlan.Ends())
 	reservedUnknown := capacityRecord()
 	reservedUnknown.Plan.Reservations = []ops.CapacityReservation{{Group: "gpu-workers", Plan: "tp-gpu-dec",
 		Unknown: "AWS SageMaker DescribeTrainingPlan failed: ThrottlingException: Rate exceeded <retry later>"}}

@@ -42,9 +42,10 @@ func (r *registry) checkReservations(ctx context.Context, t target, d *desired) 
 		return on, nil
 	}
 	first := slices.MinFunc(outlived, func(a, b ops.CapacityReservation) int { return a.EndTime.Compare(b.EndTime) })
-	why := fmt.Sprintf("max-hours=%s outlives the reservation its pods may land on: %s", hoursWords(d.runFor), first.Line())
+	why := fmt.Sprintf("max-hours=%s outlives training plan %s of instance group %s, where its pods may land, which %s",
+		hoursWords(d.runFor), first.Plan, first.Group, first.Ends())
 	if r.reservationOutlived() == config.ReservationCritical {
-		d.risk.Add(ops.RiskCritical, "%s; SageMaker takes the instances back then and the job is cut short", why)
+		d.risk.Add(ops.RiskCritical, "%s: the job would be cut short", why)
 		return on, nil
 	}
 	return nil, &ops.Error{Code: ops.CodeReservationEnds, Field: "max-hours", Message: why,

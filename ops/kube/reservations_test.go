@@ -50,7 +50,7 @@ func TestTrainingJobOutlivesReservation(t *testing.T) {
 		gpuNodeObj("hyperpod-i-0bbb", "gpu-workers", "ml.g5.12xlarge", 4, HealthSchedulable),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
 	}
-	const ends = "training plan tp-gpu, which ends 2026-12-05 17:20 UTC (in 3 h 20 min)"
+	const outlives = "max-hours=12 outlives training plan tp-gpu of instance group gpu-workers, where its pods may land, which ends 2026-12-05 17:20 UTC (in 3 h 20 min)"
 	tests := []struct {
 		name     string
 		mode     string
@@ -61,10 +61,10 @@ func TestTrainingJobOutlivesReservation(t *testing.T) {
 		wantSaid string // in the risk reasons or warnings
 	}{
 		{"outlives: refused by default", "", &reservationReader{reservations: []ops.CapacityReservation{endsIn(3*time.Hour + 20*time.Minute)}}, "12",
-			[]string{"max-hours=12 outlives the reservation its pods may land on: instance group gpu-workers runs on " + ends,
+			[]string{outlives,
 				"max-hours=200m or less", "extend training plan tp-gpu"}, ops.RiskLow, ""},
 		{"outlives: critical by config", config.ReservationCritical, &reservationReader{reservations: []ops.CapacityReservation{endsIn(3*time.Hour + 20*time.Minute)}}, "12",
-			nil, ops.RiskCritical, "max-hours=12 outlives the reservation its pods may land on: instance group gpu-workers runs on " + ends},
+			nil, ops.RiskCritical, outlives + ": the job would be cut short"},
 		{"ends in time", "", &reservationReader{reservations: []ops.CapacityReservation{endsIn(3*time.Hour + 20*time.Minute)}}, "3",
 			nil, ops.RiskLow, ""},
 		{"end unknown: planned, said", "", &reservationReader{reservations: []ops.CapacityReservation{{Group: "gpu-workers", Plan: "tp-gpu",
@@ -186,7 +186,7 @@ func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
 	_, err = plan("outlives")
 	oe := ops.AsError(err)
 	wantEnd := end.UTC().Format("2006-01-02 15:04 UTC")
-	if err == nil || oe.Code != ops.CodeReservationEnds || !strings.Contains(oe.Message, "training plan tp-gpu, which ends "+wantEnd) {
+	if err == nil || oe.Code != ops.CodeReservationEnds || !strings.Contains(oe.Message, "training plan tp-gpu of instance group gpu-workers, where its pods may land, which ends "+wantEnd) {
 		t.Fatalf("plan = %v, want E_RESERVATION_ENDS naming tp-gpu's end %s", err, wantEnd)
 	}
 }
