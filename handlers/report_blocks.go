@@ -58,7 +58,11 @@ func ReportBlocks(r report.Report) []slack.Block {
 	tail := reportTailBlocks(r)
 	room := reportMaxBlocks - len(blocks) - len(tail)
 	if r.Shows(report.SectionGroups) {
-		gb := reportGroupBlocks(r.Groups, min(reportMaxGroupBlocks, room-2))
+		reserved := 0
+		if len(r.Reservations) > 0 {
+			reserved = 1 // the reservations' section follows the groups
+		}
+		gb := reportGroupBlocks(r.Groups, min(reportMaxGroupBlocks, room-1-reserved))
 		blocks = append(append(blocks, slack.NewDividerBlock()), gb...)
 		room -= len(gb) + 1
 		if len(r.Reservations) > 0 {

@@ -344,3 +344,25 @@ func TestReportWithChart(t *testing.T) {
 		t.Errorf("without a chart the report changed")
 	}
 }
+
+// A huge report with many reservations ending keeps within Slack's limits, lists the first ten soonest and counts
+// the rest, and still closes with the spend.
+func TestReportBlocksHugeWithReservations(t *testing.T) {
+	r := hugeReport(t)
+	for i := range 25 {
+		left := time.Duration(i+1) * 30 * time.Minute
+		r.Reservations = append(r.Reservations, ops.CapacityReservation{Group: fmt.Sprintf("group-%02d", i), Plan: fmt.Sprintf("tp-%02d", i),
+			Status: "Active", EndTime: r.At.Add(left), Left: left})
+	}
+	blocks := ReportBlocks(r)
+	checkReportLimits(t, blocks)
+	b, _ := json.Marshal(blocks)
+	for _, want := range []string{"Reservations ending within 24 h* (25)", "tp-09", "and 15 more", "more groups", "Estimated spend"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("huge report with reservations does not say %q", want)
+		}
+	}
+	if strings.Contains(string(b), "tp-10") {
+		t.Error("the eleventh reservation is named; at most ten are")
+	}
+}
