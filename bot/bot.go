@@ -59,7 +59,8 @@ type Options struct {
 	WatchLeaseTTL time.Duration
 	// Pricer prices capacity reports (default the built-in table with the config's overrides).
 	Pricer ops.Pricer
-	// Groups is the AWS view of instance groups in capacity reports (optional).
+	// Groups is the AWS view of instance groups in capacity reports (optional); when it is an
+	// ops.ReservationReader too, reports list the training plans that end within a day.
 	Groups report.GroupSource
 	// MCPListener serves MCP (bot/mcp.go); nil listens on Config.MCP.Listen, off when that is empty.
 	MCPListener net.Listener

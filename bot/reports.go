@@ -55,6 +55,14 @@ type awsGroups struct {
 	cfg     *config.Config
 }
 
+// Reservations implements ops.ReservationReader for the report: the training plans the instance groups run on.
+func (g awsGroups) Reservations(ctx context.Context, cluster string) ([]ops.CapacityReservation, error) {
+	if g.clients == nil {
+		return nil, nil
+	}
+	return g.clients.Reservations(ctx, cluster)
+}
+
 // InstanceGroups implements report.GroupSource; a cluster with neither HyperPod nor EKS configured has none.
 func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report.GroupStatus, error) {
 	if cl, ok := g.cfg.Cluster(cluster); ok && cl.HyperPod.ClusterName == "" && cl.EKS.ClusterName == "" {
@@ -105,6 +113,8 @@ func reporting(opts Options, store *state.Store, sc *SlackClient, teams report.T
 		},
 		Groups: opts.Groups, Pricer: pricer, Samples: schedule.StateSamples{Store: store}, Clock: opts.Clock, Teams: teams,
 	}
+	// The AWS view that knows instance groups knows the training plans they run on too.
+	b.Reservations, _ = opts.Groups.(ops.ReservationReader)
 	pub := reportPublisher{slack: sc}
 	var sched *schedule.Scheduler
 	if len(opts.Config.Reports) > 0 {

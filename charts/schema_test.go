@@ -34,6 +34,7 @@ var configConstraints = map[string]map[string]any{
 	"log.level":                                  {"enum": []any{"trace", "debug", "info", "warn", "error", ""}},
 	"log.format":                                 {"enum": []any{"json", "console", "auto", ""}},
 	"pricing.source":                             {"enum": []any{"builtin", "aws", ""}},
+	"risk.reservationOutlived":                   {"enum": []any{"refuse", "critical", ""}},
 	"approvals.rules[].initiator":                {"enum": []any{"human", "agent", ""}},
 	"approvals.rules[].risk[]":                   {"enum": []any{"low", "medium", "high", "critical"}},
 	"agents[].scope.maxRisk":                     {"enum": []any{"low", "medium", "high", "critical", ""}},

@@ -483,7 +483,17 @@ var RiskLevels = []string{RiskLow, RiskMedium, RiskHigh, RiskCritical}
 // Risk holds the thresholds that raise a plan's risk.
 type Risk struct {
 	HourlyCost HourlyCost `yaml:"hourlyCost"`
+	// ReservationOutlived is what a training plan does when the job's max-hours outlives the reservation (training
+	// plan) its instance group runs on: ReservationRefuse (the default) refuses it with E_RESERVATION_ENDS,
+	// ReservationCritical plans it at critical risk with the reason.
+	ReservationOutlived string `yaml:"reservationOutlived"`
 }
+
+// The values of risk.reservationOutlived.
+const (
+	ReservationRefuse   = "refuse"
+	ReservationCritical = "critical"
+)
 
 // HourlyCost thresholds in US dollars per hour: a plan whose Δ cost reaches Medium is medium risk, High is high.
 type HourlyCost struct {

@@ -77,6 +77,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	setDefault(&c.Risk.HourlyCost.Medium, DefaultMediumHourlyCost)
 	setDefault(&c.Risk.HourlyCost.High, DefaultHighHourlyCost)
+	setDefault(&c.Risk.ReservationOutlived, ReservationRefuse)
 	setDefault(&c.Pricing.Source, DefaultPricingSource)
 	setDefault(&c.Pricing.CacheTTL, DefaultPricingCacheTTL)
 	for i := range c.Reports {

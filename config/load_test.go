@@ -120,6 +120,7 @@ func TestDefaults(t *testing.T) {
 		{"rule expiresAfter", cfg.Approvals.Rules[0].ExpiresAfter.Std(), time.Hour},
 		{"risk medium", cfg.Risk.HourlyCost.Medium, 50.0},
 		{"risk high", cfg.Risk.HourlyCost.High, 500.0},
+		{"reservation outlived", cfg.Risk.ReservationOutlived, ReservationRefuse},
 		{"pricing.source", cfg.Pricing.Source, "builtin"},
 		{"pricing.cacheTTL", cfg.Pricing.CacheTTL.Std(), 24 * time.Hour},
 		{"report timezone", cfg.Reports[0].Timezone, "UTC"},

@@ -131,6 +131,9 @@ func (r *Risk) validate(l *problemList) {
 	if hc.High <= hc.Medium {
 		l.add("risk.hourlyCost.high", "must be greater than risk.hourlyCost.medium (%g), got %g", hc.Medium, hc.High)
 	}
+	if o := r.ReservationOutlived; o != ReservationRefuse && o != ReservationCritical {
+		l.add("risk.reservationOutlived", "must be %s or %s, got %q", ReservationRefuse, ReservationCritical, o)
+	}
 }
 
 func (p *Pricing) validate(l *problemList) {

@@ -1,11 +1,12 @@
 package handlers
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // money renders dollars with thousands separators: cents below $10,000, whole dollars above.
@@ -58,25 +59,7 @@ func plural(n int64, one, many string) string {
 }
 
 // duration renders a duration the way people say it: "12 h", "1 h 30 min", "45 min", "20 s", "3 days".
-func duration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Round(time.Second).Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
-	case d >= 72*time.Hour && d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%d days", int(d.Hours()/24))
-	}
-	d = d.Round(time.Minute)
-	h, m := int(d.Hours()), int(d.Minutes())%60
-	if m == 0 {
-		return fmt.Sprintf("%d h", h)
-	}
-	return fmt.Sprintf("%d h %d min", h, m)
-}
+func duration(d time.Duration) string { return ops.SayDuration(d) }
 
 // hours renders a number of hours as a duration.
 func hours(h float64) string { return duration(time.Duration(h * float64(time.Hour))) }

@@ -244,6 +244,24 @@ func runsAsLine(runsAs string) string {
 	return "*Runs as* " + escLine(runsAs)
 }
 
+// reservationLines says which reservation (training plan) the work runs on and when it ends, one line each:
+// "*Reservation* `gpu` runs on training plan `tp-gpu`, which ends <date> (in 3 h 20 min)".
+func reservationLines(rs []ops.CapacityReservation) string {
+	lines := make([]string, 0, len(rs))
+	for _, r := range rs {
+		head := "*Reservation* " + code(r.Group) + " runs on training plan " + code(r.Plan)
+		switch {
+		case !r.Known():
+			lines = append(lines, head+": end unknown ("+escLine(clip(r.Unknown, 300))+")")
+		case r.Left <= 0:
+			lines = append(lines, head+", which ended "+slackTime(r.EndTime)+" ("+duration(r.Left)+" ago)")
+		default:
+			lines = append(lines, head+", which ends "+slackTime(r.EndTime)+" (in "+duration(r.Left)+")")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 func joinNonEmpty(parts ...string) string {
 	var out []string
 	for _, p := range parts {

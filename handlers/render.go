@@ -133,7 +133,7 @@ func planMessage(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) Render
 	var files []File
 	if p := rec.Plan; p != nil {
 		if !executed(rec.Phase) {
-			if d := joinNonEmpty(diffSummary(p.Changes), runsAsLine(p.RunsAs)); d != "" {
+			if d := joinNonEmpty(diffSummary(p.Changes), runsAsLine(p.RunsAs), reservationLines(p.Reservations)); d != "" {
 				blocks = append(blocks, section(d))
 			}
 			if d := driftSummary(p.Drift); d != "" {

@@ -143,7 +143,18 @@ func TestGoldenMessages(t *testing.T) {
 	revert := capacityRecord()
 	revert.Request.ID, revert.Request.Reverts, revert.Request.Params = "req-5e1f0a77", revertible.ID(), ops.Params{"group": "gpu-workers", "count": int64(2)}
 	revert.Plan.Warnings = []string{"changed since " + revertible.ID() + ": request cap-2 (scale-capacity) changed ml-prod-eks/capacity/gpu-workers after it"}
+	reserved := trainingRecord()
+	onPlan := ops.CapacityReservation{Group: "gpu-workers", Plan: "tp-gpu-dec", Status: "Active", EndTime: t0.Add(3*time.Hour + 20*time.Minute),
+		Left: 3*time.Hour + 20*time.Minute}
+	reserved.Plan.Reservations = []ops.CapacityReservation{onPlan}
+	reserved.Plan.Risk.Add(ops.RiskCritical, "max-hours=12 outlives training plan tp-gpu-dec of instance group gpu-workers, where its pods may land, which %s: the job would be cut short", onPlan.Ends())
+	reservedUnknown := capacityRecord()
+	reservedUnknown.Plan.Reservations = []ops.CapacityReservation{{Group: "gpu-workers", Plan: "tp-gpu-dec",
+		Unknown: "AWS SageMaker DescribeTrainingPlan failed: ThrottlingException: Rate exceeded <retry later>"}}
+	reservedUnknown.Plan.Warnings = []string{"instance group gpu-workers runs on training plan tp-gpu-dec: reservation end unknown (AWS SageMaker DescribeTrainingPlan failed: ThrottlingException: Rate exceeded <retry later>): the plan goes on without it"}
 	cases := map[string]Rendered{
+		"plan_training_reservation":    PlanMessage(opSpecs, reserved),
+		"plan_capacity_reservation":    PlanMessage(opSpecs, reservedUnknown),
 		"budget":                       {Msg: BudgetMessage(sampleBudgetUses())},
 		"plan_revertible":              PlanMessage(opSpecs, revertible),
 		"plan_reverted":                PlanMessage(opSpecs, reverted),

@@ -29,6 +29,8 @@ const (
 	// reportMaxQueueFeeds bounds the LocalQueues named under each ClusterQueue.
 	reportMaxQueueFeeds = 5
 	reportMaxWarnings   = 4
+	// reportMaxReservations bounds the reservations named in their one section.
+	reportMaxReservations = 10
 )
 
 // ReportBlocks renders a capacity report as Block Kit: a header, what could not be read, the sections the report
@@ -56,9 +58,17 @@ func ReportBlocks(r report.Report) []slack.Block {
 	tail := reportTailBlocks(r)
 	room := reportMaxBlocks - len(blocks) - len(tail)
 	if r.Shows(report.SectionGroups) {
-		gb := reportGroupBlocks(r.Groups, min(reportMaxGroupBlocks, room-1))
+		reserved := 0
+		if len(r.Reservations) > 0 {
+			reserved = 1 // the reservations' section follows the groups
+		}
+		gb := reportGroupBlocks(r.Groups, min(reportMaxGroupBlocks, room-1-reserved))
 		blocks = append(append(blocks, slack.NewDividerBlock()), gb...)
 		room -= len(gb) + 1
+		if len(r.Reservations) > 0 {
+			blocks = append(blocks, reportReservationBlock(r.Reservations))
+			room--
+		}
 	}
 	if r.Shows(report.SectionPending) {
 		blocks = append(blocks, slack.NewDividerBlock(), reportPendingBlock(r.Pending))
@@ -205,6 +215,20 @@ func reportGroupBlocks(groups []report.Group, maxBlocks int) []slack.Block {
 		lines[i] = "• " + reportGroupLine(g)
 	}
 	return reportListBlocks(title, lines, maxBlocks, "groups")
+}
+
+// reportReservationBlock lists the reservations (training plans) that end within a day, soonest first.
+func reportReservationBlock(rs []ops.CapacityReservation) slack.Block {
+	lines := []string{fmt.Sprintf("*Reservations ending within %s* (%d): SageMaker takes their instances back at the end",
+		ops.SayDuration(report.ReservationWindow), len(rs))}
+	for i, r := range rs {
+		if i == reportMaxReservations {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(rs)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("• `%s` on training plan `%s`: %s", reportEscape(r.Group), reportEscape(r.Plan), r.Ends()))
+	}
+	return reportSection(strings.Join(lines, "\n"))
 }
 
 func reportPendingBlock(p report.Pending) slack.Block {

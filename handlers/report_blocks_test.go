@@ -153,6 +153,16 @@ func TestReportBlocksGolden(t *testing.T) {
 			}
 			return r
 		}},
+		{"reservations", func(t *testing.T) report.Report {
+			r := fullReport(t)
+			r.Change, r.Warnings = nil, nil
+			end := r.At.Add(3*time.Hour + 20*time.Minute)
+			r.Reservations = []ops.CapacityReservation{
+				{Group: "train-p5", Plan: "tp-ended", Status: "Expired", EndTime: r.At.Add(-time.Hour), Left: -time.Hour},
+				{Group: "train-<p5>", Plan: "tp-evening", Status: "Active", EndTime: end, Left: 3*time.Hour + 20*time.Minute},
+			}
+			return r
+		}},
 		{"queues", func(t *testing.T) report.Report {
 			r := fullReport(t)
 			r.Change, r.Warnings = nil, nil
@@ -346,5 +356,27 @@ func TestReportWithChart(t *testing.T) {
 	}
 	if got := ReportWithChart(fullReport(t), ""); len(got) != len(ReportBlocks(fullReport(t))) {
 		t.Errorf("without a chart the report changed")
+	}
+}
+
+// A huge report with many reservations ending keeps within Slack's limits, lists the first ten soonest and counts
+// the rest, and still closes with the spend.
+func TestReportBlocksHugeWithReservations(t *testing.T) {
+	r := hugeReport(t)
+	for i := range 25 {
+		left := time.Duration(i+1) * 30 * time.Minute
+		r.Reservations = append(r.Reservations, ops.CapacityReservation{Group: fmt.Sprintf("group-%02d", i), Plan: fmt.Sprintf("tp-%02d", i),
+			Status: "Active", EndTime: r.At.Add(left), Left: left})
+	}
+	blocks := ReportBlocks(r)
+	checkReportLimits(t, blocks)
+	b, _ := json.Marshal(blocks)
+	for _, want := range []string{"Reservations ending within 24 h* (25)", "tp-09", "and 15 more", "more groups", "Estimated spend"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("huge report with reservations does not say %q", want)
+		}
+	}
+	if strings.Contains(string(b), "tp-10") {
+		t.Error("the eleventh reservation is named; at most ten are")
 	}
 }

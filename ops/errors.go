@@ -47,6 +47,9 @@ const (
 	// CodeNotRevertible: a request cannot be reverted (what it removed is gone, it changed nothing, or HyperOps
 	// recorded no state to restore); nothing was asked.
 	CodeNotRevertible Code = "E_NOT_REVERTIBLE"
+	// CodeReservationEnds: a training job's max-hours outlives the reservation (SageMaker training plan) its
+	// instance group runs on; the error names the plan and its end time (risk.reservationOutlived: refuse).
+	CodeReservationEnds Code = "E_RESERVATION_ENDS"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when

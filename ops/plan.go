@@ -61,9 +61,12 @@ type Plan struct {
 	RunsAs string `json:"runsAs,omitempty"`
 	// Undo is how to put back the state this plan replaces, made from what it observed; nil when the operation
 	// records none. It is stored with the record, so a revert asked for later restores what was there before.
-	Undo     *Undo    `json:"undo,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-	Cost     Cost     `json:"cost"`
+	Undo *Undo `json:"undo,omitempty"`
+	// Reservations are the reservations (training plans) the work runs on, with when each ends; not part of the
+	// hash (the time left changes by the minute, the end does not).
+	Reservations []CapacityReservation `json:"reservations,omitempty"`
+	Warnings     []string              `json:"warnings,omitempty"`
+	Cost         Cost                  `json:"cost"`
 	// Budget is where the plan stands in each spend budget that applies to it (budgets[] in config); it is not
 	// part of the hash: the budget is checked again, atomically, when the request is approved.
 	Budget    []BudgetPlace `json:"budget,omitempty"`

@@ -30,11 +30,13 @@ type Plan struct {
 	// Drift is what was changed outside HyperOps since it applied the objects (from: applied, to: live).
 	Drift []ops.Change `json:"drift,omitempty"`
 	// RunsAs names the profile and service account the workload runs as.
-	RunsAs          string    `json:"runsAs,omitempty"`
-	ServerValidated bool      `json:"serverValidated"`
-	Cost            ops.Cost  `json:"cost"`
-	Risk            ops.Risk  `json:"risk"`
-	Approvals       Approvals `json:"approvals"`
+	RunsAs string `json:"runsAs,omitempty"`
+	// Reservations are the training plans the work runs on, with when each ends (leftSeconds from planning).
+	Reservations    []ops.CapacityReservation `json:"reservations,omitempty"`
+	ServerValidated bool                      `json:"serverValidated"`
+	Cost            ops.Cost                  `json:"cost"`
+	Risk            ops.Risk                  `json:"risk"`
+	Approvals       Approvals                 `json:"approvals"`
 	// Budget is the plan's place in each spend budget that covers it, one sentence each ("uses $905 of
 	// ops-agent's $2,000 today; $640 left after this").
 	Budget []string `json:"budget,omitempty"`
@@ -76,7 +78,7 @@ func NewBody(rec *ops.Record, requestID string, err error) Body {
 		body.Owner = rec.Owner.ID
 		body.Result = rec.Result
 		if p := rec.Plan; p != nil {
-			ap := &Plan{Summary: p.Summary, Hash: p.Hash, Changes: p.Changes, Drift: p.Drift, RunsAs: p.RunsAs, ServerValidated: p.ServerValidated, Cost: p.Cost, Risk: p.Risk,
+			ap := &Plan{Summary: p.Summary, Hash: p.Hash, Changes: p.Changes, Drift: p.Drift, RunsAs: p.RunsAs, Reservations: p.Reservations, ServerValidated: p.ServerValidated, Cost: p.Cost, Risk: p.Risk,
 				Approvals: Approvals{Required: rec.Approval.Required, Received: rec.Approval.Received()}}
 			for _, b := range p.Budget {
 				ap.Budget = append(ap.Budget, b.Sentence())

@@ -18,6 +18,7 @@ const (
 	OpSageMakerDescribeClusterNode      = "SageMaker.DescribeClusterNode"
 	OpSageMakerBatchRebootClusterNodes  = "SageMaker.BatchRebootClusterNodes"
 	OpSageMakerBatchReplaceClusterNodes = "SageMaker.BatchReplaceClusterNodes"
+	OpSageMakerDescribeTrainingPlan     = "SageMaker.DescribeTrainingPlan"
 	OpEKSDescribeCluster                = "EKS.DescribeCluster"
 	OpEKSListNodegroups                 = "EKS.ListNodegroups"
 	OpEKSDescribeNodegroup              = "EKS.DescribeNodegroup"

@@ -113,6 +113,9 @@ func (s *Server) AddHyperPodCluster(c HyperPodCluster) error {
 		if g.onCreate == "" {
 			g.onCreate = defaultOnCreate
 		}
+		if ig.TrainingPlanARN != "" {
+			g.config.extras.TrainingPlanArn = ptr(ig.TrainingPlanARN)
+		}
 		g.retarget(ig.Count, now)
 		if added, _ := g.step(true); len(added) > 0 {
 			ch := hyperPodChange(hc, g)
@@ -150,7 +153,7 @@ func (s *Server) HyperPodCluster(name string) (HyperPodCluster, bool) {
 		out.InstanceGroups = append(out.InstanceGroups, InstanceGroup{
 			Name: g.name, Type: g.instanceType, Count: g.target, LifecycleS3URI: g.lifecycleURI, OnCreate: g.onCreate,
 			ExecutionRole: g.executionRole, CurrentCount: g.current(), Status: g.status,
-			Nodes: snapshotHyperPodNodes(&g.fleet),
+			Nodes: snapshotHyperPodNodes(&g.fleet), TrainingPlanARN: deref(g.config.extras.TrainingPlanArn),
 		})
 	}
 	return out, true

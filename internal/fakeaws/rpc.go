@@ -28,6 +28,7 @@ func (s *Server) rpcServices() map[string]rpcService {
 			"UpdateCluster":            s.smUpdateCluster,
 			"CreateCluster":            s.smCreateCluster,
 			"DeleteCluster":            s.smDeleteCluster,
+			"DescribeTrainingPlan":     s.smDescribeTrainingPlan,
 		}},
 		"AWSPriceListService": {signingName: "pricing", ops: map[string]rpcHandler{
 			"GetProducts": s.pricingGetProducts,

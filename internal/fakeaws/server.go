@@ -66,6 +66,7 @@ type Server struct {
 	hyperpod  map[string]*hpCluster // key regionKey(region, name)
 	failNext  map[string]string     // HyperPod cluster name → failure message for its next transition
 	eks       map[string]*eksCluster
+	plans     map[string]*trainingPlan // key regionKey(region, name)
 	prices    []Price
 	closeOnce sync.Once
 }
@@ -104,6 +105,7 @@ func New(opts Options) *Server {
 		hyperpod: map[string]*hpCluster{},
 		failNext: map[string]string{},
 		eks:      map[string]*eksCluster{},
+		plans:    map[string]*trainingPlan{},
 	}
 	s.eksMux = s.newEKSMux()
 	s.rpc = s.rpcServices()

@@ -65,9 +65,11 @@ type InstanceGroup struct {
 	LifecycleS3URI string // LifeCycleConfig.SourceS3Uri, s3://…
 	OnCreate       string // LifeCycleConfig.OnCreate; default "on_create.sh"
 	ExecutionRole  string // IAM role ARN
-	CurrentCount   int    // read only: nodes Running or shutting down
-	Status         string // read only
-	Nodes          []Node // read only
+	// TrainingPlanARN is the training plan the group runs on (TrainingPlanArn; AddTrainingPlan returns it).
+	TrainingPlanARN string
+	CurrentCount    int    // read only: nodes Running or shutting down
+	Status          string // read only
+	Nodes           []Node // read only
 }
 
 // Node is one HyperPod instance or EKS node.

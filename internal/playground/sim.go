@@ -229,6 +229,7 @@ func (p *Playground) hyperPodHas(id string) bool {
 
 // throttleOps are the AWS operations the bot calls, which the throttle button fails.
 var throttleOps = []string{fakeaws.OpSageMakerDescribeCluster, fakeaws.OpSageMakerListClusterNodes, fakeaws.OpSageMakerUpdateCluster,
+	fakeaws.OpSageMakerDescribeTrainingPlan,
 	fakeaws.OpEKSDescribeCluster, fakeaws.OpEKSDescribeNodegroup, fakeaws.OpEKSUpdateNodegroupConfig}
 
 // throttle makes the fake AWS answer ThrottlingException to every call of throttleOps until it is turned off; the

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
@@ -59,6 +60,11 @@ type Clients struct {
 	OnWarning func(cluster, msg string)
 
 	warned sync.Map // "kind/cluster" already warned of
+
+	// Clock reads the time reservations are measured against (the real clock when nil).
+	Clock clockwork.Clock
+
+	reserved *reservations
 }
 
 type regional struct {
@@ -85,7 +91,7 @@ func NewWithAWSConfig(cfg *config.Config, base awssdk.Config) *Clients {
 	}
 	c := &Clients{cfg: cfg, regional: map[string]regional{}, region: base.Region,
 		PollInterval: cfg.Execution.PollInterval.Std(), MaxPollInterval: cfg.Execution.MaxPollInterval.Std(),
-		WaitTimeout: DefaultWaitTimeout, VerifyWait: cfg.Execution.VerifyWait.Std()}
+		WaitTimeout: DefaultWaitTimeout, VerifyWait: cfg.Execution.VerifyWait.Std(), reserved: newReservations()}
 	ep := cfg.AWS.Endpoints
 	for _, cl := range cfg.Clusters {
 		rc := base.Copy()

@@ -59,6 +59,8 @@ type fixtureOptions struct {
 	nodeInterval time.Duration
 	// noEvents seeds ml-hp without NodeProvisioningMode Continuous, so ListClusterEvents is refused
 	noEvents bool
+	// planEndsIn, when set, puts the gpu group on training plan tp-gpu, which ends that long from now.
+	planEndsIn time.Duration
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -89,10 +91,17 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	group := func(name, typ string, n int) fakeaws.InstanceGroup {
 		return fakeaws.InstanceGroup{Name: name, Type: typ, Count: n, LifecycleS3URI: testS3, ExecutionRole: testRoleARN}
 	}
+	gpu := group("gpu", "ml.p5.48xlarge", o.gpuCount)
+	if o.planEndsIn != 0 {
+		arn, err := f.srv.AddTrainingPlan(fakeaws.TrainingPlan{Name: "tp-gpu", InstanceType: "ml.p5.48xlarge", Count: 8,
+			Start: time.Now().Add(-time.Hour), End: time.Now().Add(o.planEndsIn)})
+		must(t, err)
+		gpu.TrainingPlanARN = arn
+	}
 	must(t, f.srv.AddHyperPodCluster(fakeaws.HyperPodCluster{
 		Name: "ml-hp", Status: o.hyperPodStatus, EKSClusterARN: eksARN, NodeProvisioningMode: provisioning,
 		InstanceGroups: []fakeaws.InstanceGroup{
-			group("gpu", "ml.p5.48xlarge", o.gpuCount), group("controller", "ml.m5.2xlarge", 1), group("a100", "ml.p4d.24xlarge", 1),
+			gpu, group("controller", "ml.m5.2xlarge", 1), group("a100", "ml.p4d.24xlarge", 1),
 		},
 	}))
 	must(t, f.srv.AddNodegroup(fakeaws.Nodegroup{Cluster: "ml-eks", Name: "cpu", InstanceTypes: []string{"g5.12xlarge"},

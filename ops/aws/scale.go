@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -197,6 +198,9 @@ func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error)
 			p.Warnings = append(p.Warnings, err.Error())
 		}
 	}
+	if r := o.c.groupReservation(ctx, t, g); r != nil {
+		reservationNotes(p, r, delta)
+	}
 	switch {
 	case to == 0 && g.Target > 0:
 		p.Risk.Add(ops.RiskCritical, "scales %s to zero: removes all %d instances and stops everything running on them", g.Name, g.Target)
@@ -204,6 +208,25 @@ func (o *scaleOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error)
 		p.Risk.Add(ops.RiskHigh, "scale down: removes %d of %d instances of %s (work running on them is stopped)", -delta, g.Target, g.Name)
 	}
 	return p, nil
+}
+
+// soonEnding is how close to its reservation's end a scale-up is planned at medium risk: the instances it adds
+// would hardly be up before they are taken back.
+const soonEnding = time.Hour
+
+// reservationNotes tells a scale plan the reservation its group runs on and when it ends; adding instances to one
+// that ends within soonEnding, or has ended, is medium risk. An end that could not be read is said, the risk left
+// as it is.
+func reservationNotes(p *ops.Plan, r *ops.CapacityReservation, delta int) {
+	p.Reservations = append(p.Reservations, *r)
+	if !r.Known() {
+		p.Warnings = append(p.Warnings, r.Line()+": the plan goes on without it")
+		return
+	}
+	if delta > 0 && r.Left < soonEnding {
+		p.Risk.Add(ops.RiskMedium, "adds %d instance(s) to %s, whose training plan %s %s: SageMaker takes them back then",
+			delta, r.Group, r.Plan, r.Ends())
+	}
 }
 
 func kindLabel(kind string) string {

@@ -105,7 +105,8 @@ func meaning(label, status string) string {
 // scheduleHealth tells the plan of work that schedules pods onto nodes (a training job, an inference service) which
 // instance groups its pods may land on (the nodes matching gpuNodes.nodeSelector, with GPUs when it asks for
 // some) have nodes faulty, rebooting or being replaced, and why; each such group raises the risk one level.
-// HyperPod that cannot be read leaves the node labels to say it, with a warning.
+// HyperPod that cannot be read leaves the node labels to say it, with a warning. It records those groups in
+// d.landsOn, for the reservations they run on.
 func (r *registry) scheduleHealth(ctx context.Context, t target, needGPUs bool, d *desired) error {
 	nodes, err := t.baseNodes(ctx)
 	if err != nil {
@@ -131,6 +132,7 @@ func (r *registry) scheduleHealth(ctx context.Context, t target, needGPUs bool, 
 	}
 	g.AddInstances(instances)
 	for _, grp := range g.Groups() {
+		d.landsOn = append(d.landsOn, grp.Group)
 		down := grp.States.Faulty + grp.States.Rebooting + grp.States.Replacing
 		if down == 0 {
 			continue

@@ -140,6 +140,10 @@ type desired struct {
 	runsAs string
 	// undo is how to put back what the plan replaces (Plan.Undo).
 	undo *ops.Undo
+	// landsOn are the instance groups the pods may land on; runFor, how long they may run (a training job's
+	// deadline; 0 for work without one). Plan checks them against the groups' reservations.
+	landsOn []string
+	runFor  time.Duration
 }
 
 type desiredObject struct {
@@ -512,11 +516,19 @@ func (o *applyOp) withDesired(ctx context.Context, req *ops.Request) (target, *C
 }
 
 func (o *applyOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
-	_, c, d, err := o.withDesired(ctx, req)
+	t, c, d, err := o.withDesired(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return planApply(ctx, c, d)
+	reservations, err := o.r.checkReservations(ctx, t, d)
+	if err != nil {
+		return nil, err
+	}
+	p, err := planApply(ctx, c, d)
+	if p != nil {
+		p.Reservations = reservations
+	}
+	return p, err
 }
 
 // Recheck reads only the planned objects (no builder, no node list, no dry run).
@@ -598,6 +610,8 @@ type registry struct {
 	pollEvery time.Duration
 	// instances reads HyperPod's instance statuses; nil leaves node health to the node labels.
 	instances ops.InstanceHealthReader
+	// reservations reads the training plans instance groups run on; nil checks no work against them.
+	reservations ops.ReservationReader
 }
 
 // lock returns the lock scope ns/kind/name of a request, the namespace defaulted as resolve does.

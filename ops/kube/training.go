@@ -188,6 +188,7 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 	if err := r.scheduleHealth(ctx, t, gpus > 0, d); err != nil {
 		return nil, err
 	}
+	d.runFor = deadline
 	if d.cost.HourlyDelta > 0 {
 		d.cost.Total = d.cost.HourlyDelta * deadline.Hours()
 		d.cost.TotalBasis = fmt.Sprintf("if it runs its full %g hours (its deadline, activeDeadlineSeconds)", deadline.Hours())

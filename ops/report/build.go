@@ -67,6 +67,9 @@ type Builder struct {
 	Samples SampleStore
 	// Teams reads the teams' spend budgets for the spend section; optional (*ops.Engine implements it).
 	Teams TeamSpendSource
+	// Reservations reads the training plans the instance groups run on (optional: without it the report lists
+	// none).
+	Reservations ops.ReservationReader
 	// Clock reads the time of the report (the real clock when nil).
 	Clock clockwork.Clock
 	// GPUResource is the extended resource counted as GPUs (DefaultGPUResource when empty).
@@ -114,6 +117,7 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 	r.Pending = view.pending.summary(r.At)
 	r.Workloads = view.namespaces()
 	b.queues(ctx, s, gpu, &r)
+	b.reservations(ctx, s, &r)
 	if err := b.price(ctx, s.Region, &r); err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("prices unavailable: %v", err))
 	}
@@ -154,6 +158,33 @@ func (b *Builder) queues(ctx context.Context, s Spec, gpu corev1.ResourceName, r
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("Kueue queues unavailable (check the bot's RBAC: list clusterqueues, localqueues): %v", err))
 	}
+}
+
+// ReservationWindow is how far ahead a report lists the reservations that end: a day, so the report before the
+// end always names it.
+const ReservationWindow = 24 * time.Hour
+
+// reservations lists, with the instance groups, the reservations (training plans) that end within
+// ReservationWindow or have ended, soonest first. One whose end cannot be read is a warning, as is a cluster whose
+// reservations cannot be read at all.
+func (b *Builder) reservations(ctx context.Context, s Spec, r *Report) {
+	if b.Reservations == nil || !r.Shows(SectionGroups) {
+		return
+	}
+	all, err := b.Reservations.Reservations(ctx, s.Cluster)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("reservations (training plans) unavailable, their ends are unknown: %v", err))
+		return
+	}
+	for _, res := range all {
+		switch {
+		case !res.Known():
+			r.Warnings = append(r.Warnings, res.Line())
+		case res.Left <= ReservationWindow:
+			r.Reservations = append(r.Reservations, res)
+		}
+	}
+	sort.SliceStable(r.Reservations, func(i, j int) bool { return r.Reservations[i].EndTime.Before(r.Reservations[j].EndTime) })
 }
 
 // mergeAWS sets Current, Target and Status from AWS; groups AWS knows but that have no nodes yet are added, and

@@ -400,3 +400,51 @@ func TestBuildTeamSpend(t *testing.T) {
 		}
 	})
 }
+
+// reservationReader plays ops/aws's reservation reader.
+type reservationReader struct {
+	reservations []ops.CapacityReservation
+	err          error
+}
+
+func (r reservationReader) Reservations(context.Context, string) ([]ops.CapacityReservation, error) {
+	return r.reservations, r.err
+}
+
+// TestBuildListsReservationsEndingWithinADay: the report lists the training plans that end within a day (soonest
+// first, one already ended included) and not one that ends in three days; one whose end is unknown is a warning,
+// and reservations that cannot be read at all are one warning, the rest of the report standing.
+func TestBuildListsReservationsEndingWithinADay(t *testing.T) {
+	b, clock := newBuilder(fixture(), nil, nil)
+	now := clock.Now()
+	tp := func(group, plan string, left time.Duration) ops.CapacityReservation {
+		return ops.CapacityReservation{Group: group, Plan: plan, Status: "Active", EndTime: now.Add(left), Left: left}
+	}
+	b.Reservations = reservationReader{reservations: []ops.CapacityReservation{
+		tp("gpu-a", "tp-three-days", 72*time.Hour),
+		tp("gpu-b", "tp-evening", 3*time.Hour+20*time.Minute),
+		tp("gpu-c", "tp-ended", -time.Hour),
+		{Group: "gpu-d", Plan: "tp-unknown", Unknown: "AWS SageMaker DescribeTrainingPlan failed: ThrottlingException: Rate exceeded"},
+	}}
+	r, err := b.Build(context.Background(), prodSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, res := range r.Reservations {
+		listed = append(listed, res.Plan)
+	}
+	if strings.Join(listed, ",") != "tp-ended,tp-evening" {
+		t.Errorf("listed %v, want tp-ended then tp-evening (and not tp-three-days)", listed)
+	}
+	if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "instance group gpu-d runs on training plan tp-unknown: reservation end unknown (AWS SageMaker DescribeTrainingPlan failed: ThrottlingException") {
+		t.Errorf("warnings %q do not say tp-unknown's end is unknown", r.Warnings)
+	}
+
+	b.Reservations = reservationReader{err: errors.New("E_AWS_ERROR: DescribeCluster throttled")}
+	r, err = b.Build(context.Background(), prodSpec)
+	if err != nil || len(r.Groups) == 0 || len(r.Reservations) != 0 ||
+		!strings.Contains(strings.Join(r.Warnings, "\n"), "reservations (training plans) unavailable") {
+		t.Errorf("with reservations unreadable: %v, groups %d, reservations %+v, warnings %q", err, len(r.Groups), r.Reservations, r.Warnings)
+	}
+}

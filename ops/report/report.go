@@ -27,6 +27,9 @@ type Report struct {
 	Change *Change `json:"change,omitempty"`
 	// History is the utilisation of earlier reports of the same series, oldest first, ending with this one.
 	History []Point `json:"history,omitempty"`
+	// Reservations are the training plans instance groups run on that end within ReservationWindow or have
+	// ended, soonest first (shown with the instance groups).
+	Reservations []ops.CapacityReservation `json:"reservations,omitempty"`
 	// Warnings say what could not be read (the AWS view, the samples); the figures that remain are still right.
 	Warnings []string `json:"warnings,omitempty"`
 }
