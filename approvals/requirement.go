@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 	for i := range p.cfg.Approvals.Rules {
 		r := &p.cfg.Approvals.Rules[i]
 		if r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind, profileOf(req)) {
-			return p.approvalOf(i, r, req)
+			return p.approvalOf(i, r, req, plan)
 		}
 	}
 	return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
@@ -46,7 +47,7 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 		req.Target.Namespace, kind, req.Initiator.ID, profileOf(req))
 }
 
-func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops.Approval, error) {
+func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request, plan *ops.Plan) (ops.Approval, error) {
 	desc := describeRule(i, r)
 	a := ops.Approval{Required: r.Required, Approvers: r.Approvers, AllowSelfApproval: r.AllowSelfApproval, Rule: desc}
 	if a.Required == 0 && req.RequiresApproval {
@@ -80,7 +81,21 @@ func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops
 		a.EscalateAt, a.EscalateTo = now.Add(r.EscalateAfter.Std()), r.EscalateTo
 		a.EscalateUsers, a.EscalateUserGroups = esc.Users, esc.UserGroups
 	}
+	a.BreakGlass = breakGlassOf(r, req, plan)
 	return a, nil
+}
+
+// breakGlassOf is the on-call group that may break glass on req under rule r: its breakGlass, for a person's
+// request, and for a critical-risk plan only when r lists critical among its risks (a rule that covers every risk
+// does not hand critical changes to one person by omission).
+func breakGlassOf(r *config.ApprovalRule, req ops.Request, plan *ops.Plan) string {
+	if r.BreakGlass == "" || req.Initiator.Kind != ops.Human {
+		return ""
+	}
+	if plan.Risk.Level >= ops.RiskCritical && !slices.Contains(r.Risk, config.RiskCritical) {
+		return ""
+	}
+	return r.BreakGlass
 }
 
 // primaryGroup is the first approver group a rule names, in the order the operator wrote the rules.
@@ -128,6 +143,9 @@ func describeRule(i int, r *config.ApprovalRule) string {
 		}
 		if r.EscalateAfter > 0 && r.EscalateTo != "" {
 			out += fmt.Sprintf(", %s also asked after %s", r.EscalateTo, r.EscalateAfter)
+		}
+		if r.BreakGlass != "" {
+			out += ", " + r.BreakGlass + " may break glass"
 		}
 	}
 	return fmt.Sprintf("rule %d: %s → %s", i+1, strings.Join(on, ", "), out)

@@ -47,6 +47,9 @@ const (
 	// CodeNotRevertible: a request cannot be reverted (what it removed is gone, it changed nothing, or HyperOps
 	// recorded no state to restore); nothing was asked.
 	CodeNotRevertible Code = "E_NOT_REVERTIBLE"
+	// CodeBreakGlassUnacknowledged: a person asked to break glass while an earlier break-glass of theirs waits for
+	// a lead's acknowledgement; the error names that request and who may acknowledge it.
+	CodeBreakGlassUnacknowledged Code = "E_BREAK_GLASS_UNACKNOWLEDGED"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when
