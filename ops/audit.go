@@ -51,7 +51,7 @@ func NewAuditEvent(rec *Record, t Transition) AuditEvent {
 			ev.Approvers = append(ev.Approvers, v.Voter.ID)
 		}
 	}
-	if bg := rec.BreakGlass; bg != nil && (t.Kind == KindBreakGlassAck || bg.broke(t)) {
+	if bg := rec.BreakGlass; bg != nil && (t.Kind == KindBreakGlassAck || bg.Broke(t)) {
 		ev.BreakGlass = &AuditBreakGlass{By: bg.By.ID, Group: bg.Group, Reason: bg.Reason}
 		if bg.AcknowledgedBy != nil {
 			ev.BreakGlass.AcknowledgedBy = bg.AcknowledgedBy.ID

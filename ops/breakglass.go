@@ -24,14 +24,14 @@ type BreakGlass struct {
 	AcknowledgedAt time.Time  `json:"acknowledgedAt,omitzero"`
 }
 
-// broke reports whether t is the transition that broke glass.
-func (bg *BreakGlass) broke(t Transition) bool {
+// Broke reports whether t is the transition that broke glass.
+func (bg *BreakGlass) Broke(t Transition) bool {
 	return t.Kind == KindPhase && t.To == PhaseApproved && t.By.ID == bg.By.ID && t.At.Equal(bg.At)
 }
 
 // BrokeAt reports whether the history entry i of rec is the one that broke glass.
 func (r *Record) BrokeAt(i int) bool {
-	return r.BreakGlass != nil && r.BreakGlass.Entry == i && i < len(r.History) && r.BreakGlass.broke(r.History[i])
+	return r.BreakGlass != nil && r.BreakGlass.Entry == i && i < len(r.History) && r.BreakGlass.Broke(r.History[i])
 }
 
 // GlassClaim is a person's break-glass not yet acknowledged: the request and when it was claimed.
@@ -107,6 +107,16 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 		return e.dispatch(ctx, next)
 	}
 	return next, nil
+}
+
+// MayBreakGlass reports whether who may break glass on rec now, as BreakGlass will check it but for the reason and
+// their earlier break-glass: a surface asks it before asking for the reason, so nobody types one for nothing.
+func (e *Engine) MayBreakGlass(ctx context.Context, rec *Record, who Initiator) (*Record, error) {
+	if who.Kind != Human {
+		return rec, Errorf(CodeNotAuthorized, "", "ask a person on call, or a lead to approve it",
+			"%s cannot break glass: agents never do", display(who))
+	}
+	return e.mayBreakGlass(ctx, rec, who)
 }
 
 // mayBreakGlass checks everything but the claim: an expired request is expired and refused.

@@ -15,9 +15,8 @@ const (
 	// ChoiceRevert asks for a new request that puts back what a succeeded request replaced (Engine.Revert).
 	ChoiceRevert Choice = "revert"
 	// ChoiceBreakGlass lets the requester approve their own request alone, with a reason, when its rule names an
-	// on-call group (Engine.BreakGlass); ChoiceAcknowledge is a lead's acknowledgement of it.
-	ChoiceBreakGlass  Choice = "break-glass"
-	ChoiceAcknowledge Choice = "acknowledge"
+	// on-call group (Engine.BreakGlass).
+	ChoiceBreakGlass Choice = "break-glass"
 )
 
 // Choices lists what a request offers in its phase: a vote, withdrawing it or, for one an agent owns, stopping
