@@ -132,6 +132,24 @@ func TestBreakGlassOnceUntilAcknowledged(t *testing.T) {
 		t.Errorf("a second acknowledgement: %v, version %d; want nothing changed (%d)", err, again.Version, acked.Version)
 	}
 
+	// What GET /audit exports: the line that broke glass and the acknowledgement carry it.
+	lines, _, err := s.AuditPage(ctx, state.AuditQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broke, ackd bool
+	for _, l := range lines {
+		if l.RequestID != "req-1" || l.BreakGlass == nil {
+			continue
+		}
+		bg := *l.BreakGlass
+		broke = broke || l.Phase == ops.PhaseApproved && l.Kind == ops.KindPhase && bg.Reason == "prod inference is down, scaling now" && bg.AcknowledgedBy == ""
+		ackd = ackd || l.Kind == ops.KindBreakGlassAck && bg.AcknowledgedBy == lead1.ID && bg.By == alice.ID
+	}
+	if !broke || !ackd {
+		t.Errorf("the exported audit lines of req-1 carry the break-glass %v and its acknowledgement %v; want both", broke, ackd)
+	}
+
 	rec, err = r2.BreakGlass(ctx, "req-2", alice, "still down")
 	if err != nil || rec.Phase != ops.PhaseSucceeded || rec.BreakGlass == nil {
 		t.Fatalf("break-glass after the acknowledgement: %v, %+v", err, rec)
