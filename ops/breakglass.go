@@ -95,6 +95,11 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 		return rec, err
 	}
 	next, err := e.breakGlass(ctx, id, who, reason)
+	if errors.Is(err, ErrStateUnavailable) {
+		// The record may have moved although its answer was lost: the claim stays. If it did not move, the claim
+		// is found stale (its request never broke glass) once PlanTTL has passed or the request is decided.
+		return next, err
+	}
 	if err != nil || next.BreakGlass == nil || next.BreakGlass.By.ID != who.ID {
 		// Nothing broke glass: the claim goes back, so a refusal does not block the next one. Should this fail
 		// too, the claim is found stale (its request never broke glass) on the next attempt.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"testing"
 
 	"github.com/jonboulle/clockwork"
@@ -255,4 +257,49 @@ func TestBreakGlassStaleClaim(t *testing.T) {
 	}
 	_, err = r1.BreakGlass(ctx, "req-lost", alice, "urgent")
 	wantGlassCode(t, err, ops.CodeInvalidPhase, "cancelled")
+}
+
+// lostUpdates is the Redis store whose Update answers are lost once lose is set: the write lands, the caller hears
+// E_STATE_UNAVAILABLE, as when the connection drops after Redis acted.
+type lostUpdates struct {
+	*state.Store
+	lose atomic.Bool
+}
+
+func (s *lostUpdates) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+	if err := s.Store.Update(ctx, rec, expect, ev); err != nil || !s.lose.Load() {
+		return err
+	}
+	return fmt.Errorf("answer lost: %w", ops.ErrStateUnavailable)
+}
+
+// A break-glass whose answer was lost after Redis stored it keeps its claim: the caller hears E_STATE_UNAVAILABLE,
+// the record says alice broke glass, and her next break-glass is refused until a lead acknowledges that one; her
+// retry of the same one answers the stored break-glass.
+func TestBreakGlassLostAnswerKeepsTheClaim(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(glassConfig), "glass.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clockwork.NewFakeClock()
+	catalog := ops.NewCatalog()
+	catalog.Register(trainOp{})
+	s := &lostUpdates{Store: state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "glass"})}
+	e := ops.NewEngine(catalog, s, s, approvals.New(cfg, glassDirectory{}, clock), ops.EngineOptions{Replica: "r1", Clock: clock, Glass: s})
+	submitAs(t, e, "req-lost", alice)
+	submitAs(t, e, "req-next", alice)
+	s.lose.Store(true)
+	_, err = e.BreakGlass(ctx, "req-lost", alice, "urgent")
+	wantGlassCode(t, err, ops.CodeStateUnavailable)
+	s.lose.Store(false)
+	if rec, _ := e.Get(ctx, "req-lost"); rec.BreakGlass == nil {
+		t.Fatal("the break-glass was not stored; the test needs the write to land")
+	}
+	clock.Advance(5 * time.Minute) // past PlanTTL: only the stored break-glass can refuse
+	_, err = e.BreakGlass(ctx, "req-next", alice, "urgent")
+	wantGlassCode(t, err, ops.CodeBreakGlassUnacknowledged, "request req-lost")
+	if rec, err := e.BreakGlass(ctx, "req-lost", alice, "urgent"); err != nil || rec.BreakGlass == nil {
+		t.Errorf("the retry of the stored break-glass: %v, %+v", err, rec)
+	}
 }
