@@ -22,7 +22,7 @@ func withOnCall(c *config.Config) {
 // over a budget's higher approval never.
 func TestRequirementCarriesBreakGlass(t *testing.T) {
 	ctx := context.Background()
-	p, _, _ := newPolicy(t, func(c *config.Config) {
+	p, dir, _ := newPolicy(t, func(c *config.Config) {
 		withOnCall(c)
 		c.Approvals.Rules = append([]config.ApprovalRule{{Cluster: []string{"ml-dev"}, Approvers: "sre", Required: 1, BreakGlass: "oncall"}},
 			c.Approvals.Rules...)
@@ -58,6 +58,12 @@ func TestRequirementCarriesBreakGlass(t *testing.T) {
 				t.Errorf("break-glass group %q, want %q (rule %s)", a.BreakGlass, tc.want, a.Rule)
 			}
 		})
+	}
+	dir.set(func(d *directory) { d.groups["S0ONCALL"] = []string{"U0ONCALL2"} })
+	notOnCall := req
+	notOnCall.Initiator = human("U0BOB")
+	if a, err := p.Requirement(ctx, notOnCall, &ops.Plan{Risk: ops.Risk{Level: ops.RiskHigh}}); err != nil || a.BreakGlass != "" {
+		t.Errorf("a request of bob, not on call, offers break-glass %q (%v); only its requester may, so none", a.BreakGlass, err)
 	}
 	a, err := p.Requirement(ctx, req, &ops.Plan{Risk: ops.Risk{Level: ops.RiskHigh}})
 	if want := "rule 5: risk high|medium → 1 of leads, 1h, oncall may break glass"; err != nil || a.Rule != want {

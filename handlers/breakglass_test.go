@@ -203,8 +203,12 @@ func TestBreakGlassThroughTheHandlers(t *testing.T) {
 	if !strings.Contains(string(plan.Blocks), `"action_id":"`+ActionBreakGlass+`"`) {
 		t.Fatalf("the plan message offers no Break glass…: %s", plan.Blocks)
 	}
+	if bobs := f.srv.Messages("C0OPS")[1]; !strings.Contains(bobs.Text, "req-bob") || strings.Contains(string(bobs.Blocks), ActionBreakGlass) {
+		t.Errorf("bob's plan message (%q) offers Break glass…, though bob is not on call", bobs.Text)
+	}
 
-	// Checked again on click: bob is not on call (his own request), nor the requester (alice's).
+	// Checked again on click, a button copied or not: bob is not on call (his own request), nor the requester
+	// (alice's).
 	if f.breakGlass(t, "U0BOB", "req-bob", "it is urgent") {
 		t.Error("bob, not on call, got the break-glass modal")
 	}

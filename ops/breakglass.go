@@ -148,8 +148,9 @@ func (e *Engine) mayBreakGlass(ctx context.Context, rec *Record, who Initiator) 
 			"only the person who asked for %s (and still owns it) may break glass on it", rec.ID())
 	}
 	if rec.Approval.BreakGlass == "" || rec.Request.Initiator.Kind != Human {
-		return rec, Errorf(CodeNotAuthorized, "", "wait for its approvers, or ask a platform admin for a rule with breakGlass",
-			"the approval rule of %s allows no break-glass (%s)", rec.ID(), rec.Approval.Rule)
+		return rec, Errorf(CodeNotAuthorized, "", "wait for its approvers; to break glass, be in the on-call group its rule's breakGlass names when you ask",
+			"%s offers no break-glass: its approval rule names no on-call group, or its requester was not on call when it was planned (%s)",
+			rec.ID(), rec.Approval.Rule)
 	}
 	bp, ok := e.policy.(BreakGlassPolicy)
 	if !ok || e.opts.Glass == nil {
