@@ -214,6 +214,17 @@ func glassLine(rec *ops.Record) string {
 	return s + " · not acknowledged yet"
 }
 
+// lastKind is the latest message of kind k: a request broken again after its plan changed has a notice per
+// break-glass, and its acknowledgement is the latest one's.
+func lastKind(refs []MessageRef, k RefKind) (MessageRef, bool) {
+	for i := len(refs) - 1; i >= 0; i-- {
+		if refs[i].Kind == k {
+			return refs[i], true
+		}
+	}
+	return MessageRef{}, false
+}
+
 // noticeChannel is where a break-glass notice goes: the approvals channel, else the request's own.
 func (h *Handler) noticeChannel(plan MessageRef) string {
 	if h.cfg.ApprovalsChannel != "" {
@@ -260,7 +271,7 @@ func (tl *Teller) tellGlassAck(ctx context.Context, rec *ops.Record, i int, plan
 	if err != nil {
 		return fmt.Errorf("list the messages of %s: %w", rec.ID(), err)
 	}
-	if notice, ok := findKind(refs, RefGlass); ok {
+	if notice, ok := lastKind(refs, RefGlass); ok {
 		if err := tl.update(ctx, rec, notice, BreakGlassNotice(tl.h.catalog, rec)); err != nil {
 			return err
 		}

@@ -126,8 +126,8 @@ func (e *Engine) MayBreakGlass(ctx context.Context, rec *Record, who Initiator) 
 
 // mayBreakGlass checks everything but the claim: an expired request is expired and refused.
 func (e *Engine) mayBreakGlass(ctx context.Context, rec *Record, who Initiator) (*Record, error) {
-	if bg := rec.BreakGlass; bg != nil && bg.By.ID == who.ID {
-		return rec, nil // broken already by this person: a retry
+	if retried(rec, who) {
+		return rec, nil
 	}
 	if rec.Phase != PhaseAwaitingApproval {
 		return rec, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()),
@@ -157,6 +157,13 @@ func (e *Engine) mayBreakGlass(ctx context.Context, rec *Record, who Initiator) 
 		return rec, Errorf(CodeNotAuthorized, "", "wait for its approvers", "break-glass is not available here")
 	}
 	return rec, bp.CheckBreakGlass(ctx, rec, who)
+}
+
+// retried reports whether who broke glass on rec already and it went on: a retry (after a lost answer, say)
+// answers that. A request that waits for approval again (its plan changed before it ran, and with it the votes) may
+// be broken again, as its new plan was approved by nobody.
+func retried(rec *Record, who Initiator) bool {
+	return rec.BreakGlass != nil && rec.BreakGlass.By.ID == who.ID && rec.Phase != PhaseAwaitingApproval
 }
 
 // claimGlass takes who's one break-glass for rec. A claim in the way is who's earlier break-glass, refused while no
@@ -234,8 +241,8 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 		if err != nil {
 			return nil, err
 		}
-		if bg := rec.BreakGlass; bg != nil && bg.By.ID == who.ID {
-			return rec, nil // a retry after a lost answer
+		if retried(rec, who) {
+			return rec, nil
 		}
 		if rec, err = e.mayBreakGlass(ctx, rec, who); err != nil {
 			if reserved && !holdsBudget(rec.Phase) {

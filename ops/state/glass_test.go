@@ -309,3 +309,32 @@ func TestBreakGlassLostAnswerKeepsTheClaim(t *testing.T) {
 		t.Errorf("the retry of the stored break-glass: %v, %+v", err, rec)
 	}
 }
+
+// A request that waits for approval again after its break-glass (its plan changed before it ran: the votes no
+// longer count) may be broken again by the same person, on the same claim; a retry while it went on answers the
+// stored break-glass and moves nothing.
+func TestBreakGlassAgainAfterThePlanChanged(t *testing.T) {
+	ctx := context.Background()
+	r1, _, s := glassEngines(t)
+	submitAs(t, r1, "req-1", alice)
+	rec, err := r1.BreakGlass(ctx, "req-1", alice, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r1.BreakGlass(ctx, "req-1", alice, "first"); err != nil || again.Version != rec.Version {
+		t.Fatalf("a retry: %v, version %d; want the stored break-glass (%d)", err, again.Version, rec.Version)
+	}
+	// As the executor's re-plan does: back to awaiting approval with a new plan hash.
+	replanned := rec.Clone()
+	replanned.Phase, replanned.Approval.PlanHash = ops.PhaseAwaitingApproval, "sha256:new"
+	tr := ops.Transition{From: rec.Phase, To: ops.PhaseAwaitingApproval, At: r1.Now(), By: ops.Initiator{Kind: ops.System, ID: "hyperops"},
+		Note: "E_STALE_PLAN"}
+	replanned.History = append(replanned.History, tr)
+	if err := s.Update(ctx, replanned, rec.Version, ops.NewAuditEvent(replanned, tr)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = r1.BreakGlass(ctx, "req-1", alice, "second")
+	if err != nil || rec.Phase == ops.PhaseAwaitingApproval || rec.BreakGlass.Reason != "second" || !rec.BrokeAt(rec.BreakGlass.Entry) {
+		t.Fatalf("breaking the re-planned request again: %v, %+v", err, rec)
+	}
+}
