@@ -94,7 +94,7 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 	if err := e.claimGlass(ctx, rec, who); err != nil {
 		return rec, err
 	}
-	next, err := e.breakGlass(ctx, id, who, reason)
+	next, moved, err := e.breakGlass(ctx, id, who, reason)
 	if errors.Is(err, ErrStateUnavailable) {
 		// The record may have moved although its answer was lost: the claim stays. If it did not move, the claim
 		// is found stale (its request never broke glass) once PlanTTL has passed or the request is decided.
@@ -108,10 +108,10 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 		}
 		return next, err
 	}
-	if next.Phase == PhaseApproved && next.Version == rec.Version+1 {
+	if moved {
 		return e.dispatch(ctx, next)
 	}
-	return next, nil
+	return next, nil // a retry: the call that moved it dispatched it (or the sweep enqueues it)
 }
 
 // MayBreakGlass reports whether who may break glass on rec now, as BreakGlass will check it but for the reason and
@@ -233,26 +233,26 @@ func leadsOf(a Approval) string {
 }
 
 // breakGlass moves the request to approved with the break-glass recorded, holding the budget first as the vote
-// reaching a quorum does.
-func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reason string) (*Record, error) {
+// reaching a quorum does; moved says this call stored it (not an earlier one).
+func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reason string) (rec *Record, moved bool, err error) {
 	reserved := false
 	for range maxCASAttempts {
-		rec, err := e.Get(ctx, id)
+		rec, err = e.Get(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if retried(rec, who) {
-			return rec, nil
+			return rec, false, nil
 		}
 		if rec, err = e.mayBreakGlass(ctx, rec, who); err != nil {
 			if reserved && !holdsBudget(rec.Phase) {
 				e.releaseBudget(ctx, id, 0)
 			}
-			return rec, err
+			return rec, false, err
 		}
 		if !reserved {
 			if err := e.reserve(ctx, rec); err != nil {
-				return rec, err
+				return rec, false, err
 			}
 			reserved = true
 		}
@@ -270,11 +270,11 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 		if err != nil {
 			// The answer may be lost after it was stored: the budget stays held (it lapses with its window, and a
 			// retry finds the break-glass recorded).
-			return nil, stateError("record the break-glass", err)
+			return nil, false, stateError("record the break-glass", err)
 		}
-		return next, nil
+		return next, true, nil
 	}
-	return nil, Errorf(CodeStateUnavailable, "", "retry", "too much contention recording the break-glass of %s", id)
+	return nil, false, Errorf(CodeStateUnavailable, "", "retry", "too much contention recording the break-glass of %s", id)
 }
 
 // AcknowledgeBreakGlass records a lead's acknowledgement of the break-glass of request id, and frees its breaker to
