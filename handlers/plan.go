@@ -163,7 +163,7 @@ func needsField(rec *ops.Record) string {
 		s += fmt.Sprintf("\n:white_check_mark: %d given: %s", len(given), joinWords(given))
 	}
 	if a.BreakGlass != "" && rec.Request.Initiator.Kind == ops.Human {
-		s += fmt.Sprintf("\n:hammer: or %s breaks glass, if on call (%s)", person(rec.Request.Initiator), code(a.BreakGlass))
+		s += fmt.Sprintf("\n:hammer: or %s, on call (%s), may break glass", person(rec.Request.Initiator), code(a.BreakGlass))
 	}
 	return s
 }
