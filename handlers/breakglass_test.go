@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -340,5 +341,53 @@ func TestBreakGlassGolden(t *testing.T) {
 	}
 	if strings.Contains(blocksJSON(BreakGlassNotice(testCatalog(), acked)), ActionAcknowledgeGlass) {
 		t.Error("the acknowledged notice still offers Acknowledge")
+	}
+}
+
+// The break-glass notice is posted once however often its entry is told (a retry, a second replica), also when
+// Slack's answer to the post was lost after it posted it (500): it is found by its metadata and remembered, so the
+// acknowledgement updates that message.
+func TestBreakGlassNoticeToldOnce(t *testing.T) {
+	ctx := context.Background()
+	srv, p := outcomeSlack(t)
+	refs := &memRefs{}
+	replica := func() *Handler {
+		return New(Config{Command: "/hp", ApprovalsChannel: "C0APPROVALS"}, &recordEngine{}, everyone{}, testCatalog(), findingPoster{p}, refs, nil)
+	}
+	a, b := replica(), replica()
+	rec := glassRecord(false)
+	first := rec.Clone()
+	first.History = first.History[:1]
+	if err := a.Teller().Tell(ctx, first, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(rec.History); i++ {
+		if i == rec.BreakGlass.Entry {
+			srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: "C0APPROVALS", Status: http.StatusInternalServerError, After: true, Times: 1})
+			if err := a.Teller().Tell(ctx, rec, i); err == nil {
+				t.Fatal("Tell succeeded although Slack answered 500")
+			}
+		}
+		for _, h := range []*Handler{a, b, a} {
+			if err := h.Teller().Tell(ctx, rec, i); err != nil {
+				t.Fatalf("entry %d: %v", i, err)
+			}
+		}
+	}
+	notices := srv.Messages("C0APPROVALS")
+	if len(notices) != 1 || !strings.Contains(notices[0].Text, GlassBadge) {
+		t.Fatalf("the approvals channel holds %+v, want one break-glass notice", notices)
+	}
+	acked := glassRecord(true)
+	if err := b.Teller().Tell(ctx, acked, len(acked.History)-1); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages("C0APPROVALS")
+	if len(got) != 1 || len(got[0].Revisions) == 0 || strings.Contains(string(got[0].Blocks), ActionAcknowledgeGlass) {
+		t.Errorf("the acknowledgement did not update the one notice: %+v", got)
+	}
+	plan := srv.Messages("C0OPS")[0]
+	if thread := replies(srv, "C0OPS", plan.TS); len(thread) != 2 || !strings.HasPrefix(thread[1].Text, "<@U0ALICE> ") {
+		t.Errorf("the thread holds %+v, want the break-glass reply, then the acknowledgement mentioning alice", thread)
 	}
 }
