@@ -123,7 +123,8 @@ func (p *Policy) OverBudget(_ context.Context, req ops.Request, plan *ops.Plan) 
 		}
 		higher := *r
 		higher.Approvers, higher.Required, higher.AllowSelfApproval = r.OverBudget.Approvers, r.OverBudget.Required, false
-		a, err := p.approvalOf(i, &higher, req)
+		higher.BreakGlass = "" // going over a budget is never one person's call
+		a, err := p.approvalOf(i, &higher, req, plan)
 		return a, err == nil, err
 	}
 	return ops.Approval{}, false, nil

@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,13 +19,16 @@ import (
 // approver group would be policy the operator never wrote, and zero approvals would let an uncovered high-risk
 // change through. The error names what was not covered, so the gap in the rules is fixed once.
 //
+// A rule's breakGlass is offered (Approval.BreakGlass) on a person's request whose requester is in the on-call
+// group now (breakGlassOf, mayBeOnCall): only the requester may break glass, so a request of anybody else offers none.
+//
 // A rule's remindAfter and escalateAfter are counted from now too (Approval.RemindAt, Approval.EscalateAt); the
 // escalation names the second group and who it lists, as it is configured now.
 //
 // A request with requiresApproval that matches a rule asking for none gets one approval from the rule's group, or
 // else from the first group any rule names, within the rule's expiry (default 1h): the request may only raise what
 // policy asks for, and an approval that nobody could give would never end.
-func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan) (ops.Approval, error) {
+func (p *Policy) Requirement(ctx context.Context, req ops.Request, plan *ops.Plan) (ops.Approval, error) {
 	if plan == nil {
 		return ops.Approval{}, ops.Errorf(ops.CodeInternal, "", "retry; if it persists, check the bot's log",
 			"no plan to decide the approvals of request %s", req.ID)
@@ -37,7 +41,11 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 	for i := range p.cfg.Approvals.Rules {
 		r := &p.cfg.Approvals.Rules[i]
 		if r.Matches(risk, req.Operation, req.Target.Cluster, req.Target.Namespace, kind, profileOf(req)) {
-			return p.approvalOf(i, r, req)
+			a, err := p.approvalOf(i, r, req, plan)
+			if err == nil && a.BreakGlass != "" && !p.mayBeOnCall(ctx, a.BreakGlass, req.Initiator) {
+				a.BreakGlass = "" // nobody else may break glass on it: its message offers none
+			}
+			return a, err
 		}
 	}
 	return ops.Approval{}, ops.Errorf(ops.CodeNotAuthorized, "",
@@ -46,7 +54,7 @@ func (p *Policy) Requirement(_ context.Context, req ops.Request, plan *ops.Plan)
 		req.Target.Namespace, kind, req.Initiator.ID, profileOf(req))
 }
 
-func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops.Approval, error) {
+func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request, plan *ops.Plan) (ops.Approval, error) {
 	desc := describeRule(i, r)
 	a := ops.Approval{Required: r.Required, Approvers: r.Approvers, AllowSelfApproval: r.AllowSelfApproval, Rule: desc}
 	if a.Required == 0 && req.RequiresApproval {
@@ -80,7 +88,32 @@ func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request) (ops
 		a.EscalateAt, a.EscalateTo = now.Add(r.EscalateAfter.Std()), r.EscalateTo
 		a.EscalateUsers, a.EscalateUserGroups = esc.Users, esc.UserGroups
 	}
+	a.BreakGlass = breakGlassOf(r, req, plan)
 	return a, nil
+}
+
+// mayBeOnCall reports whether who may be in the on-call group now: listed, a member of one of its user groups, or
+// unknown because a user group could not be read (the click checks again, and refuses what it cannot confirm).
+func (p *Policy) mayBeOnCall(ctx context.Context, group string, who ops.Initiator) bool {
+	g, ok := p.cfg.Approvals.Groups[group]
+	if !ok {
+		return false
+	}
+	in, err := p.inGroup(ctx, g, who.ID)
+	return in || err != nil
+}
+
+// breakGlassOf is the on-call group that may break glass on req under rule r: its breakGlass, for a person's
+// request, and for a critical-risk plan only when r lists critical among its risks (a rule that covers every risk
+// does not hand critical changes to one person by omission).
+func breakGlassOf(r *config.ApprovalRule, req ops.Request, plan *ops.Plan) string {
+	if r.BreakGlass == "" || req.Initiator.Kind != ops.Human {
+		return ""
+	}
+	if plan.Risk.Level >= ops.RiskCritical && !slices.Contains(r.Risk, config.RiskCritical) {
+		return ""
+	}
+	return r.BreakGlass
 }
 
 // primaryGroup is the first approver group a rule names, in the order the operator wrote the rules.
@@ -128,6 +161,9 @@ func describeRule(i int, r *config.ApprovalRule) string {
 		}
 		if r.EscalateAfter > 0 && r.EscalateTo != "" {
 			out += fmt.Sprintf(", %s also asked after %s", r.EscalateTo, r.EscalateAfter)
+		}
+		if r.BreakGlass != "" {
+			out += ", " + r.BreakGlass + " may break glass"
 		}
 	}
 	return fmt.Sprintf("rule %d: %s → %s", i+1, strings.Join(on, ", "), out)

@@ -467,6 +467,12 @@ type ApprovalRule struct {
 	// then on the members of either group may vote, towards the same quorum. Zero (the default): no escalation.
 	EscalateAfter Duration `yaml:"escalateAfter"`
 	EscalateTo    string   `yaml:"escalateTo"`
+	// BreakGlass, when set, names the on-call group (in Approvals.Groups) whose members may break glass on the
+	// requests this rule covers: a member who asked for a request approves it alone, with a reason, without a
+	// vote; every approver and the audit channel are told at once, and the same person cannot break glass again
+	// until a lead (a member of Approvers) acknowledges it. People only: agents never break glass. A critical-risk
+	// plan may be broken only when Risk lists "critical" explicitly. Empty (the default): no break-glass.
+	BreakGlass string `yaml:"breakGlass"`
 }
 
 // The risk levels, lowest first.

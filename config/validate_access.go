@@ -220,6 +220,25 @@ func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
 	}
 	c.validateOverBudget(l, at+".overBudget", r.OverBudget)
 	c.validateNudges(l, at, r)
+	c.validateBreakGlass(l, at, r)
+}
+
+// validateBreakGlass checks a rule's breakGlass: it names a defined group, the rule asks for an approval to break
+// (required ≥ 1) and covers people (agents never break glass).
+func (c *Config) validateBreakGlass(l *problemList, at string, r *ApprovalRule) {
+	if r.BreakGlass == "" {
+		return
+	}
+	if _, ok := c.Approvals.Groups[r.BreakGlass]; !ok {
+		l.add(at+".breakGlass", "must name the on-call group in approvals.groups (%s), got %q",
+			quoteList(sortedKeys(c.Approvals.Groups)), r.BreakGlass)
+	}
+	if r.Required <= 0 {
+		l.add(at+".breakGlass", "needs required ≥ 1: a rule that asks for no approval has no glass to break")
+	}
+	if r.Initiator == InitiatorAgent {
+		l.add(at+".breakGlass", "can never be used on a rule for initiator %q: agents never break glass; move it to a rule for people", InitiatorAgent)
+	}
 }
 
 // validateNudges checks a rule's reminder and escalation: each needs a quorum to wait for, comes before the next

@@ -31,7 +31,8 @@ type confirmMeta struct {
 }
 
 // requestActions are the buttons of a request's message.
-var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume, ActionRevert}
+var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume, ActionRevert,
+	ActionBreakGlass, ActionAcknowledgeGlass}
 
 // Interaction handles an acked interaction: request buttons and the typed-name confirmation modal. Who may not
 // use HyperOps is refused first, whatever they clicked. A modal's submission is not asked again: modals open only
@@ -54,6 +55,8 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 			return h.confirmed(ctx, cb)
 		case DenyCallback:
 			return h.denySubmitted(ctx, cb)
+		case BreakGlassCallback:
+			return h.glassSubmitted(ctx, cb)
 		}
 	}
 	return nil
@@ -102,6 +105,10 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 		rec, err = h.engine.Resume(ctx, id, voter)
 	case ActionRevert:
 		return h.revert(ctx, rec.ID(), voter, channel)
+	case ActionBreakGlass:
+		return h.breakGlassClicked(ctx, cb.TriggerID, rec, voter, channel, ts)
+	case ActionAcknowledgeGlass:
+		return h.acknowledgeGlass(ctx, rec.ID(), voter, channel)
 	}
 	return h.answerClick(ctx, rec, err, channel, ts, voter.ID)
 }
@@ -160,6 +167,9 @@ func ConfirmModal(rec *ops.Record, c ops.Confirmation, privateMetadata string) s
 // ValidateSubmission checks a view submission without any I/O, so its answer can ride on the ack: nil accepts it,
 // otherwise Slack shows the errors in the modal.
 func ValidateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
+	if cb.Type == slack.InteractionTypeViewSubmission && cb.View.CallbackID == BreakGlassCallback && glassReason(cb) == "" {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{glassBlock: "say why it cannot wait: every approver reads it"})
+	}
 	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != ConfirmCallback {
 		return nil
 	}

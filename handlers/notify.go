@@ -87,13 +87,13 @@ func (tl *Teller) tell(ctx context.Context, rec *ops.Record, i int) error {
 	} else if err := tl.finishUploads(ctx, rec, i, plan); err != nil {
 		return err
 	}
-	if h.cfg.AuditChannel != "" && t.Kind == ops.KindPhase {
+	if h.cfg.AuditChannel != "" && (t.Kind == ops.KindPhase || t.Kind == ops.KindBreakGlassAck) {
 		return tl.audit(ctx, rec, i, at, t, plan, hasPlan)
 	}
 	return nil
 }
 
-// audit mirrors a phase change to the audit channel. When the audit channel refuses it for good, the request's
+// audit mirrors a phase change (and a break-glass's acknowledgement) to the audit channel. When the audit channel refuses it for good, the request's
 // thread says so, once per request.
 func (tl *Teller) audit(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef, hasPlan bool) error {
 	h := tl.h
@@ -190,7 +190,12 @@ func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Rec
 			return nil
 		}
 		return tl.escalate(ctx, rec, i, t, plan)
+	case ops.KindBreakGlassAck:
+		return tl.tellGlassAck(ctx, rec, i, plan)
 	default:
+		if rec.BrokeAt(i) {
+			return tl.tellGlass(ctx, rec, i, plan)
+		}
 		var ok bool
 		if m, ok = TransitionReply(at, t); !ok {
 			return nil

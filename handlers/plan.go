@@ -162,6 +162,9 @@ func needsField(rec *ops.Record) string {
 	if len(given) > 0 {
 		s += fmt.Sprintf("\n:white_check_mark: %d given: %s", len(given), joinWords(given))
 	}
+	if a.BreakGlass != "" && rec.Request.Initiator.Kind == ops.Human {
+		s += fmt.Sprintf("\n:hammer: or %s, on call (%s), may break glass", person(rec.Request.Initiator), code(a.BreakGlass))
+	}
 	return s
 }
 

@@ -186,7 +186,7 @@ func titleText(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) string {
 		s = stateEmoji[workload.To] + " " + headline(rec, op)
 		return s + "\n" + workloadStatus(rec, *workload)
 	}
-	return s + "\n" + status(rec) + revertLines(rec)
+	return s + "\n" + status(rec) + revertLines(rec) + glassLine(rec)
 }
 
 // revertLines link a revert and the request it reverts, both ways.
@@ -379,7 +379,8 @@ func Actionable(rec *ops.Record) []string {
 
 // choiceActions are the action IDs of the choices.
 var choiceActions = map[ops.Choice]string{ops.ChoiceApprove: ActionApprove, ops.ChoiceDeny: ActionDeny, ops.ChoiceCancel: ActionCancel,
-	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume, ops.ChoiceRevert: ActionRevert}
+	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume, ops.ChoiceRevert: ActionRevert,
+	ops.ChoiceBreakGlass: ActionBreakGlass}
 
 // menuLabels say what each overflow choice does (Slack shows at most 75 characters).
 var menuLabels = map[string]string{
@@ -392,7 +393,7 @@ var menuLabels = map[string]string{
 
 // buttons are the choices shown as buttons; the rest go to the overflow menu.
 var buttons = map[ops.Phase][]string{
-	ops.PhaseAwaitingApproval: {ActionApprove, ActionDeny},
+	ops.PhaseAwaitingApproval: {ActionApprove, ActionDeny, ActionBreakGlass},
 	ops.PhaseInterrupted:      {ActionTakeOver},
 }
 
@@ -429,7 +430,7 @@ func isButton(p ops.Phase, id string) bool {
 }
 
 var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
-	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert"}
+	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert", ActionBreakGlass: "🔨 Break glass…"}
 
 func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	value := rec.ID()
@@ -440,7 +441,7 @@ func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	switch id {
 	case ActionApprove, ActionTakeOver:
 		b.Style = slack.StylePrimary
-	case ActionDeny, ActionStop:
+	case ActionDeny, ActionStop, ActionBreakGlass:
 		b.Style = slack.StyleDanger
 	}
 	// An approval that asks for a typed name confirms in its own modal instead.
@@ -615,7 +616,11 @@ func RequestsMessage(specs Specs, title string, recs []*ops.Record) Msg {
 
 // AuditLine renders the one-line mirror of a transition for the audit channel.
 func AuditLine(rec *ops.Record, t ops.Transition) Msg {
-	s := fmt.Sprintf("%s %s on %s: %s → %s by %s", code(rec.ID()), escLine(rec.Request.Operation), target(rec.Request.Target),
+	badge := ""
+	if bg := rec.BreakGlass; bg != nil && (bg.Broke(t) || t.Kind == ops.KindBreakGlassAck) {
+		badge = "*" + GlassBadge + "* "
+	}
+	s := badge + fmt.Sprintf("%s %s on %s: %s → %s by %s", code(rec.ID()), escLine(rec.Request.Operation), target(rec.Request.Target),
 		orDash(phrase(string(t.From))), phrase(string(t.To)), person(t.By))
 	if t.Note != "" {
 		s += " — " + escLine(t.Note)

@@ -23,6 +23,17 @@ type AuditEvent struct {
 	PlanHash  string     `json:"planHash,omitempty"`
 	Cost      *AuditCost `json:"cost,omitempty"`
 	Risk      string     `json:"risk,omitempty"`
+	// BreakGlass is on the entry that broke glass (the requester approved alone, Engine.BreakGlass) and on its
+	// acknowledgement (kind break-glass-ack): the reason given and, once acknowledged, by whom.
+	BreakGlass *AuditBreakGlass `json:"breakGlass,omitempty"`
+}
+
+// AuditBreakGlass is a break-glass as the audit trail keeps it.
+type AuditBreakGlass struct {
+	By             string `json:"by"`
+	Group          string `json:"group"`
+	Reason         string `json:"reason"`
+	AcknowledgedBy string `json:"acknowledgedBy,omitempty"`
 }
 
 // AuditCost is a plan's cost as the audit trail keeps it: the change in $/h and, for a bounded run, its worst case.
@@ -38,6 +49,12 @@ func NewAuditEvent(rec *Record, t Transition) AuditEvent {
 	for _, v := range rec.Approval.Votes {
 		if v.Approve && v.PlanHash == rec.Approval.PlanHash {
 			ev.Approvers = append(ev.Approvers, v.Voter.ID)
+		}
+	}
+	if bg := rec.BreakGlass; bg != nil && (t.Kind == KindBreakGlassAck || bg.Broke(t)) {
+		ev.BreakGlass = &AuditBreakGlass{By: bg.By.ID, Group: bg.Group, Reason: bg.Reason}
+		if bg.AcknowledgedBy != nil {
+			ev.BreakGlass.AcknowledgedBy = bg.AcknowledgedBy.ID
 		}
 	}
 	if p := rec.Plan; p != nil {

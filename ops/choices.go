@@ -14,15 +14,23 @@ const (
 	ChoiceResume   Choice = "resume"
 	// ChoiceRevert asks for a new request that puts back what a succeeded request replaced (Engine.Revert).
 	ChoiceRevert Choice = "revert"
+	// ChoiceBreakGlass lets the requester approve their own request alone, with a reason, when its rule names an
+	// on-call group (Engine.BreakGlass).
+	ChoiceBreakGlass Choice = "break-glass"
 )
 
 // Choices lists what a request offers in its phase: a vote, withdrawing it or, for one an agent owns, stopping
 // it or taking it over while it waits; cancelling before it runs; taking over, resuming or stopping once it is
-// interrupted; reverting it once it succeeded, when it recorded what it replaced; nothing while it executes. The engine still checks who may do each.
+// interrupted; reverting it once it succeeded, when it recorded what it replaced; nothing while it executes;
+// breaking glass while it waits, when its rule names an on-call group and a person asked for it. The engine still checks who may do each.
 func (r *Record) Choices() []Choice {
 	switch r.Phase {
 	case PhaseAwaitingApproval:
-		out := []Choice{ChoiceApprove, ChoiceDeny, ChoiceCancel}
+		out := []Choice{ChoiceApprove, ChoiceDeny}
+		if r.Approval.BreakGlass != "" && r.Request.Initiator.Kind == Human {
+			out = append(out, ChoiceBreakGlass)
+		}
+		out = append(out, ChoiceCancel)
 		if r.Owner.Kind == Agent {
 			out = append(out, ChoiceStop, ChoiceTakeOver)
 		}

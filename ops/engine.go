@@ -52,6 +52,9 @@ type EngineOptions struct {
 	// Ledger holds spend budgets across replicas; nil counts no budgets. Which budgets apply comes from the
 	// Policy, when it is a BudgetPolicy.
 	Ledger Ledger
+	// Glass records who broke glass and has not been acknowledged yet, across replicas; nil: nobody may break
+	// glass (Engine.BreakGlass refuses).
+	Glass GlassLog
 	// OnError is told about failures no caller is waiting for (queue, progress, panics with their stack).
 	OnError func(requestID string, err error)
 }

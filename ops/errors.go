@@ -50,6 +50,9 @@ const (
 	// CodeReservationEnds: a training job's max-hours outlives the reservation (SageMaker training plan) its
 	// instance group runs on; the error names the plan and its end time (risk.reservationOutlived: refuse).
 	CodeReservationEnds Code = "E_RESERVATION_ENDS"
+	// CodeBreakGlassUnacknowledged: a person asked to break glass while an earlier break-glass of theirs waits for
+	// a lead's acknowledgement; the error names that request and who may acknowledge it.
+	CodeBreakGlassUnacknowledged Code = "E_BREAK_GLASS_UNACKNOWLEDGED"
 )
 
 // Error is a user-facing failure: a stable code, a one-line message a person understands, the field at fault when

@@ -107,8 +107,11 @@ type Vote struct {
 	Approve  bool      `json:"approve"`
 	At       time.Time `json:"at"`
 	PlanHash string    `json:"planHash"`
-	// Reason is what the voter wrote (a Deny's optional reason), shown with the vote.
+	// Reason is what the voter wrote (a Deny's optional reason, a break-glass's reason), shown with the vote.
 	Reason string `json:"reason,omitempty"`
+	// BreakGlass marks the requester's own approval that broke glass (Engine.BreakGlass): it approved the
+	// request alone, whatever the quorum.
+	BreakGlass bool `json:"breakGlass,omitempty"`
 }
 
 // Approval is what a request needs and what it has received, bound to one plan hash.
@@ -144,6 +147,10 @@ type Approval struct {
 	EscalateUsers      []string  `json:"escalateUsers,omitempty"`
 	EscalateUserGroups []string  `json:"escalateUserGroups,omitempty"`
 	Escalated          bool      `json:"escalated,omitempty"`
+	// BreakGlass names the on-call group whose members may break glass on this request (its rule's breakGlass),
+	// set when the request was planned; empty: nobody may. Engine.BreakGlass checks it again, with the group as
+	// configured then.
+	BreakGlass string `json:"breakGlass,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.
@@ -173,6 +180,9 @@ const (
 	KindReminder TransitionKind = "reminder"
 	// KindEscalation asks the second approver group (Approval.EscalateTo); the approvals channel is told.
 	KindEscalation TransitionKind = "escalation"
+	// KindBreakGlassAck records a lead's acknowledgement of a break-glass (Record.BreakGlass); the phase does not
+	// change, the break-glass notice is updated and the person who broke glass is told.
+	KindBreakGlassAck TransitionKind = "break-glass-ack"
 )
 
 // Transition is one recorded move of a request.
@@ -220,7 +230,10 @@ type Record struct {
 	// Execution is the resumable progress of the execution, once it started.
 	Execution *ExecutionState `json:"execution,omitempty"`
 	// RevertedBy is the id of the latest request asked to revert this one (Engine.Revert).
-	RevertedBy string       `json:"revertedBy,omitempty"`
+	RevertedBy string `json:"revertedBy,omitempty"`
+	// BreakGlass is set when the requester broke glass on the request (Engine.BreakGlass): who, when, why, and
+	// which lead acknowledged it.
+	BreakGlass *BreakGlass  `json:"breakGlass,omitempty"`
 	CreatedAt  time.Time    `json:"createdAt"`
 	UpdatedAt  time.Time    `json:"updatedAt"`
 	History    []Transition `json:"history,omitempty"`
