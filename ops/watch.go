@@ -62,6 +62,9 @@ type WatchStore interface {
 	Tell(ctx context.Context, obj ObjectRef, from, to string) (bool, error)
 	// WatchedCount returns how many objects of a cluster have subscriptions.
 	WatchedCount(ctx context.Context, cluster string) (int64, error)
+	// ClaimReservationWarning claims the warning that obj's reservation plan (by ARN) ends at end: true for exactly
+	// one caller across replicas and restarts; a new end is a new claim.
+	ClaimReservationWarning(ctx context.Context, obj ObjectRef, plan string, end time.Time) (bool, error)
 }
 
 // WatchedObjects names and reads the objects people watch (ops/kube implements it over the registered clusters).

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,16 @@ type WatcherOptions struct {
 	LogLines int64
 	// OnError is told about errors the watcher recovers from (lease store or cluster unreachable); optional.
 	OnError func(cluster string, err error)
+	// Reservations reads the training plans the instance groups run on; with it, and a Sink that is a
+	// ReservationSink too, the leader hands it the running workloads whose nodes are on a plan that ends within
+	// ReservationWarnBefore (optional).
+	Reservations ops.ReservationReader
+	// ReservationWarnBefore is how long before a plan ends its workloads are warned (default 1h).
+	ReservationWarnBefore time.Duration
+	// ReservationCheck is how often the leader checks the plans of a cluster (default 1m, the reader's cache).
+	ReservationCheck time.Duration
+	// Clock ticks the reservation checks (default the real clock).
+	Clock clockwork.Clock
 }
 
 // Watcher runs, per cluster and only while holding that cluster's lease, shared informers on the objects HyperOps
@@ -76,6 +87,15 @@ func NewWatcher(cl *Clusters, opts WatcherOptions) *Watcher {
 	}
 	if opts.LogLines <= 0 {
 		opts.LogLines = 20
+	}
+	if opts.ReservationWarnBefore <= 0 {
+		opts.ReservationWarnBefore = time.Hour
+	}
+	if opts.ReservationCheck <= 0 {
+		opts.ReservationCheck = time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
 	}
 	return &Watcher{cl: cl, opts: opts}
 }
@@ -265,6 +285,13 @@ func (w *Watcher) inform(ctx context.Context, c *Cluster) error {
 		for s.next(ctx) {
 		}
 	}()
+	if _, ok := w.warnsReservations(); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.queueReservationChecks(ctx)
+		}()
+	}
 	<-ctx.Done()
 	s.queue.ShutDown()
 	wg.Wait()
@@ -313,6 +340,10 @@ func (s *informerSet) next(ctx context.Context) bool {
 		return false
 	}
 	defer s.queue.Done(k)
+	if k == reservationCheck {
+		s.checkReservations(ctx)
+		return true
+	}
 	if err := s.sync(ctx, k); err != nil {
 		s.w.report(s.c, err)
 		s.queue.AddRateLimited(k)

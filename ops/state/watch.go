@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -167,4 +169,19 @@ func (s *Store) LastTold(ctx context.Context, obj ops.ObjectRef) (string, error)
 		return "", unavailable("read last state told of "+objectKey(obj), err)
 	}
 	return v, nil
+}
+
+// reservationWarnedKey is {p}:resvwarned:<object>:<plan ARN>:<end in Unix seconds>, one per end of each plan.
+func (s *Store) reservationWarnedKey(o ops.ObjectRef, plan string, end time.Time) string {
+	return s.key("resvwarned", objectKey(o), url.PathEscape(plan), strconv.FormatInt(end.Unix(), 10))
+}
+
+// ClaimReservationWarning claims the warning that obj's training plan ends at end (SET NX): true for exactly one
+// caller across replicas and restarts. The claim lives RequestTTL, as the subscriptions it was told to do.
+func (s *Store) ClaimReservationWarning(ctx context.Context, obj ops.ObjectRef, plan string, end time.Time) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, s.reservationWarnedKey(obj, plan, end), "1", s.opts.RequestTTL).Result()
+	if err != nil {
+		return false, unavailable("claim the reservation warning of "+objectKey(obj), err)
+	}
+	return ok, nil
 }
