@@ -248,6 +248,9 @@ func FuzzRender(f *testing.F) {
 			if m, ok := WatchReply(wc); ok {
 				check("watch reply", m)
 			}
+			check("reservation warning", ReservationWarningReply(ops.ReservationWarning{Object: wc.Object,
+				Reservation: ops.CapacityReservation{Group: note, Plan: msg, EndTime: time.Unix(int64(n), 0), Left: time.Duration(n) * time.Minute},
+				Nodes:       []string{note, output, msg}}))
 		}
 	})
 }
