@@ -60,7 +60,8 @@ type Options struct {
 	// Pricer prices capacity reports (default the built-in table with the config's overrides).
 	Pricer ops.Pricer
 	// Groups is the AWS view of instance groups in capacity reports (optional); when it is an
-	// ops.ReservationReader too, reports list the training plans that end within a day.
+	// ops.ReservationReader too, reports list the training plans that end within a day, and the job-watch threads
+	// of the workloads on a plan are warned risk.reservationWarnBefore before it ends.
 	Groups report.GroupSource
 	// MCPListener serves MCP (bot/mcp.go); nil listens on Config.MCP.Listen, off when that is empty.
 	MCPListener net.Listener
@@ -199,10 +200,14 @@ func New(opts Options) (*Bot, error) {
 		watches: watches, teller: &teller{Teller: h.Teller(), m: m}}
 	b.registerMCPGauges()
 	if watches != nil {
+		// The training plans the instance groups run on (the AWS view of the groups) warn the watched workloads on
+		// them before they end.
+		reservations, _ := opts.Groups.(ops.ReservationReader)
 		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: watches, Holder: engine.Replica(),
 			LeaseTTL: opts.WatchLeaseTTL, OnError: func(cluster string, err error) {
 				log.Warn().Err(err).Str("cluster", cluster).Msg("watcher")
-			}})
+			},
+			Reservations: reservations, ReservationWarnBefore: cfg.Risk.ReservationWarnBefore.Std(), Clock: opts.Clock})
 	}
 	return b, nil
 }

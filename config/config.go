@@ -493,6 +493,10 @@ type Risk struct {
 	// plan) its instance group runs on: ReservationRefuse (the default) refuses it with E_RESERVATION_ENDS,
 	// ReservationCritical plans it at critical risk with the reason.
 	ReservationOutlived string `yaml:"reservationOutlived"`
+	// ReservationWarnBefore is how long before a training plan ends the job-watch threads of the workloads running
+	// on its instance group are warned, once per end of the plan (default 1h; at least 1m, the watcher checks once
+	// a minute).
+	ReservationWarnBefore Duration `yaml:"reservationWarnBefore"`
 }
 
 // The values of risk.reservationOutlived.

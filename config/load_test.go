@@ -121,6 +121,7 @@ func TestDefaults(t *testing.T) {
 		{"risk medium", cfg.Risk.HourlyCost.Medium, 50.0},
 		{"risk high", cfg.Risk.HourlyCost.High, 500.0},
 		{"reservation outlived", cfg.Risk.ReservationOutlived, ReservationRefuse},
+		{"reservation warning", cfg.Risk.ReservationWarnBefore.Std(), time.Hour},
 		{"pricing.source", cfg.Pricing.Source, "builtin"},
 		{"pricing.cacheTTL", cfg.Pricing.CacheTTL.Std(), 24 * time.Hour},
 		{"report timezone", cfg.Reports[0].Timezone, "UTC"},

@@ -134,6 +134,10 @@ func (r *Risk) validate(l *problemList) {
 	if o := r.ReservationOutlived; o != ReservationRefuse && o != ReservationCritical {
 		l.add("risk.reservationOutlived", "must be %s or %s, got %q", ReservationRefuse, ReservationCritical, o)
 	}
+	if w := r.ReservationWarnBefore; w < Duration(time.Minute) {
+		l.add("risk.reservationWarnBefore", "must be a duration of at least 1m such as \"1h\" (the watcher checks the training plans "+
+			"once a minute), or unset for 1h, got %q", w.String())
+	}
 }
 
 func (p *Pricing) validate(l *problemList) {

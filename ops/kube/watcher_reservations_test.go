@@ -266,3 +266,6 @@ func TestWatcherWarnsNothingWhenTheReservationsCannotBeRead(t *testing.T) {
 		t.Fatalf("once readable warned %q, want %q", got, want)
 	}
 }
+
+// ops.Watches is the reservation sink the bot wires in.
+var _ ReservationSink = (*ops.Watches)(nil)
