@@ -22,6 +22,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/report"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -211,6 +212,8 @@ type harnessOptions struct {
 	mcp bool
 	// tellers tune the outbox tellers.
 	tellers ops.TellerOptions
+	// groups is the AWS view of the instance groups (and, as an ops.ReservationReader, of their training plans).
+	groups report.GroupSource
 }
 
 func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
@@ -309,6 +312,7 @@ func (h *harness) launch(o harnessOptions) *replica {
 	if o.clusters != nil {
 		bo.Clusters = o.clusters(cfg)
 	}
+	bo.Groups = o.groups
 	if o.mcp {
 		if bo.MCPListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			cancel()
