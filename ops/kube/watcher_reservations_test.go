@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,7 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	hpaws "github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -30,13 +37,11 @@ type fakePlans struct {
 	mu    sync.Mutex
 	ends  map[string]time.Time // by instance group; the plan is named tp-<group>
 	err   error
-	n     int
 }
 
 func (f *fakePlans) Reservations(_ context.Context, _ string) ([]ops.CapacityReservation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.n++
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -47,8 +52,6 @@ func (f *fakePlans) Reservations(_ context.Context, _ string) ([]ops.CapacityRes
 	}
 	return out, nil
 }
-
-func (f *fakePlans) calls() int { f.mu.Lock(); defer f.mu.Unlock(); return f.n }
 
 func (f *fakePlans) set(group string, end time.Time, err error) {
 	f.mu.Lock()
@@ -96,7 +99,10 @@ type resvEnv struct {
 	store *state.Store
 	clock *clockwork.FakeClock
 	plans *fakePlans
-	heard *heard
+	// reader is what the watchers read the plans through (plans unless a test sets another), reads its reads.
+	reader ops.ReservationReader
+	reads  atomic.Int64
+	heard  *heard
 	// handed counts the warnings the watchers handed to ops.Watches and it answered (told, or claimed already).
 	handed atomic.Int64
 }
@@ -112,7 +118,18 @@ func (c countingSink) ReservationEnding(ctx context.Context, w ops.ReservationWa
 	return c.Watches.ReservationEnding(ctx, w)
 }
 
-func newResvEnv(t *testing.T) *resvEnv {
+// countedReader counts the reads of the plans, whether its reader answers them from its cache or not.
+type countedReader struct {
+	ops.ReservationReader
+	n *atomic.Int64
+}
+
+func (c countedReader) Reservations(ctx context.Context, cluster string) ([]ops.CapacityReservation, error) {
+	defer c.n.Add(1)
+	return c.ReservationReader.Reservations(ctx, cluster)
+}
+
+func newResvEnv(t *testing.T, opts ...envOption) *resvEnv {
 	t.Helper()
 	url, prefix := redistest.Shared(t)
 	opt, err := redis.ParseURL(url)
@@ -132,8 +149,9 @@ func newResvEnv(t *testing.T) *resvEnv {
 			Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelWorkload: name}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "trainer"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 	}
-	r := &resvEnv{e: newEnv(t, objs), store: state.New(rdb, state.Options{KeyPrefix: prefix}), clock: clock, heard: &heard{},
+	r := &resvEnv{e: newEnv(t, objs, opts...), store: state.New(rdb, state.Options{KeyPrefix: prefix}), clock: clock, heard: &heard{},
 		plans: &fakePlans{clock: clock, ends: map[string]time.Time{"gpu": clock.Now().Add(50 * time.Minute), "cpu": clock.Now().Add(10 * time.Hour)}}}
+	r.reader = r.plans
 	for i, name := range []string{"train-soon", "train-later"} {
 		sub := ops.WatchSubscription{ID: fmt.Sprintf("w-%d", i+1), Channel: "C1", Thread: "1.1"}
 		if err := r.store.Subscribe(context.Background(), ref(testCluster, ResJob, testNS, name), sub); err != nil {
@@ -148,7 +166,7 @@ func (r *resvEnv) start(t *testing.T, holder string) (stop func()) {
 	t.Helper()
 	watches := ops.NewWatches(ops.WatchOptions{Store: r.store, Sink: heardBy{r.heard, holder}})
 	w := NewWatcher(r.e.cs, WatcherOptions{Leases: r.store, Sink: countingSink{watches, &r.handed}, Holder: holder, LeaseTTL: 300 * time.Millisecond,
-		Reservations: r.plans, ReservationWarnBefore: time.Hour, ReservationCheck: time.Minute, Clock: r.clock,
+		Reservations: countedReader{r.reader, &r.reads}, ReservationWarnBefore: time.Hour, ReservationCheck: time.Minute, Clock: r.clock,
 		OnError: func(c string, err error) { t.Logf("%s %s: %v", holder, c, err) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -167,9 +185,9 @@ func (r *resvEnv) start(t *testing.T, holder string) (stop func()) {
 }
 
 // checked waits until the leader has read the plans again since it read them n times.
-func (r *resvEnv) checked(t *testing.T, n int) {
+func (r *resvEnv) checked(t *testing.T, n int64) {
 	t.Helper()
-	opstest.Eventually(t, 10*time.Second, fmt.Sprintf("plans read more than %d times", n), func() bool { return r.plans.calls() > n })
+	opstest.Eventually(t, 10*time.Second, fmt.Sprintf("plans read more than %d times", n), func() bool { return r.reads.Load() > n })
 }
 
 // advance moves the fake clock by d once the leader's check ticker waits, and waits for the check it starts to
@@ -181,7 +199,7 @@ func (r *resvEnv) advance(t *testing.T, d time.Duration, ending bool) {
 	if err := r.clock.BlockUntilContext(ctx, 1); err != nil {
 		t.Fatalf("no check ticker waits: %v", err)
 	}
-	n, h := r.plans.calls(), r.handed.Load()
+	n, h := r.reads.Load(), r.handed.Load()
 	r.clock.Advance(d)
 	r.checked(t, n)
 	if ending {
@@ -269,3 +287,64 @@ func TestWatcherWarnsNothingWhenTheReservationsCannotBeRead(t *testing.T) {
 
 // ops.Watches is the reservation sink the bot wires in.
 var _ ReservationSink = (*ops.Watches)(nil)
+
+// Through ops/aws's reader over the real SDK and the fake AWS: while DescribeTrainingPlan is throttled the plan's end
+// is unknown and nobody is warned, the watch going on; once it answers, the job on the plan's group is warned once,
+// and the job on a group without a plan is not.
+func TestWatcherWarnsThroughTheFakeTrainingPlan(t *testing.T) {
+	srv := fakeaws.New(fakeaws.Options{TransitionDelay: -1})
+	t.Cleanup(srv.Close)
+	now := time.Now()
+	end := now.Add(40 * time.Minute)
+	arn, err := srv.AddTrainingPlan(fakeaws.TrainingPlan{Name: "tp-gpu", InstanceType: "ml.p5.48xlarge", Count: 1,
+		Start: now.Add(-time.Hour), End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddHyperPodCluster(fakeaws.HyperPodCluster{Name: "ml-hp", InstanceGroups: []fakeaws.InstanceGroup{{Name: "gpu",
+		Type: "ml.p5.48xlarge", Count: 1, LifecycleS3URI: "s3://lifecycle/scripts/", ExecutionRole: "arn:aws:iam::123456789012:role/hp",
+		TrainingPlanARN: arn}}}); err != nil {
+		t.Fatal(err)
+	}
+	var cfg *config.Config
+	r := newResvEnv(t, func(c *config.Config, _ *env) {
+		c.Clusters[0].HyperPod.ClusterName = "ml-hp"
+		c.AWS.Endpoints.SageMaker = srv.URL()
+		cfg = c
+	})
+	clients := hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		Retryer: func() awssdk.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			})
+		}})
+	clients.Clock = r.clock
+	r.clock.Advance(now.Sub(r.clock.Now())) // the reader's clock at the fake AWS's time
+	r.reader = clients
+
+	srv.Fail(fakeaws.OpSageMakerDescribeTrainingPlan, -1, "ThrottlingException", 400, "Rate exceeded")
+	stop := r.start(t, "a")
+	defer stop()
+	r.checked(t, 0)
+	r.advance(t, time.Minute, false)
+	r.advance(t, time.Minute, false)
+	if got := r.heard.warnings(); len(got) != 0 || r.handed.Load() != 0 {
+		t.Fatalf("warned %q while DescribeTrainingPlan was throttled", got)
+	}
+	if srv.Calls(fakeaws.OpSageMakerDescribeTrainingPlan) == 0 {
+		t.Fatal("DescribeTrainingPlan was never asked")
+	}
+	setJobStatus(t, r.e, "train-later", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
+	opstest.Eventually(t, 10*time.Second, "train-later completed told", func() bool {
+		return slices.Contains(r.heard.states(), "a train-later completed")
+	})
+
+	srv.ClearFaults()
+	r.advance(t, time.Minute, true) // past the seconds a failed read is remembered, and the minute of the cache
+	r.advance(t, time.Minute, true)
+	got := r.heard.warnings()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "a w-1 train-soon tp-gpu "+end.UTC().Format("15:04")+" left 3") {
+		t.Fatalf("once DescribeTrainingPlan answered warned %q, want train-soon once about tp-gpu ending at %s", got, end.UTC().Format("15:04"))
+	}
+}
