@@ -58,9 +58,10 @@ func (s *informerSet) checkReservations(ctx context.Context) {
 	if len(running) == 0 {
 		return // nothing runs: no read of the reservations at all
 	}
-	ctx, cancel := context.WithTimeout(ctx, instancesReadTimeout)
+	// The reads are bounded as a plan's are; the warnings that follow are not (telling them has its own bound).
+	readCtx, cancel := context.WithTimeout(ctx, instancesReadTimeout)
 	defer cancel()
-	all, err := s.w.opts.Reservations.Reservations(ctx, s.c.Config.Name)
+	all, err := s.w.opts.Reservations.Reservations(readCtx, s.c.Config.Name)
 	if err != nil {
 		s.w.report(s.c, fmt.Errorf("read the training plans to warn watched workloads (checked again in %s): %w",
 			s.w.opts.ReservationCheck, err))
@@ -75,7 +76,7 @@ func (s *informerSet) checkReservations(ctx context.Context) {
 	if len(ending) == 0 {
 		return
 	}
-	groupOf, err := s.nodeGroups(ctx, ending)
+	groupOf, err := s.nodeGroups(readCtx, ending)
 	if err != nil {
 		s.w.report(s.c, err)
 		return

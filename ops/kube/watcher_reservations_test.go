@@ -18,8 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeaws"
@@ -346,5 +348,32 @@ func TestWatcherWarnsThroughTheFakeTrainingPlan(t *testing.T) {
 	got := r.heard.warnings()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "a w-1 train-soon tp-gpu "+end.UTC().Format("15:04")+" left 3") {
 		t.Fatalf("once DescribeTrainingPlan answered warned %q, want train-soon once about tp-gpu ending at %s", got, end.UTC().Format("15:04"))
+	}
+}
+
+// A node list the API server throttles is a failed check like a failed plan read: nobody is warned, and the next
+// check after the API server answers warns.
+func TestWatcherWarnsNothingWhenTheNodesCannotBeListed(t *testing.T) {
+	r := newResvEnv(t)
+	var throttled atomic.Bool
+	throttled.Store(true)
+	r.e.kube.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if throttled.Load() {
+			return true, nil, apierrors.NewTooManyRequests("slow down", 1)
+		}
+		return false, nil, nil
+	})
+	stop := r.start(t, "a")
+	defer stop()
+	r.checked(t, 0)
+	r.advance(t, time.Minute, false)
+	r.advance(t, time.Minute, false)
+	if got := r.heard.warnings(); len(got) != 0 || r.handed.Load() != 0 {
+		t.Fatalf("warned %q while the nodes could not be listed", got)
+	}
+	throttled.Store(false)
+	r.advance(t, time.Minute, true)
+	if got := r.heard.warnings(); len(got) != 1 || !strings.Contains(got[0], "train-soon tp-gpu 15:50") {
+		t.Fatalf("once the nodes were listed warned %q, want train-soon once", got)
 	}
 }
