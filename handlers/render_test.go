@@ -202,6 +202,11 @@ func TestGoldenMessages(t *testing.T) {
 				ARN:     "arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp-gpu-dec",
 				EndTime: time.Date(2026, 12, 5, 16, 45, 0, 0, time.UTC), Left: 45 * time.Minute},
 			Nodes: []string{"hyperpod-i-0a1", "hyperpod-i-0a2", "hyperpod-i-0a3", "hyperpod-i-0a4", "hyperpod-i-0a5", "hyperpod-i-0a6", "hyperpod-i-0a7"}})},
+		"watch_reply_reservation_inference": {Msg: ReservationWarningReply(ops.ReservationWarning{
+			Object: ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", APIVersion: "apps/v1", Kind: "Deployment", Name: "llm-serve"},
+			Reservation: ops.CapacityReservation{Group: "gpu-workers", Plan: "tp-gpu-dec", Status: "Active",
+				EndTime: time.Date(2026, 12, 5, 16, 45, 0, 0, time.UTC), Left: 58 * time.Minute},
+			Nodes: []string{"hyperpod-i-0a1"}})},
 		"watch_message":      {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
 		"plan_with_workload": {Msg: WithWorkloadState(opSpecs, done, ops.WatchChange{Object: job, To: "completed"})},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},

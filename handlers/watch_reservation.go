@@ -37,12 +37,21 @@ func ReservationWarningReply(rw ops.ReservationWarning) Msg {
 	todo := "SageMaker takes the plan's instances back when it ends, and the pods on them stop. Before then: " +
 		"*save a checkpoint*, *stop the job* if it cannot finish in time, or *extend the training plan* in SageMaker " +
 		"(an extended plan is warned about again before its new end)."
+	if rw.Object.Kind == "Deployment" { // inference: nothing to checkpoint, and it is not stopped but served elsewhere
+		todo = "SageMaker takes the plan's instances back when it ends, and the pods on them stop serving. Before then: " +
+			"*extend the training plan* in SageMaker, or make sure enough of its replicas run on other nodes " +
+			"(an extended plan is warned about again before its new end)."
+	}
 	blocks := []slack.Block{section(head + "\n" + todo)}
 	if len(rw.Nodes) > 0 {
 		blocks = append(blocks, contextBlock("its pods run on "+nodeList(rw.Nodes)))
 	}
-	text := oneLine(fmt.Sprintf("%s %s: training plan %s of instance group %s ends %s (in %s): save a checkpoint, stop the job or extend the plan",
-		rw.Object.Kind, rw.Object.Name, res.Plan, res.Group, res.EndTime.UTC().Format("2006-01-02 15:04 UTC"), left))
+	what := "save a checkpoint, stop the job or extend the plan"
+	if rw.Object.Kind == "Deployment" {
+		what = "extend the plan or serve from other nodes"
+	}
+	text := oneLine(fmt.Sprintf("%s %s: training plan %s of instance group %s ends %s (in %s): %s",
+		rw.Object.Kind, rw.Object.Name, res.Plan, res.Group, res.EndTime.UTC().Format("2006-01-02 15:04 UTC"), left, what))
 	return Msg{Text: escText(text), Blocks: blocks}
 }
 
