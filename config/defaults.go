@@ -5,52 +5,53 @@ import (
 	"time"
 )
 
+// DefaultReservationWarnBefore is how long before its training plan ends a watched workload is warned.
+const DefaultReservationWarnBefore = Duration(time.Hour)
+
 // The defaults ApplyDefaults fills in; example.yaml documents each next to its key.
 const (
-	DefaultCommand          = "/hp"
-	DefaultWorkers          = 8
-	DefaultQueueSize        = 256
-	DefaultKeyPrefix        = "hyperops"
-	DefaultRequestTTL       = Duration(720 * time.Hour)
-	DefaultDedupeTTL        = Duration(time.Hour)
-	DefaultRedisWaitTimeout = Duration(500 * time.Millisecond)
-	DefaultEnvironment      = EnvProduction
-	DefaultProfile          = "default"
-	DefaultOnCreate         = "on_create.sh"
-	DefaultApprovalExpiry   = Duration(time.Hour)
-	DefaultMediumHourlyCost = 50.0
-	DefaultHighHourlyCost   = 500.0
-	DefaultPricingSource    = PricingBuiltin
-	DefaultPricingCacheTTL  = Duration(24 * time.Hour)
-	// DefaultReservationWarnBefore is how long before its training plan ends a watched workload is warned.
-	DefaultReservationWarnBefore = Duration(time.Hour)
-	DefaultReportTimezone        = "UTC"
-	DefaultBudgetWindow          = WindowDay
-	DefaultBudgetTimeZone        = "UTC"
-	DefaultReportSamples         = 30
-	DefaultListen                = ":8080"
-	DefaultLogLevel              = "info"
-	DefaultLogFormat             = LogAuto
-	DefaultRedactMaxChars        = 20000
-	defaultProfileServiceAcc     = "default"
-	DefaultHandleTimeout         = Duration(2 * time.Minute)
-	DefaultExecWorkers           = 16
-	DefaultExecPerCluster        = 4
-	DefaultKubernetesBudget      = Duration(5 * time.Minute)
-	DefaultCapacityBudget        = Duration(2 * time.Hour)
-	DefaultBootstrapBudget       = Duration(4 * time.Hour)
-	DefaultHoldUnknown           = Duration(24 * time.Hour)
-	DefaultReadTimeout           = Duration(10 * time.Second)
-	DefaultIdleTimeout           = Duration(time.Minute)
-	DefaultAuditMaxEntries       = int64(100000)
-	DefaultMCPSessionIdle        = Duration(10 * time.Minute)
-	DefaultMCPSessions           = 256
-	DefaultMCPWaits              = 128
-	DefaultWriteTimeout          = Duration(2 * time.Minute)
-	DefaultVerifyWait            = Duration(30 * time.Second)
-	DefaultPollInterval          = Duration(15 * time.Second)
-	DefaultMaxPollInterval       = Duration(2 * time.Minute)
-	DefaultRequestTimeout        = Duration(30 * time.Second)
+	DefaultCommand           = "/hp"
+	DefaultWorkers           = 8
+	DefaultQueueSize         = 256
+	DefaultKeyPrefix         = "hyperops"
+	DefaultRequestTTL        = Duration(720 * time.Hour)
+	DefaultDedupeTTL         = Duration(time.Hour)
+	DefaultRedisWaitTimeout  = Duration(500 * time.Millisecond)
+	DefaultEnvironment       = EnvProduction
+	DefaultProfile           = "default"
+	DefaultOnCreate          = "on_create.sh"
+	DefaultApprovalExpiry    = Duration(time.Hour)
+	DefaultMediumHourlyCost  = 50.0
+	DefaultHighHourlyCost    = 500.0
+	DefaultPricingSource     = PricingBuiltin
+	DefaultPricingCacheTTL   = Duration(24 * time.Hour)
+	DefaultReportTimezone    = "UTC"
+	DefaultBudgetWindow      = WindowDay
+	DefaultBudgetTimeZone    = "UTC"
+	DefaultReportSamples     = 30
+	DefaultListen            = ":8080"
+	DefaultLogLevel          = "info"
+	DefaultLogFormat         = LogAuto
+	DefaultRedactMaxChars    = 20000
+	defaultProfileServiceAcc = "default"
+	DefaultHandleTimeout     = Duration(2 * time.Minute)
+	DefaultExecWorkers       = 16
+	DefaultExecPerCluster    = 4
+	DefaultKubernetesBudget  = Duration(5 * time.Minute)
+	DefaultCapacityBudget    = Duration(2 * time.Hour)
+	DefaultBootstrapBudget   = Duration(4 * time.Hour)
+	DefaultHoldUnknown       = Duration(24 * time.Hour)
+	DefaultReadTimeout       = Duration(10 * time.Second)
+	DefaultIdleTimeout       = Duration(time.Minute)
+	DefaultAuditMaxEntries   = int64(100000)
+	DefaultMCPSessionIdle    = Duration(10 * time.Minute)
+	DefaultMCPSessions       = 256
+	DefaultMCPWaits          = 128
+	DefaultWriteTimeout      = Duration(2 * time.Minute)
+	DefaultVerifyWait        = Duration(30 * time.Second)
+	DefaultPollInterval      = Duration(15 * time.Second)
+	DefaultMaxPollInterval   = Duration(2 * time.Minute)
+	DefaultRequestTimeout    = Duration(30 * time.Second)
 )
 
 // DefaultVerifyImage is the smoke-test image when clusters[].verify.image is empty. Unlike the defaults above it is
