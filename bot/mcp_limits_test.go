@@ -63,6 +63,23 @@ func closedByServer(r io.Reader) error {
 	return nil
 }
 
+// settledGoroutines is the process's goroutine count once the bot has finished starting (its Socket Mode
+// connection, watchers and tellers running): the same count twice, 300 ms apart. On a loaded machine a count taken
+// earlier misses goroutines the bot starts a moment later, which the storm would then seem to have left behind.
+func (h *harness) settledGoroutines() int {
+	h.t.Helper()
+	last := goruntime.NumGoroutine()
+	for range 20 {
+		time.Sleep(300 * time.Millisecond)
+		n := goruntime.NumGoroutine()
+		if n == last {
+			return n
+		}
+		last = n
+	}
+	return last
+}
+
 // goroutinesAtMost waits until the process runs at most n goroutines.
 func (h *harness) goroutinesAtMost(what string, n int) {
 	h.t.Helper()
@@ -80,7 +97,8 @@ func TestMCPConnectionsAreClosed(t *testing.T) {
 		c.MCP.MaxSessionsPerAgent = 1
 	}})
 	h.waitUntil("no MCP connection yet", func() bool { return h.bot.MCPLoad().Connections == 0 })
-	base := goruntime.NumGoroutine()
+	h.waitConnected(1)
+	base := h.settledGoroutines()
 	const callers = 300
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
