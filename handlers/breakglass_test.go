@@ -323,19 +323,19 @@ func TestBreakGlassGolden(t *testing.T) {
 	waiting.Approval.BreakGlass = "oncall"
 	m := PlanMessage(testCatalog(), waiting).Msg
 	checkLimits(t, m)
-	golden(t, "plan_break_glass_offered", m)
+	golden(t, "plan_break_glass_offered", Rendered{Msg: m})
 	golden(t, "break_glass_modal", BreakGlassModal(testCatalog(), waiting, `{"id":"req-0123456789abcdef"}`))
 	broken := glassRecord(false)
-	golden(t, "plan_break_glass", PlanMessage(testCatalog(), broken).Msg)
+	golden(t, "plan_break_glass", PlanMessage(testCatalog(), broken))
 	notice := BreakGlassNotice(testCatalog(), broken)
 	checkLimits(t, notice)
-	golden(t, "break_glass_notice", notice)
-	golden(t, "break_glass_reply", BreakGlassReply(broken, "C0APPROVALS"))
-	golden(t, "break_glass_audit", AuditLine(broken, broken.History[2]))
+	golden(t, "break_glass_notice", Rendered{Msg: notice})
+	golden(t, "break_glass_reply", Rendered{Msg: BreakGlassReply(broken, "C0APPROVALS")})
+	golden(t, "break_glass_audit", Rendered{Msg: AuditLine(broken, broken.History[2])})
 	acked := glassRecord(true)
-	golden(t, "break_glass_notice_acknowledged", BreakGlassNotice(testCatalog(), acked))
-	golden(t, "break_glass_acknowledged_reply", GlassAckReply(acked))
-	golden(t, "plan_break_glass_acknowledged", PlanMessage(testCatalog(), acked).Msg)
+	golden(t, "break_glass_notice_acknowledged", Rendered{Msg: BreakGlassNotice(testCatalog(), acked)})
+	golden(t, "break_glass_acknowledged_reply", Rendered{Msg: GlassAckReply(acked)})
+	golden(t, "plan_break_glass_acknowledged", PlanMessage(testCatalog(), acked))
 	if strings.Contains(notice.Text, "U0ALICE") || !strings.HasPrefix(notice.Text, "<!subteam^S0LEADS> <@U0LEAD1> <@U0LEAD2> ") {
 		t.Errorf("the notice's notification is %q: want every approver mentioned first, not who broke glass", notice.Text)
 	}
