@@ -174,7 +174,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		var out outcome
 		var err error
 		rec, out, err = x.contract(bctx, rec)
-		if rec == nil || rec.Phase != PhaseExecuting {
+		if out == outcomeRetry || rec == nil || rec.Phase != PhaseExecuting { // retry: the check could not finish, nothing is sent
 			return rec, out, err
 		}
 		if rec, err = x.step(ctx, fmt.Sprintf("fence %d; sending the change", fence), func(r *Record) {
@@ -574,12 +574,7 @@ func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Reco
 // two, and the write waits it out rather than failing a request that sent nothing. A lock found lost refuses at
 // once; an outage longer than the patience refuses with E_STATE_UNAVAILABLE (fail closed).
 func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
-	var err error
-	_ = retryUnavailable(ctx, e.opts.LockTTL/3, func() error {
-		err = e.checkLocks(ctx, locks)
-		return err
-	})
-	return err
+	return retryUnavailable(ctx, e.opts.LockTTL/3, func() error { return e.checkLocks(ctx, locks) })
 }
 
 func (e *Engine) checkLocks(ctx context.Context, locks []*Lock) error {

@@ -123,3 +123,34 @@ func TestRenewalWaitsOutAFailover(t *testing.T) {
 		t.Fatal("the execution did not end")
 	}
 }
+
+// recheckedWidget is a guardedWidget whose contract check (Recheck) cannot reach the state store the first
+// unreachable times, as a re-plan reading Redis during a failover.
+type recheckedWidget struct {
+	guardedWidget
+	unreachable *atomic.Int32
+}
+
+func (r recheckedWidget) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) {
+	if r.unreachable.Add(-1) >= 0 {
+		return "", ops.ErrStateUnavailable
+	}
+	return "", nil
+}
+
+// A contract check that cannot reach the state store leaves the request executing with nothing sent, to be
+// delivered again; the next delivery writes it once and it succeeds. Before, it ended failed.
+func TestContractCheckWaitsOutAFailover(t *testing.T) {
+	var writes, unreachable atomic.Int32
+	e, _, _ := failoverKit(t, recheckedWidget{guardedWidget{writes: &writes}, &unreachable}, 3*time.Second)
+	rec := submit(t, e, "req-1")
+	unreachable.Store(1)
+	got, _ := e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
+	if got == nil || got.Phase != ops.PhaseExecuting || writes.Load() != 0 {
+		t.Fatalf("after the unreachable check: %+v with %d writes, want executing with none", got, writes.Load())
+	}
+	got, err := e.Execute(t.Context(), rec.ID())
+	if err != nil || got.Phase != ops.PhaseSucceeded || writes.Load() != 1 {
+		t.Fatalf("delivered again: %v, %+v with %d writes; want succeeded with one", err, got, writes.Load())
+	}
+}
