@@ -87,6 +87,6 @@ func (h redisErrorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // state store.
 type channelRates struct{ store *state.Store }
 
-func (r channelRates) Take(ctx context.Context, key string, perMinute, burst, n int) (bool, time.Duration, error) {
-	return r.store.TakeRate(ctx, "slackrate:"+key, perMinute, burst, n)
+func (r channelRates) Take(ctx context.Context, key string, perMinute, burst, n, spare int) (bool, time.Duration, error) {
+	return r.store.TakeRate(ctx, "slackrate:"+key, perMinute, burst, n, spare)
 }

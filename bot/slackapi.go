@@ -158,23 +158,24 @@ func (c *SlackClient) callAs(ctx context.Context, method, channel string, backgr
 // ChannelLimiter is a per-channel rate limit shared by every replica (Slack counts chat.postMessage per channel for
 // the whole app, not per process). The state store's Redis implements it.
 type ChannelLimiter interface {
-	// Take takes n tokens of the budget named key (perMinute, burst), or says how long to wait before trying again.
-	Take(ctx context.Context, key string, perMinute, burst, n int) (ok bool, retryAfter time.Duration, err error)
+	// Take takes n tokens of the budget named key (perMinute, burst) when n+spare are there, or says how long to
+	// wait before trying again.
+	Take(ctx context.Context, key string, perMinute, burst, n, spare int) (ok bool, retryAfter time.Duration, err error)
 }
 
 // SetChannelLimiter makes chat.postMessage's per-channel limit shared across replicas.
 func (c *SlackClient) SetChannelLimiter(l ChannelLimiter) { c.shared = l }
 
 // takeShared waits for a budget shared by every replica (a channel's posts, or a method's tier). A background call
-// needs two tokens free and takes them, so it only goes when a call people wait for would still find one: across
-// every replica, answers go first.
+// needs two tokens free and takes one, so it only goes when a call people wait for would still find one: across
+// every replica, answers go first, and background calls still use the whole budget when nobody else does.
 func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool) error {
-	n := 1
+	spare := 0
 	if background {
-		n = 2
+		spare = 1
 	}
 	for {
-		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, n), n)
+		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, 1+spare), 1, spare)
 		if err != nil {
 			// The state store is down: telling people so must still reach Slack, so this replica falls back to
 			// its own limiter for the budget.

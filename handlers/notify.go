@@ -82,9 +82,9 @@ func (tl *Teller) tell(ctx context.Context, rec *ops.Record, i int) error {
 			_, err := tl.postPlan(ctx, rec, i, channel, thread)
 			return err
 		}
-	} else if err := tl.reply(ctx, rec, i, at, t, plan); err != nil {
+	} else if last, err := tl.reply(ctx, rec, i, plan); err != nil {
 		return err
-	} else if err := tl.finishUploads(ctx, rec, i, plan); err != nil {
+	} else if err := tl.finishUploads(ctx, rec, last, plan); err != nil {
 		return err
 	}
 	if h.cfg.AuditChannel != "" && (t.Kind == ops.KindPhase || t.Kind == ops.KindBreakGlassAck) {
@@ -172,47 +172,35 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel,
 	return ref, tl.uploadFiles(ctx, rec, i, channel, ts, files)
 }
 
-// reply tells one entry in the plan message's thread; a thread that refuses it for good sends it to the requester.
-func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, at *ops.Record, t ops.Transition, plan MessageRef) error {
-	var m Msg
-	switch t.Kind {
-	case ops.KindStep:
-		return nil
-	case ops.KindProgress:
-		m = ProgressReply(rec, t.Note)
-	case ops.KindReminder:
-		if rec.Phase != ops.PhaseAwaitingApproval {
-			return nil // decided since: nobody is left to remind
-		}
-		m = ReminderReply(rec, t)
-	case ops.KindEscalation:
-		if rec.Phase != ops.PhaseAwaitingApproval {
-			return nil
-		}
-		return tl.escalate(ctx, rec, i, t, plan)
-	case ops.KindBreakGlassAck:
-		return tl.tellGlassAck(ctx, rec, i, plan)
+// reply tells one entry in the plan message's thread, with the backlog of plain replies after it (tellPlain), and
+// returns the last entry it told.
+func (tl *Teller) reply(ctx context.Context, rec *ops.Record, i int, plan MessageRef) (last int, err error) {
+	t := rec.History[i]
+	switch _, kind := replyOf(rec, i); {
+	case kind == replySilent:
+		return i, nil
+	case kind == replyPlain:
+		return tl.tellPlain(ctx, rec, i, plan)
+	case t.Kind == ops.KindReminder:
+		return i, tl.remind(ctx, rec, i, t, plan)
+	case t.Kind == ops.KindEscalation:
+		return i, tl.escalate(ctx, rec, i, t, plan)
+	case t.Kind == ops.KindBreakGlassAck:
+		return i, tl.tellGlassAck(ctx, rec, i, plan)
 	default:
-		if rec.BrokeAt(i) {
-			return tl.tellGlass(ctx, rec, i, plan)
-		}
-		var ok bool
-		if m, ok = TransitionReply(at, t); !ok {
-			return nil
-		}
+		return i, tl.tellGlass(ctx, rec, i, plan)
 	}
+}
+
+// remind posts a reminder to the approvers who have not voted.
+func (tl *Teller) remind(ctx context.Context, rec *ops.Record, i int, t ops.Transition, plan MessageRef) error {
+	m := ReminderReply(rec, t)
 	m.Background = true
-	ts, _, err := tl.deliver(ctx, rec, i, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
+	_, _, err := tl.deliver(ctx, rec, i, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
 	if slackCode, ok := refused(err); ok {
 		return tl.fallback(ctx, rec, i, plan.Channel, slackCode, m)
 	}
-	if err != nil {
-		return err
-	}
-	if ts != "" && t.Kind == ops.KindPhase && rec.Result != nil && (t.To == ops.PhaseSucceeded || t.To == ops.PhaseFailed || t.To == ops.PhaseInterrupted) {
-		return tl.uploadFiles(ctx, rec, i, plan.Channel, plan.TS, resultFiles(PlanMessage(tl.h.catalog, rec).Files))
-	}
-	return nil
+	return err
 }
 
 // agentRoute is an agent thread that hears about a request: the creator's (from the record) or a follower's (a

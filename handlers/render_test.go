@@ -86,6 +86,7 @@ func TestGoldenMessages(t *testing.T) {
 	g := NewGrammar("/hp", testSpecs())
 	tr := ops.Transition{From: ops.PhaseAwaitingApproval, To: ops.PhaseApproved, At: t0, By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "approved by U0LEAD2 (2/2)"}
 	reply, _ := TransitionReply(done, tr)
+	succeededReply, _ := TransitionReply(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, At: t0, By: ops.Initiator{Kind: ops.System}, Kind: ops.KindPhase})
 	job := ops.ObjectRef{Cluster: "ml-prod-eks", Namespace: "ml-platform", APIVersion: "batch/v1", Kind: "Job", Name: "fraud-model-v17"}
 	jobFailure := ops.WatchChange{Object: job, From: "running", To: "failed", Reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
 		PodsFailed: 3, Exit: "Error (exit code 1)",
@@ -187,16 +188,18 @@ func TestGoldenMessages(t *testing.T) {
 		"result":                       ResultMessage(opSpecs, done),
 		"transition_reply":             {Msg: reply},
 		"progress_reply":               {Msg: ProgressReply(done, "2/4 nodes InService")},
-		"progress_reply_event":         {Msg: ProgressReply(done, "HyperPod error: node i-0abc of gpu failed health checks: GPU XID 79 <@U0ALL> *fallen* off the bus & <!channel>")},
-		"error":                        {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
-		"help":                         {Msg: HelpMessage(g, "")},
-		"help_topic":                   {Msg: HelpMessage(g, "train")},
-		"requests":                     {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
-		"agent_reply":                  {Msg: AgentReply(agentapi.NewBody(agentRec, agentRec.ID(), nil))},
-		"agent_reply_error":            {Msg: AgentReply(agentapi.NewBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
-		"audit_line":                   {Msg: AuditLine(done, tr)},
-		"watch_reply_running":          {Msg: running},
-		"watch_reply_failed":           {Msg: failed},
+		"reply_backlog": {Msg: coalesced([]Msg{reply, ProgressReply(done, "UpdateCluster accepted"),
+			ProgressReply(done, "2/4 nodes InService"), succeededReply})},
+		"progress_reply_event": {Msg: ProgressReply(done, "HyperPod error: node i-0abc of gpu failed health checks: GPU XID 79 <@U0ALL> *fallen* off the bus & <!channel>")},
+		"error":                {Msg: ErrorMessage(ops.Errors{ops.Errorf(ops.CodeInvalidArgument, "replcas", "did you mean replicas=?", "unknown argument %q", "replcas")})},
+		"help":                 {Msg: HelpMessage(g, "")},
+		"help_topic":           {Msg: HelpMessage(g, "train")},
+		"requests":             {Msg: RequestsMessage(opSpecs, "Requests awaiting approval", []*ops.Record{agentRec, sampleRecord(ops.PhaseAwaitingApproval)})},
+		"agent_reply":          {Msg: AgentReply(agentapi.NewBody(agentRec, agentRec.ID(), nil))},
+		"agent_reply_error":    {Msg: AgentReply(agentapi.NewBody(nil, "train-1", ops.Errorf(ops.CodeForbiddenField, "workload.iamRole", "remove it", "field workload.iamRole is not allowed")))},
+		"audit_line":           {Msg: AuditLine(done, tr)},
+		"watch_reply_running":  {Msg: running},
+		"watch_reply_failed":   {Msg: failed},
 		"watch_reply_reservation": {Msg: ReservationWarningReply(ops.ReservationWarning{Object: job,
 			Reservation: ops.CapacityReservation{Group: "gpu-workers", Plan: "tp-gpu-dec", Status: "Active",
 				ARN:     "arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp-gpu-dec",

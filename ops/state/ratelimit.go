@@ -10,11 +10,33 @@ import (
 // TakeRate takes n tokens of a budget shared by every replica (GCRA in one Lua script, github.com/go-redis/redis_rate):
 // perMinute tokens a minute with bursts of burst. It reports false and how long to wait when they are not there.
 // The key is rate:{prefix}:<name>, inside the prefix's hash tag.
-func (s *Store) TakeRate(ctx context.Context, name string, perMinute, burst, n int) (bool, time.Duration, error) {
+//
+// spare tokens beyond n must be there too, and are left: a call nobody waits for takes one token only while one
+// more stays for a call somebody does. The look and the take are two steps, so two replicas may both see the spare
+// token and the second take it; the budget itself is never exceeded, only the courtesy is approximate.
+func (s *Store) TakeRate(ctx context.Context, name string, perMinute, burst, n, spare int) (bool, time.Duration, error) {
 	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
-	res, err := redis_rate.NewLimiter(s.rdb).AllowN(ctx, s.key(name), limit, n)
+	lim := redis_rate.NewLimiter(s.rdb)
+	if spare > 0 {
+		// A cost of 0 reads the budget without taking from it.
+		res, err := lim.AllowN(ctx, s.key(name), limit, 0)
+		if err != nil {
+			return false, 0, unavailable("read the shared rate "+name, err)
+		}
+		if res.Remaining < n+spare {
+			return false, untilRemaining(limit, res, n+spare), nil
+		}
+	}
+	res, err := lim.AllowN(ctx, s.key(name), limit, n)
 	if err != nil {
 		return false, 0, unavailable("take the shared rate "+name, err)
 	}
 	return res.Allowed >= n, res.RetryAfter, nil
+}
+
+// untilRemaining is how long until the budget holds want tokens again: ResetAfter is the time until it is full
+// (burst tokens), each token coming back one emission interval before that.
+func untilRemaining(limit redis_rate.Limit, res *redis_rate.Result, want int) time.Duration {
+	interval := limit.Period / time.Duration(limit.Rate)
+	return max(res.ResetAfter-time.Duration(limit.Burst-want)*interval, 10*time.Millisecond)
 }
