@@ -49,7 +49,7 @@ const (
 	DefaultMCPWaits          = 128
 	DefaultWriteTimeout      = Duration(2 * time.Minute)
 	DefaultVerifyWait        = Duration(30 * time.Second)
-	DefaultPollInterval      = Duration(15 * time.Second)
+	DefaultPollInterval      = Duration(5 * time.Second)
 	DefaultMaxPollInterval   = Duration(2 * time.Minute)
 	DefaultRequestTimeout    = Duration(30 * time.Second)
 )
