@@ -233,10 +233,12 @@ type Record struct {
 	RevertedBy string `json:"revertedBy,omitempty"`
 	// BreakGlass is set when the requester broke glass on the request (Engine.BreakGlass): who, when, why, and
 	// which lead acknowledged it.
-	BreakGlass *BreakGlass  `json:"breakGlass,omitempty"`
-	CreatedAt  time.Time    `json:"createdAt"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
-	History    []Transition `json:"history,omitempty"`
+	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
+	// Grant is set when a standing grant approved the request: which, given by whom, which use.
+	Grant     *GrantUse    `json:"grant,omitempty"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	History   []Transition `json:"history,omitempty"`
 	// Annotations let the surfaces remember where they told about the request (e.g. a Slack channel and ts); the
 	// engine only carries them.
 	Annotations map[string]string `json:"annotations,omitempty"`
