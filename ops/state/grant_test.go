@@ -163,11 +163,19 @@ func wantWaits(t *testing.T, rec *ops.Record) {
 func TestGrantApprovesFiveMatching(t *testing.T) {
 	r := grantEngines(t, nil)
 	g := give(t, r)
-	wantWaits(t, submit(t, r.a, func() ops.Request { q := scaleReq("req-150", "ng-02", 6, alice); q.Params["price"] = int64(75); return q }()))
+	wantWaits(t, submit(t, r.a, func() ops.Request {
+		q := scaleReq("req-150", "ng-02", 6, alice)
+		q.Params["price"] = int64(75)
+		return q
+	}()))
 	wantWaits(t, submit(t, r.a, scaleReq("req-bob", "ng-02", 5, bob)))
 	wantWaits(t, submit(t, r.a, scaleReq("req-big", "ng-02", 7, alice)))
 	wantWaits(t, submit(t, r.a, scaleReq("req-other", "gpu-02", 5, alice)))
-	wantWaits(t, submit(t, r.a, func() ops.Request { q := scaleReq("req-crit", "ng-02", 5, alice); q.Params["critical"] = true; return q }()))
+	wantWaits(t, submit(t, r.a, func() ops.Request {
+		q := scaleReq("req-crit", "ng-02", 5, alice)
+		q.Params["critical"] = true
+		return q
+	}()))
 	dry := scaleReq("req-dry", "ng-02", 6, alice)
 	dry.DryRun = true
 	if rec := submit(t, r.a, dry); rec.Plan.Grant == nil || rec.Plan.Grant.Grant != g.ID || !strings.Contains(rec.Plan.Grant.String(), "would approve this") {
