@@ -27,11 +27,17 @@ type GrantSpec struct {
 // ValidateGrant checks spec against the request rec it is given on, every field at once: each problem names its
 // field (target, maxSize, maxHourly, maxTotal, uses, hours), the rule and the next step. Nil: it is valid.
 func ValidateGrant(spec GrantSpec, rec *Record) []*Error {
+	_, sized := GrantSize(rec.Plan)
+	return ValidateGrantOn(spec, GrantSubject(rec.Request), sized)
+}
+
+// ValidateGrantOn is ValidateGrant for a request whose target is subject (GrantSubject) and whose change has a size
+// or not (GrantSize): a surface checks a form with it without reading the request again.
+func ValidateGrantOn(spec GrantSpec, subject string, sized bool) []*Error {
 	var out []*Error
 	bad := func(field, next, format string, args ...any) {
 		out = append(out, Errorf(CodeInvalidArgument, field, next, format, args...))
 	}
-	subject := GrantSubject(rec.Request)
 	if spec.Target == "" {
 		bad("target", "give a pattern such as "+subject+" or a prefix with *", "the target pattern is required")
 	} else if _, err := path.Match(spec.Target, ""); err != nil {
@@ -39,10 +45,10 @@ func ValidateGrant(spec GrantSpec, rec *Record) []*Error {
 	} else if !matchTarget(spec.Target, subject) {
 		bad("target", "use a pattern that matches "+subject+", e.g. "+subject, "the target pattern %q does not match this request's target %s", spec.Target, subject)
 	}
-	if size, ok := GrantSize(rec.Plan); ok {
+	if sized {
 		if spec.MaxSize < 1 {
-			bad("maxSize", fmt.Sprintf("give the largest change a request may make, e.g. %d", max(size, 1)),
-				"the size cap must be at least 1 for %s", rec.Request.Operation)
+			bad("maxSize", "give the largest change a request may make, e.g. 2 (nodes or replicas added or removed)",
+				"the size cap must be at least 1: this operation changes a count")
 		}
 	} else if spec.MaxSize < 0 {
 		bad("maxSize", "leave it empty", "the size cap cannot be negative")
@@ -62,6 +68,35 @@ func ValidateGrant(spec GrantSpec, rec *Record) []*Error {
 			"a grant lasts more than 0 and at most %g hours, not %g", maxH, spec.Hours)
 	}
 	return out
+}
+
+// Grantable reports whether a grant may be given on r, as far as the record tells: it awaits one approval, its
+// risk is not critical, it is not over a budget and its requester did not ask for an approval.
+func (r *Record) Grantable() bool {
+	return r.Phase == PhaseAwaitingApproval && mayGrant(r) == nil && !r.Request.RequiresApproval
+}
+
+// MayGrant reports whether who may approve rec and give a grant on it, as ApproveAndGrant will check it before the
+// form: a surface asks it before opening the form, so nobody fills it in for nothing.
+func (e *Engine) MayGrant(ctx context.Context, rec *Record, who Initiator) error {
+	if e.opts.Grants == nil {
+		return Errorf(CodeNotAuthorized, "", "approve it without a grant", "grants are not available here")
+	}
+	if who.Kind != Human {
+		return Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead gives a grant, never %s", display(who))
+	}
+	if rec.Phase != PhaseAwaitingApproval {
+		return Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()), "request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
+	}
+	if e.policy != nil {
+		if err := e.policy.CheckVoter(ctx, rec, who); err != nil {
+			return err
+		}
+	}
+	if ge := mayGrant(rec); ge != nil {
+		return ge
+	}
+	return nil
 }
 
 // mayGrant checks that rec accepts a grant at all: one approval stands for it (a grant is one lead's approval),
