@@ -431,7 +431,8 @@ func isButton(p ops.Phase, id string) bool {
 }
 
 var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
-	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert", ActionBreakGlass: "🔨 Break glass…"}
+	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert", ActionBreakGlass: "🔨 Break glass…",
+	ActionGrant: "Approve and allow similar…"}
 
 func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	value := rec.ID()
