@@ -146,7 +146,9 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 		var sub slack.InteractionCallback
 		sub.Type, sub.User.ID = slack.InteractionTypeViewSubmission, "U0LEAD1"
 		sub.View.CallbackID, sub.View.PrivateMetadata = GrantCallback, v.PrivateMetadata
-		val := func(s string) map[string]slack.BlockAction { return map[string]slack.BlockAction{grantInput: {Value: s}} }
+		val := func(s string) map[string]slack.BlockAction {
+			return map[string]slack.BlockAction{grantInput: {Value: s}}
+		}
 		sub.View.State = &slack.ViewState{Values: map[string]map[string]slack.BlockAction{grantTargetBlock: val("n"),
 			grantHourlyBlock: val("100"), grantTotalBlock: val("0"), grantUsesBlock: val("5"), grantHoursBlock: val(hours)}}
 		return sub
