@@ -11,6 +11,7 @@ import (
 
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
@@ -225,4 +226,18 @@ func repliesIn(srv *fakeslack.Server, channel, thread string) []fakeslack.Messag
 		}
 	}
 	return out
+}
+
+// An agent's reply says the grant that approved its request, or, on a dry run, the one that would.
+func TestGrantInAgentReply(t *testing.T) {
+	if b := agentapi.NewBody(grantedRecord(3), "", nil); b.Plan == nil || !strings.Contains(b.Plan.Grant, "approved by grant g-3f9a2c1d, given by U0LEAD1 (3 of 5 used)") {
+		t.Fatalf("the reply of a granted request: %+v", b.Plan)
+	}
+	dry := tellingRecord(ops.PhaseDone)
+	dry.Plan.Grant = &ops.GrantNote{Grant: "g-3f9a2c1d", GivenBy: grantLead, Left: 3}
+	b := agentapi.NewBody(dry, "", nil)
+	if !strings.Contains(b.Plan.Grant, "grant g-3f9a2c1d (given by lead1, 3 use(s) left) would approve this") ||
+		!strings.Contains(AgentReply(b).Text, "would approve this") {
+		t.Fatalf("the reply of a dry run: %+v", b.Plan)
+	}
 }
