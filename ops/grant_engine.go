@@ -102,6 +102,10 @@ func (e *Engine) MayGrant(ctx context.Context, rec *Record, who Initiator) error
 // mayGrant checks that rec accepts a grant at all: one approval stands for it (a grant is one lead's approval),
 // and its risk is not critical.
 func mayGrant(rec *Record) *Error {
+	if rec.Approval.NoGrants {
+		return Errorf(CodeNotAuthorized, "", "approve it without a grant",
+			"request %s is under an approval rule that forbids standing grants (%s: grants: false)", rec.ID(), rec.Approval.Rule)
+	}
 	if rec.Approval.Required > 1 {
 		return Errorf(CodeNotAuthorized, "", "approve it without a grant",
 			"request %s needs %d approvals: a grant stands for one lead's, so it can only be given on requests that need one",
@@ -259,7 +263,7 @@ func (e *Engine) RevokeGrant(ctx context.Context, id string, who Initiator) (g G
 // budget, asked for approval, an operation that asks a typed confirmation) or when the grants cannot be read (the
 // request then waits for votes as usual).
 func (e *Engine) grantsFor(ctx context.Context, req Request, p *Plan, appr Approval) []Grant {
-	if e.opts.Grants == nil || p == nil || appr.Required != 1 || appr.OverBudget || req.RequiresApproval || p.Risk.Level >= RiskCritical {
+	if e.opts.Grants == nil || p == nil || appr.Required != 1 || appr.NoGrants || appr.OverBudget || req.RequiresApproval || p.Risk.Level >= RiskCritical {
 		return nil
 	}
 	if op, err := e.catalog.Lookup(req.Operation); err != nil || op.Spec().Confirm != nil {

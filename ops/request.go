@@ -151,6 +151,9 @@ type Approval struct {
 	// set when the request was planned; empty: nobody may. Engine.BreakGlass checks it again, with the group as
 	// configured then.
 	BreakGlass string `json:"breakGlass,omitempty"`
+	// NoGrants says the rule forbids standing grants (its grants: false): none is given on the request, none
+	// approves it.
+	NoGrants bool `json:"noGrants,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.

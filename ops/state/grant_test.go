@@ -22,11 +22,12 @@ import (
 
 const grantConfig = `
 slack: {channels: [C0OPS]}
-clusters: [{name: ml-prod-eks, namespaces: [ml]}, {name: ml-dev, namespaces: [ml]}]
+clusters: [{name: ml-prod-eks, namespaces: [ml, ml-x]}, {name: ml-dev, namespaces: [ml]}]
 approvals:
   groups:
     leads: {users: [U0LEAD1, U0LEAD2]}
   rules:
+    - {namespace: [ml-x], approvers: leads, required: 1, grants: false}
     - {approvers: leads, required: 1}
 budgets:
   - {name: bob-daily, user: U0BOB, window: day, limits: {cost: 250}}
@@ -377,5 +378,25 @@ func TestGrantStoreUnreachableWaits(t *testing.T) {
 	wantWaits(t, submit(t, r.a, scaleReq("req-1", "ng-11", 6, alice)))
 	if _, err := r.a.VisibleGrants(ctxT(t), lead1); ops.AsError(err).Code != ops.CodeStateUnavailable {
 		t.Fatalf("listing the grants with their store down: %v, want E_STATE_UNAVAILABLE", err)
+	}
+}
+
+// A rule with grants: false: no grant is given on its requests, and none approves them.
+func TestGrantForbiddenByItsRule(t *testing.T) {
+	r := grantEngines(t, nil)
+	g := give(t, r)
+	req := scaleReq("req-x", "ng-05", 6, alice)
+	req.Target.Namespace = "ml-x"
+	rec := submit(t, r.a, req)
+	wantWaits(t, rec)
+	if err := r.a.MayGrant(ctxT(t), rec, lead1); ops.AsError(err).Code != ops.CodeNotAuthorized || !strings.Contains(err.Error(), "grants: false") {
+		t.Fatalf("MayGrant under grants: false: %v", err)
+	}
+	if _, got, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash,
+		ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2}); got != nil || err == nil {
+		t.Fatalf("a grant was given under grants: false: %+v, %v", got, err)
+	}
+	if cur, _ := r.s.Grant(ctxT(t), g.ID); cur.Used != 0 {
+		t.Fatalf("the forbidden request used the grant: %d", cur.Used)
 	}
 }
