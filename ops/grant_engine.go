@@ -73,7 +73,7 @@ func ValidateGrantOn(spec GrantSpec, subject string, sized bool) []*Error {
 // Grantable reports whether a grant may be given on r, as far as the record tells: it awaits one approval, its
 // risk is not critical, it is not over a budget and its requester did not ask for an approval.
 func (r *Record) Grantable() bool {
-	return r.Phase == PhaseAwaitingApproval && mayGrant(r) == nil && !r.Request.RequiresApproval
+	return r.Phase == PhaseAwaitingApproval && r.Approval.Required == 1 && mayGrant(r) == nil && !r.Request.RequiresApproval
 }
 
 // MayGrant reports whether who may approve rec and give a grant on it, as ApproveAndGrant will check it before the
