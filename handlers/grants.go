@@ -322,7 +322,9 @@ func GrantGivenMessage(g ops.Grant) Msg {
 // when it was the last.
 func GrantUseReply(rec *ops.Record) Msg {
 	u := rec.Grant
-	s := fmt.Sprintf("%s Grant %s approved %s, asked by %s (%d of %d used).", GrantBadge, code(u.Grant), code(rec.ID()), person(rec.Request.Initiator), u.Use, u.Uses)
+	// Told without a mention: the requester is told in their own request's thread.
+	s := fmt.Sprintf("%s Grant %s approved %s, asked by %s (%d of %d used).", GrantBadge, code(u.Grant), code(rec.ID()),
+		escLine(display(rec.Request.Initiator)), u.Use, u.Uses)
 	text := fmt.Sprintf("grant %s used by %s (%d of %d used)", u.Grant, rec.ID(), u.Use, u.Uses)
 	if u.Use >= u.Uses {
 		s += " It is used up: the next similar request waits for votes."

@@ -55,6 +55,12 @@ func TestGrantGolden(t *testing.T) {
 	golden(t, "grants_list", Rendered{Msg: list})
 	golden(t, "grants_list_empty", Rendered{Msg: GrantsMessage(nil, grantLead, t0)})
 	golden(t, "grant_use_reply", Rendered{Msg: GrantUseReply(grantedRecord(3))})
+	granted := grantedRecord(3)
+	reply, ok := TransitionReply(granted, granted.History[2])
+	if !ok || !strings.Contains(reply.Blocks[0].(*slack.SectionBlock).Text.Text, "Approved by grant `g-3f9a2c1d` (given by lead1, 3 of 5 used)") {
+		t.Fatalf("the request's thread is told %+v", reply)
+	}
+	golden(t, "grant_approved_reply", Rendered{Msg: reply})
 	golden(t, "grant_used_up_reply", Rendered{Msg: GrantUseReply(grantedRecord(5))})
 	rv := g
 	rv.RevokedBy, rv.RevokedAt = &ops.Initiator{Kind: ops.Human, ID: "U0LEAD2", Name: "lead2"}, t0.Add(time.Hour)

@@ -538,6 +538,10 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 		}
 	case t.To == ops.PhaseAwaitingApproval:
 		s = ":thumbsup: Approved" + by + fmt.Sprintf(" (%d of %d)", rec.Approval.Received(), rec.Approval.Required)
+	case t.To == ops.PhaseApproved && t.From == ops.PhasePlanned && t.By.Kind == ops.System && rec.Grant != nil:
+		// Told without a mention: a grant's uses are not the lead's to hear of at every one (its thread says them).
+		g := rec.Grant
+		s += fmt.Sprintf("Approved by grant %s (given by %s, %d of %d used): starting", code(g.Grant), escLine(display(g.GivenBy)), g.Use, g.Uses)
 	case t.To == ops.PhaseApproved:
 		s += "Approved" + by + ": starting"
 	case needsRequester(t.To):

@@ -158,6 +158,8 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 			return rec, nil, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+id),
 				"request %s was decided without your approval: no grant was given", id)
 		}
+	} else if ge := mayGrant(rec); ge != nil {
+		return rec, nil, ge // approved by a vote of who's, but no grant may be given on it
 	} else if errs := ValidateGrant(spec, rec); len(errs) > 0 {
 		return rec, nil, errs[0]
 	}
