@@ -379,6 +379,9 @@ func TestGrantStoreUnreachableWaits(t *testing.T) {
 	if _, err := r.a.VisibleGrants(ctxT(t), lead1); ops.AsError(err).Code != ops.CodeStateUnavailable {
 		t.Fatalf("listing the grants with their store down: %v, want E_STATE_UNAVAILABLE", err)
 	}
+	if _, revoked, err := r.a.RevokeGrant(ctxT(t), ops.GrantID("req-give"), lead1); revoked || ops.AsError(err).Code != ops.CodeStateUnavailable {
+		t.Fatalf("revoking with the store down: %v, %v; want E_STATE_UNAVAILABLE", revoked, err)
+	}
 }
 
 // A rule with grants: false: no grant is given on its requests, and none approves them.
@@ -399,4 +402,63 @@ func TestGrantForbiddenByItsRule(t *testing.T) {
 	if cur, _ := r.s.Grant(ctxT(t), g.ID); cur.Used != 0 {
 		t.Fatalf("the forbidden request used the grant: %d", cur.Used)
 	}
+}
+
+// Many callers on two connections using one grant of 50 uses at once, each request twice (a retry after a lost
+// answer): exactly 50 requests get a use, each a distinct number, and each retry gets the same one.
+func TestGrantUsesUnderContention(t *testing.T) {
+	srv := redistest.Start(t)
+	s1 := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "contend"})
+	s2 := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "contend"})
+	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	g := ops.Grant{ID: "g-contend", Operation: "scale-capacity", Cluster: "c", Target: "*", Requester: alice, MaxHourly: 1,
+		Uses: 50, ExpiresAt: now.Add(time.Hour), GivenBy: lead1, GivenAt: now, GivenIn: "req-0"}
+	if _, created, err := s1.CreateGrant(ctxT(t), g); err != nil || !created {
+		t.Fatalf("create: %v, %v", created, err)
+	}
+	if _, created, err := s2.CreateGrant(ctxT(t), g); err != nil || created {
+		t.Fatalf("create again: %v, %v; want the one grant", created, err)
+	}
+	const callers = 200
+	uses := make([][2]ops.UseResult, callers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("req-%d", i)
+			for k, s := range []*state.Store{s1, s2} {
+				if i%2 == 1 {
+					s = []*state.Store{s2, s1}[k]
+				}
+				res, err := s.UseGrant(context.Background(), g.ID, id, now)
+				if err != nil {
+					t.Errorf("use %s: %v", id, err)
+				}
+				uses[i][k] = res
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	got := map[int]bool{}
+	for i, u := range uses {
+		if u[0].OK != u[1].OK || u[0].Use != u[1].Use || u[0].Refused != u[1].Refused {
+			t.Fatalf("req-%d: %+v then %+v; a retry must get the same answer", i, u[0], u[1])
+		}
+		if u[0].OK {
+			if got[u[0].Use] {
+				t.Fatalf("use %d counted twice", u[0].Use)
+			}
+			got[u[0].Use] = true
+		} else if u[0].Refused != "used up" {
+			t.Fatalf("req-%d refused: %+v", i, u[0])
+		}
+	}
+	cur, _ := s1.Grant(ctxT(t), g.ID)
+	if len(got) != 50 || cur.Used != 50 {
+		t.Fatalf("%d uses granted, %d counted; want 50", len(got), cur.Used)
+	}
+	t.Logf("%d requests × 2 calls on two connections: 50 uses counted, %v", callers, elapsed)
 }
