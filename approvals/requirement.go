@@ -89,6 +89,7 @@ func (p *Policy) approvalOf(i int, r *config.ApprovalRule, req ops.Request, plan
 		a.EscalateUsers, a.EscalateUserGroups = esc.Users, esc.UserGroups
 	}
 	a.BreakGlass = breakGlassOf(r, req, plan)
+	a.NoGrants = !r.GrantsAllowed()
 	return a, nil
 }
 

@@ -153,7 +153,7 @@ func New(opts Options) (*Bot, error) {
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
-		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store,
+		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store, Grants: store,
 		OnError: func(id string, err error) {
 			m.EngineErrors.Inc()
 			log.Error().Err(err).Str("request", id).Msg("engine")

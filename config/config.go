@@ -473,7 +473,14 @@ type ApprovalRule struct {
 	// until a lead (a member of Approvers) acknowledges it. People only: agents never break glass. A critical-risk
 	// plan may be broken only when Risk lists "critical" explicitly. Empty (the default): no break-glass.
 	BreakGlass string `yaml:"breakGlass"`
+	// Grants says whether a lead may give a standing grant on the requests this rule covers (Approve and allow
+	// similar…, docs/grants.md), and whether a grant may approve them. Unset (the default): allowed where a grant
+	// can apply at all (one approval, not critical risk, not over a budget); false: never.
+	Grants *bool `yaml:"grants"`
 }
+
+// GrantsAllowed says whether the rule lets standing grants give and approve its requests (Grants unset or true).
+func (r *ApprovalRule) GrantsAllowed() bool { return r.Grants == nil || *r.Grants }
 
 // The risk levels, lowest first.
 const (

@@ -221,6 +221,9 @@ func (c *Config) validateRule(l *problemList, at string, r *ApprovalRule) {
 	c.validateOverBudget(l, at+".overBudget", r.OverBudget)
 	c.validateNudges(l, at, r)
 	c.validateBreakGlass(l, at, r)
+	if r.Grants != nil && *r.Grants && r.Required != 1 {
+		l.add(at+".grants", "can be true only on a rule with required 1: a standing grant stands for one lead's approval (required is %d); drop grants or set required: 1", r.Required)
+	}
 }
 
 // validateBreakGlass checks a rule's breakGlass: it names a defined group, the rule asks for an approval to break

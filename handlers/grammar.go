@@ -40,12 +40,13 @@ const (
 	topicWatch    = "watch"
 	topicUnwatch  = "unwatch"
 	topicBudget   = "budget"
+	topicGrants   = "grants"
 )
 
 // builtinTopic reports whether a topic is answered by the handlers rather than by a catalog operation.
 func builtinTopic(topic string) bool {
 	switch topic {
-	case topicHelp, topicRequests, topicRequest, topicReport, topicWatch, topicUnwatch, topicBudget:
+	case topicHelp, topicRequests, topicRequest, topicReport, topicWatch, topicUnwatch, topicBudget, topicGrants:
 		return true
 	}
 	return false
@@ -93,6 +94,8 @@ func builtins(command string) []Command {
 		{Topic: topicWatch, Usage: command + " watch job= [kind=job|pytorchjob|hyperpod|deployment] [cluster=] [namespace=]",
 			Summary: "tell a workload's status changes (running, completed, failed with logs) in this channel"},
 		{Topic: topicBudget, Usage: command + " budget", Summary: "your spend budgets (yours, your teams', your clusters'), what they have used and when they reset"},
+		{Topic: topicGrants, Usage: command + " grants", Summary: "the standing grants you gave, that approve your requests, or that you may revoke: bounds, uses left, expiry"},
+		{Topic: topicGrants, Verb: "revoke", Usage: command + " grants revoke id=", Summary: "revoke a standing grant (its giver, or a lead of the same rule): the next request waits for votes"},
 		{Topic: topicUnwatch, Usage: command + " unwatch job= [kind=] [cluster=] [namespace=]", Summary: "stop telling a workload's changes in this channel"},
 	}
 }
@@ -264,6 +267,11 @@ func (g *Grammar) argNames(cmd *Command) []string {
 	case topicRequest:
 		return []string{"id"}
 	case topicRequests, topicBudget:
+		return nil
+	case topicGrants:
+		if cmd.Verb == "revoke" {
+			return []string{"id"}
+		}
 		return nil
 	case topicReport:
 		return []string{ArgCluster}

@@ -32,7 +32,7 @@ type confirmMeta struct {
 
 // requestActions are the buttons of a request's message.
 var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCancel, ActionStop, ActionTakeOver, ActionResume, ActionRevert,
-	ActionBreakGlass, ActionAcknowledgeGlass}
+	ActionBreakGlass, ActionAcknowledgeGlass, ActionGrant}
 
 // Interaction handles an acked interaction: request buttons and the typed-name confirmation modal. Who may not
 // use HyperOps is refused first, whatever they clicked. A modal's submission is not asked again: modals open only
@@ -57,6 +57,8 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 			return h.denySubmitted(ctx, cb)
 		case BreakGlassCallback:
 			return h.glassSubmitted(ctx, cb)
+		case GrantCallback:
+			return h.grantSubmitted(ctx, cb)
 		}
 	}
 	return nil
@@ -72,6 +74,9 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	channel, ts := cb.Channel.ID, cb.Container.MessageTs
 	if ts == "" {
 		ts = cb.Message.Timestamp
+	}
+	if action == ActionRevokeGrant {
+		return h.revokeGrant(ctx, value, voter, channel)
 	}
 	if !slices.Contains(requestActions, action) {
 		return nil
@@ -109,6 +114,8 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 		return h.breakGlassClicked(ctx, cb.TriggerID, rec, voter, channel, ts)
 	case ActionAcknowledgeGlass:
 		return h.acknowledgeGlass(ctx, rec.ID(), voter, channel)
+	case ActionGrant:
+		return h.grantClicked(ctx, cb.TriggerID, rec, voter, channel, ts)
 	}
 	return h.answerClick(ctx, rec, err, channel, ts, voter.ID)
 }
@@ -169,6 +176,9 @@ func ConfirmModal(rec *ops.Record, c ops.Confirmation, privateMetadata string) s
 func ValidateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
 	if cb.Type == slack.InteractionTypeViewSubmission && cb.View.CallbackID == BreakGlassCallback && glassReason(cb) == "" {
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{glassBlock: "say why it cannot wait: every approver reads it"})
+	}
+	if cb.Type == slack.InteractionTypeViewSubmission && cb.View.CallbackID == GrantCallback {
+		return validateGrantForm(cb)
 	}
 	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != ConfirmCallback {
 		return nil

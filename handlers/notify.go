@@ -79,13 +79,20 @@ func (tl *Teller) tell(ctx context.Context, rec *ops.Record, i int) error {
 	plan, hasPlan := findKind(refs, RefPlan)
 	if !hasPlan {
 		if channel, thread, ok := h.planRoute(rec, t); ok {
-			_, err := tl.postPlan(ctx, rec, i, channel, thread)
-			return err
+			if _, err := tl.postPlan(ctx, rec, i, channel, thread); err != nil || !grantUsed(rec, i) {
+				return err
+			}
+			return tl.tellGrantUse(ctx, rec, i)
 		}
 	} else if last, err := tl.reply(ctx, rec, i, plan); err != nil {
 		return err
 	} else if err := tl.finishUploads(ctx, rec, last, plan); err != nil {
 		return err
+	}
+	if grantUsed(rec, i) {
+		if err := tl.tellGrantUse(ctx, rec, i); err != nil {
+			return err
+		}
 	}
 	if h.cfg.AuditChannel != "" && (t.Kind == ops.KindPhase || t.Kind == ops.KindBreakGlassAck) {
 		return tl.audit(ctx, rec, i, at, t, plan, hasPlan)

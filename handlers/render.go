@@ -186,7 +186,7 @@ func titleText(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) string {
 		s = stateEmoji[workload.To] + " " + headline(rec, op)
 		return s + "\n" + workloadStatus(rec, *workload)
 	}
-	return s + "\n" + status(rec) + revertLines(rec) + glassLine(rec)
+	return s + "\n" + status(rec) + revertLines(rec) + glassLine(rec) + grantLine(rec)
 }
 
 // revertLines link a revert and the request it reverts, both ways.
@@ -380,7 +380,7 @@ func Actionable(rec *ops.Record) []string {
 // choiceActions are the action IDs of the choices.
 var choiceActions = map[ops.Choice]string{ops.ChoiceApprove: ActionApprove, ops.ChoiceDeny: ActionDeny, ops.ChoiceCancel: ActionCancel,
 	ops.ChoiceStop: ActionStop, ops.ChoiceTakeOver: ActionTakeOver, ops.ChoiceResume: ActionResume, ops.ChoiceRevert: ActionRevert,
-	ops.ChoiceBreakGlass: ActionBreakGlass}
+	ops.ChoiceBreakGlass: ActionBreakGlass, ops.ChoiceGrant: ActionGrant}
 
 // menuLabels say what each overflow choice does (Slack shows at most 75 characters).
 var menuLabels = map[string]string{
@@ -389,6 +389,7 @@ var menuLabels = map[string]string{
 	ActionTakeOver: "Take over: make the request yours",
 	ActionResume:   "Resume: plan again and continue",
 	ActionRevert:   "Revert: ask to put back what this changed (a new request)",
+	ActionGrant:    "Approve and allow similar…: a standing grant, bounded",
 }
 
 // buttons are the choices shown as buttons; the rest go to the overflow menu.
@@ -430,7 +431,8 @@ func isButton(p ops.Phase, id string) bool {
 }
 
 var buttonLabels = map[string]string{ActionApprove: "Approve", ActionDeny: "Deny…", ActionCancel: "Cancel", ActionStop: "Stop",
-	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert", ActionBreakGlass: "🔨 Break glass…"}
+	ActionTakeOver: "Take over", ActionResume: "Resume", ActionRevert: "Revert", ActionBreakGlass: "🔨 Break glass…",
+	ActionGrant: "Approve and allow similar…"}
 
 func button(rec *ops.Record, op ops.Spec, id string) *slack.ButtonBlockElement {
 	value := rec.ID()
@@ -536,6 +538,10 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 		}
 	case t.To == ops.PhaseAwaitingApproval:
 		s = ":thumbsup: Approved" + by + fmt.Sprintf(" (%d of %d)", rec.Approval.Received(), rec.Approval.Required)
+	case t.To == ops.PhaseApproved && t.From == ops.PhasePlanned && t.By.Kind == ops.System && rec.Grant != nil:
+		// Told without a mention: a grant's uses are not the lead's to hear of at every one (its thread says them).
+		g := rec.Grant
+		s += fmt.Sprintf("Approved by grant %s (given by %s, %d of %d used): starting", code(g.Grant), escLine(display(g.GivenBy)), g.Use, g.Uses)
 	case t.To == ops.PhaseApproved:
 		s += "Approved" + by + ": starting"
 	case needsRequester(t.To):
@@ -650,6 +656,7 @@ var topicGuide = map[string]struct{ about, example string }{
 	"unwatch":   {"stop telling a workload's changes here", "unwatch job=llm-ft"},
 	"help":      {"this help, or one topic's", "train help"},
 	"budget":    {"your spend budgets: what they used and when they reset", "budget"},
+	"grants":    {"standing grants: list them, or revoke one", "grants revoke id=g-3f9a2c1d"},
 }
 
 func HelpMessage(g *Grammar, topic string) Msg {

@@ -44,6 +44,9 @@ func agentSummary(b agentapi.Body) string {
 		for _, x := range b.Plan.Budget {
 			s += " · " + escLine(x)
 		}
+		if b.Plan.Grant != "" {
+			s += " · " + escLine(b.Plan.Grant)
+		}
 	}
 	if len(b.Errors) > 0 {
 		s += fmt.Sprintf(" · %s: %s", b.Errors[0].Code, escLine(b.Errors[0].Message))

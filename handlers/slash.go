@@ -51,7 +51,7 @@ func mutates(inv *Invocation) bool {
 	if inv.Command.Spec != nil {
 		return inv.Command.Spec.Mutates
 	}
-	return inv.Command.Topic == topicRequest && inv.Command.Verb != "show"
+	return (inv.Command.Topic == topicRequest && inv.Command.Verb != "show") || (inv.Command.Topic == topicGrants && inv.Command.Verb != "")
 }
 
 // run executes an invocation for who, answering in channel (thread when threadTS is set).
@@ -67,6 +67,8 @@ func (h *Handler) run(ctx context.Context, inv *Invocation, who ops.Initiator, c
 		return h.watch(ctx, inv, who, channel)
 	case topicBudget:
 		return h.budget(ctx, who, channel)
+	case topicGrants:
+		return h.grants(ctx, inv, who, channel)
 	}
 	req := inv.Request(who, "slash")
 	if req.ID == "" && trigger != "" {

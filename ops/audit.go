@@ -26,6 +26,17 @@ type AuditEvent struct {
 	// BreakGlass is on the entry that broke glass (the requester approved alone, Engine.BreakGlass) and on its
 	// acknowledgement (kind break-glass-ack): the reason given and, once acknowledged, by whom.
 	BreakGlass *AuditBreakGlass `json:"breakGlass,omitempty"`
+	// Grant is on the entry a standing grant approved: the grant, who gave it, and which use it was.
+	Grant *AuditGrant `json:"grant,omitempty"`
+}
+
+// AuditGrant is a standing grant's approval as the audit trail keeps it.
+type AuditGrant struct {
+	ID      string `json:"id"`
+	GivenBy string `json:"givenBy"`
+	GivenIn string `json:"givenIn"`
+	Use     int    `json:"use"`
+	Uses    int    `json:"uses"`
 }
 
 // AuditBreakGlass is a break-glass as the audit trail keeps it.
@@ -56,6 +67,9 @@ func NewAuditEvent(rec *Record, t Transition) AuditEvent {
 		if bg.AcknowledgedBy != nil {
 			ev.BreakGlass.AcknowledgedBy = bg.AcknowledgedBy.ID
 		}
+	}
+	if g := rec.Grant; g != nil && t.Kind == KindPhase && t.To == PhaseApproved && t.By.Kind == System && t.From == PhasePlanned {
+		ev.Grant = &AuditGrant{ID: g.Grant, GivenBy: g.GivenBy.ID, GivenIn: g.GivenIn, Use: g.Use, Uses: g.Uses}
 	}
 	if p := rec.Plan; p != nil {
 		ev.PlanHash, ev.Risk = p.Hash, p.Risk.Level.String()

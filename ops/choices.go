@@ -17,6 +17,9 @@ const (
 	// ChoiceBreakGlass lets the requester approve their own request alone, with a reason, when its rule names an
 	// on-call group (Engine.BreakGlass).
 	ChoiceBreakGlass Choice = "break-glass"
+	// ChoiceGrant approves the request and gives a standing grant for similar ones (Engine.ApproveAndGrant),
+	// offered when a grant may be given on it (Record.Grantable).
+	ChoiceGrant Choice = "approve-and-grant"
 )
 
 // Choices lists what a request offers in its phase: a vote, withdrawing it or, for one an agent owns, stopping
@@ -27,6 +30,9 @@ func (r *Record) Choices() []Choice {
 	switch r.Phase {
 	case PhaseAwaitingApproval:
 		out := []Choice{ChoiceApprove, ChoiceDeny}
+		if r.Grantable() {
+			out = append(out, ChoiceGrant)
+		}
 		if r.Approval.BreakGlass != "" && r.Request.Initiator.Kind == Human {
 			out = append(out, ChoiceBreakGlass)
 		}

@@ -55,6 +55,8 @@ type EngineOptions struct {
 	// Glass records who broke glass and has not been acknowledged yet, across replicas; nil: nobody may break
 	// glass (Engine.BreakGlass refuses).
 	Glass GlassLog
+	// Grants holds the standing grants, across replicas; nil: no grant is given or applied.
+	Grants GrantStore
 	// OnError is told about failures no caller is waiting for (queue, progress, panics with their stack).
 	OnError func(requestID string, err error)
 }
@@ -362,8 +364,19 @@ func (e *Engine) planned(ctx context.Context, rec *Record, p *Plan, appr Approva
 	}
 	switch {
 	case rec.Request.DryRun:
-		rec, err = e.move(ctx, rec, PhaseDone, systemActor, "dry run: nothing changed", nil)
+		var note *GrantNote
+		if appr.Required > 0 {
+			note = e.grantNote(ctx, rec)
+		}
+		rec, err = e.move(ctx, rec, PhaseDone, systemActor, "dry run: nothing changed", func(r *Record) { r.Plan.Grant = note })
 	case appr.Required > 0:
+		next, byGrant, gerr := e.approveByGrant(ctx, rec)
+		if byGrant {
+			if gerr != nil || next.Phase != PhaseApproved {
+				return next, gerr
+			}
+			return e.dispatch(ctx, next)
+		}
 		rec, err = e.move(ctx, rec, PhaseAwaitingApproval, systemActor, fmt.Sprintf("needs %d approval(s)", appr.Required), nil)
 	default:
 		if err := e.reserve(ctx, rec); err != nil {

@@ -372,6 +372,7 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 	back, err := x.update(ctx, func(r *Record) (*Record, error) {
 		return e.move(ctx, r, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
 			r.Plan, r.Approval, r.Execution = p, appr, nil
+			r.Grant = nil // the grant approved the old plan; the new one waits for votes
 			r.Errors = append(r.Errors, stale)
 		})
 	})

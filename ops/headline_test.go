@@ -81,4 +81,13 @@ func TestRecordChoices(t *testing.T) {
 			t.Errorf("%s owned by %s: %v, want %v", tc.phase, tc.owner.Kind, got, tc.want)
 		}
 	}
+	// One approval to give, not critical, not over budget: a lead may approve it and allow similar ones.
+	r := &Record{Phase: PhaseAwaitingApproval, Owner: human, Approval: Approval{Required: 1}}
+	if got, want := r.Choices(), []Choice{ChoiceApprove, ChoiceDeny, ChoiceGrant, ChoiceCancel}; !slices.Equal(got, want) {
+		t.Errorf("awaiting one approval: %v, want %v", got, want)
+	}
+	r.Approval.NoGrants = true
+	if slices.Contains(r.Choices(), ChoiceGrant) {
+		t.Error("a rule with grants: false offers a grant")
+	}
 }

@@ -69,10 +69,13 @@ type Plan struct {
 	Cost         Cost                  `json:"cost"`
 	// Budget is where the plan stands in each spend budget that applies to it (budgets[] in config); it is not
 	// part of the hash: the budget is checked again, atomically, when the request is approved.
-	Budget    []BudgetPlace `json:"budget,omitempty"`
-	Risk      Risk          `json:"risk"`
-	Hash      string        `json:"hash"`
-	CreatedAt time.Time     `json:"createdAt"`
+	Budget []BudgetPlace `json:"budget,omitempty"`
+	// Grant, on a dry run's plan, is the standing grant that would approve it if it were sent (not part of the
+	// hash).
+	Grant     *GrantNote `json:"grant,omitempty"`
+	Risk      Risk       `json:"risk"`
+	Hash      string     `json:"hash"`
+	CreatedAt time.Time  `json:"createdAt"`
 }
 
 // HashPlan computes the hash of what is approved: operation, target, normalized parameters, the changes, the

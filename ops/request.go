@@ -151,6 +151,9 @@ type Approval struct {
 	// set when the request was planned; empty: nobody may. Engine.BreakGlass checks it again, with the group as
 	// configured then.
 	BreakGlass string `json:"breakGlass,omitempty"`
+	// NoGrants says the rule forbids standing grants (its grants: false): none is given on the request, none
+	// approves it.
+	NoGrants bool `json:"noGrants,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.
@@ -233,10 +236,12 @@ type Record struct {
 	RevertedBy string `json:"revertedBy,omitempty"`
 	// BreakGlass is set when the requester broke glass on the request (Engine.BreakGlass): who, when, why, and
 	// which lead acknowledged it.
-	BreakGlass *BreakGlass  `json:"breakGlass,omitempty"`
-	CreatedAt  time.Time    `json:"createdAt"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
-	History    []Transition `json:"history,omitempty"`
+	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
+	// Grant is set when a standing grant approved the request: which, given by whom, which use.
+	Grant     *GrantUse    `json:"grant,omitempty"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	History   []Transition `json:"history,omitempty"`
 	// Annotations let the surfaces remember where they told about the request (e.g. a Slack channel and ts); the
 	// engine only carries them.
 	Annotations map[string]string `json:"annotations,omitempty"`

@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -40,6 +41,9 @@ type Plan struct {
 	// Budget is the plan's place in each spend budget that covers it, one sentence each ("uses $905 of
 	// ops-agent's $2,000 today; $640 left after this").
 	Budget []string `json:"budget,omitempty"`
+	// Grant says the standing grant that approved the request ("approved by grant g-…, given by …"), or, on a
+	// dry run, the one that would ("grant g-… (given by …, 3 use(s) left) would approve this").
+	Grant string `json:"grant,omitempty"`
 }
 
 // Approvals is what approval a request needs and has.
@@ -82,6 +86,11 @@ func NewBody(rec *ops.Record, requestID string, err error) Body {
 				Approvals: Approvals{Required: rec.Approval.Required, Received: rec.Approval.Received()}}
 			for _, b := range p.Budget {
 				ap.Budget = append(ap.Budget, b.Sentence())
+			}
+			if g := rec.Grant; g != nil {
+				ap.Grant = fmt.Sprintf("approved by grant %s, given by %s (%d of %d used)", g.Grant, g.GivenBy.ID, g.Use, g.Uses)
+			} else if p.Grant != nil {
+				ap.Grant = p.Grant.String()
 			}
 			if !rec.Approval.ExpiresAt.IsZero() {
 				t := rec.Approval.ExpiresAt.UTC()

@@ -40,13 +40,16 @@ type AuditLine struct {
 	// BreakGlass is on the line that broke glass (the requester approved alone) and on its acknowledgement: who,
 	// under which on-call group, the reason, and the lead who acknowledged it.
 	BreakGlass *ops.AuditBreakGlass `json:"breakGlass,omitempty"`
+	// Grant is on the line a standing grant approved: the grant's id, who gave it (and on which request), which
+	// use of how many.
+	Grant *ops.AuditGrant `json:"grant,omitempty"`
 }
 
 func lineOf(cursor string, ev ops.AuditEvent) AuditLine {
 	l := AuditLine{Cursor: cursor, Time: ev.At, RequestID: ev.RequestID, Operation: ev.Operation, Target: ev.Target,
 		Initiator: ev.Initiator, By: ev.By, From: ev.From, Phase: ev.To, Kind: ev.Kind, Note: ev.Note,
 		Approvers: ev.Approvers, PlanHash: ev.PlanHash, Cost: ev.Cost, Risk: ev.Risk, Params: ev.Params,
-		BreakGlass: ev.BreakGlass}
+		BreakGlass: ev.BreakGlass, Grant: ev.Grant}
 	if ev.Kind == ops.KindPhase && ev.From != ev.To && (ev.To.Terminal() || ev.To == ops.PhaseInterrupted) {
 		l.Outcome = ev.To
 	}
