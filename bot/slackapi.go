@@ -166,15 +166,25 @@ type ChannelLimiter interface {
 // SetChannelLimiter makes chat.postMessage's per-channel limit shared across replicas.
 func (c *SlackClient) SetChannelLimiter(l ChannelLimiter) { c.shared = l }
 
+// maxYield bounds how long a background call leaves a shared budget's last token to others. A request's entries are
+// told in order, so its outcome (a call somebody waits for) waits behind its own earlier step: a step that yielded
+// for as long as answers kept coming would hold its outcome back with it.
+const maxYield = 2 * time.Second
+
 // takeShared waits for a budget shared by every replica (a channel's posts, or a method's tier). A background call
-// needs two tokens free and takes one, so it only goes when a call people wait for would still find one: across
-// every replica, answers go first, and background calls still use the whole budget when nobody else does.
+// needs two tokens free and takes one, for up to maxYield, so it goes when a call people wait for would still find
+// one: across every replica, answers go first, and background calls still use the whole budget when nobody else
+// does.
 func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool) error {
 	spare := 0
 	if background {
 		spare = 1
 	}
+	yieldUntil := time.Now().Add(maxYield)
 	for {
+		if spare > 0 && time.Now().After(yieldUntil) {
+			spare = 0
+		}
 		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, 1+spare), 1, spare)
 		if err != nil {
 			// The state store is down: telling people so must still reach Slack, so this replica falls back to
@@ -183,6 +193,9 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 		}
 		if ok {
 			return nil
+		}
+		if spare > 0 {
+			wait = min(wait, time.Until(yieldUntil))
 		}
 		timer := time.NewTimer(max(wait, 10*time.Millisecond))
 		select {

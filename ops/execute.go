@@ -127,6 +127,9 @@ type executor struct {
 	scope *Lock
 	// mu orders this attempt's writes to the record (progress reports come from the operation's goroutines).
 	mu sync.Mutex
+	// finalMu guards finals: the notes ProgressFinal kept for the outcome.
+	finalMu sync.Mutex
+	finals  []string
 }
 
 func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, error) {
@@ -471,12 +474,32 @@ func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 func (x *executor) withProgress(ctx, rec context.Context) context.Context {
 	return withMarkedProgress(ctx,
 		func(msg string) { x.progress(context.WithoutCancel(rec), msg, "", "") },
-		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) })
+		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) },
+		func(msg string) { x.keepFinal(msg) })
+}
+
+// keepFinal keeps a note for the outcome (ProgressFinal).
+func (x *executor) keepFinal(msg string) {
+	x.finalMu.Lock()
+	defer x.finalMu.Unlock()
+	x.finals = append(x.finals, msg)
+}
+
+// takeFinals hands over the notes kept for the outcome, once.
+func (x *executor) takeFinals() []string {
+	x.finalMu.Lock()
+	defer x.finalMu.Unlock()
+	out := x.finals
+	x.finals = nil
+	return out
 }
 
 // progress records a step the operation reported, for the request's thread, and with it the mark under key (when
-// key is set), in one stored change.
+// key is set), in one stored change. Notes kept for the outcome go first: the operation went on after them.
 func (x *executor) progress(ctx context.Context, msg, key, mark string) {
+	for _, f := range x.takeFinals() {
+		x.progress(ctx, f, "", "")
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var fn func(*Record)
@@ -549,14 +572,28 @@ func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Reco
 		to, ue = PhaseFailed, AsError(runErr)
 		note = ue.Message
 	}
+	finals := x.takeFinals()
+	var told []Transition
 	next, err := x.update(ctx, func(r *Record) (*Record, error) {
 		return x.e.move(ctx, r, to, systemActor, note, func(r *Record) {
+			// The status that ended the wait goes in the same change as the outcome: told in one reply.
+			told = told[:0]
+			for _, f := range finals {
+				t := Transition{From: r.Phase, To: r.Phase, At: x.e.opts.Clock.Now(), By: systemActor, Note: f, Kind: KindProgress}
+				r.History = append(r.History, t)
+				told = append(told, t)
+			}
 			r.Result = res
 			if ue != nil {
 				r.Errors = append(r.Errors, ue)
 			}
 		})
 	})
+	for _, t := range told {
+		if err == nil {
+			x.e.notify(ctx, next, t)
+		}
+	}
 	if err != nil {
 		// Still executing in the store: the lease lapses and another replica resumes from the recorded steps.
 		return next, outcomeRetry, errors.Join(runErr, stateError("record the result", err))

@@ -58,7 +58,12 @@ func (c *Clients) wait(ctx context.Context, what string, fn check) error {
 		default:
 			failures, throttledFor = 0, 0
 			if status != "" && status != last {
-				ops.Progress(ctx, "%s", status)
+				// The status that ends the wait is told with the outcome, in one reply.
+				if done && fatal == nil {
+					ops.ProgressFinal(ctx, "%s", status)
+				} else {
+					ops.Progress(ctx, "%s", status)
+				}
 				last = status
 			}
 			if fatal != nil {
