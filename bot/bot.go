@@ -84,6 +84,8 @@ type Bot struct {
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
+	// homes keeps the App Home tabs of the people who opened theirs up to date.
+	homes *handlers.Homes
 	// mcp is the MCP server while it serves (nil when MCP is off).
 	mcp atomic.Pointer[mcpServing]
 }
@@ -193,11 +195,24 @@ func New(opts Options) (*Bot, error) {
 		hcfg.Watches = watches
 	}
 	h := handlers.New(hcfg, engine, policy, opts.Catalog, sc, refs, opts.Reporter)
-	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
+	homes := handlers.NewHomes(h, store, sc, handlers.HomeOptions{
+		OnPublish: func(err error) {
+			outcome := "ok"
+			if err != nil {
+				outcome = "failed"
+			}
+			m.HomePublishes.WithLabelValues(outcome).Inc()
+		},
+		OnSkip:     m.HomeSkipped.Inc,
+		OnCoalesce: m.HomeCoalesced.Inc,
+		OnChange:   func(n int) { m.HomeTouched.Observe(float64(n)) },
+		OnError:    func(err error) { log.Warn().Err(err).Msg("home tab") },
+	})
+	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs, homes: homes,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched,
-		watches: watches, teller: &teller{Teller: h.Teller(), m: m}}
+		watches: watches, teller: &teller{Teller: h.Teller(), m: m}, homes: homes}
 	b.registerMCPGauges()
 	if watches != nil {
 		// The training plans the instance groups run on (the AWS view of the groups) warn the watched workloads on
@@ -239,6 +254,9 @@ func production(cfg *config.Config) func(cluster, namespace string) bool {
 
 // Engine returns the bot's engine.
 func (b *Bot) Engine() *ops.Engine { return b.engine }
+
+// Homes returns the bot's App Home tabs.
+func (b *Bot) Homes() *handlers.Homes { return b.homes }
 
 // Metrics returns the bot's metrics.
 func (b *Bot) Metrics() *Metrics { return b.metrics }
@@ -373,7 +391,7 @@ func (b *Bot) runWorkers(ctx context.Context) {
 }
 
 func (b *Bot) runLoops(ctx context.Context) {
-	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep, b.execute, b.tell}
+	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep, b.execute, b.tell, b.homes.Run}
 	if b.reports != nil {
 		loops = append(loops, b.reports.Run)
 	}

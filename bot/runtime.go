@@ -40,7 +40,9 @@ type runtime struct {
 	metrics *Metrics
 	log     zerolog.Logger
 	slack   *SlackClient
-	jobs    chan job
+	// homes publishes Home tabs (app_home_opened); nil ignores the event.
+	homes *handlers.Homes
+	jobs  chan job
 	// overflow bounds the goroutines answering DMs that found the queue full.
 	overflow  chan struct{}
 	workers   int
@@ -247,6 +249,12 @@ func (r *runtime) event(ctx context.Context, ev socketmode.Event) error {
 		return fmt.Errorf("read the event id: %w", err)
 	}
 	if !r.first(ctx, "event", cbe.EventID) {
+		return nil
+	}
+	if home, ok := outer.InnerEvent.Data.(*slackevents.AppHomeOpenedEvent); ok {
+		if home.Tab == "home" && home.User != "" && r.homes != nil {
+			r.homes.Opened(ctx, home.User)
+		}
 		return nil
 	}
 	dm, ok := r.dmOf(outer)
