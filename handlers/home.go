@@ -317,9 +317,10 @@ type VoterCheck interface {
 	CheckVoter(ctx context.Context, rec *ops.Record, voter ops.Initiator) error
 }
 
-// HomeData gathers one viewer's Home from snap: only the requests they may see (CheckView), "Waiting for you" only
-// those whose vote they may cast and have not cast for the current plan, and on each the buttons the engine would
-// let them use.
+// HomeData gathers one viewer's Home from snap: only the requests they may see (CheckView); "Waiting for you" only
+// those whose vote they may cast and have not cast for the current plan; "Running now" and "Agents" those they may
+// act on (their own, or one whose vote they may cast: who may stop or take it over); on each the buttons the
+// engine would let them use.
 func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSnapshot, pages HomePages) HomeData {
 	d := HomeData{Viewer: who, Pages: pages}
 	if h.access.CheckAccess(ctx, who) != nil {
@@ -337,23 +338,17 @@ func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSna
 			seen[rec.ID()] = true
 			d.Yours = append(d.Yours, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceCancel, ops.ChoiceStop, ops.ChoiceResume})})
 		}
+		// Running requests and agents' requests are shown to who may act on them (stop, take over: the approvers),
+		// so a change of one redraws the Homes of the few who can, not of everyone who may read it.
 		steward := mine || canVote(rec)
 		switch {
 		case rec.Phase == ops.PhaseAwaitingApproval && !mine && !votedFor(rec, who.ID) && canVote(rec):
 			d.Waiting = append(d.Waiting, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceApprove, ops.ChoiceDeny})})
-		case running(rec.Phase):
-			var acts []string
-			if steward {
-				acts = homeActions(rec, []ops.Choice{ops.ChoiceStop, ops.ChoiceTakeOver})
-			}
-			d.Running = append(d.Running, HomeItem{Rec: rec, Actions: acts})
+		case running(rec.Phase) && steward:
+			d.Running = append(d.Running, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceStop, ops.ChoiceTakeOver})})
 		}
-		if rec.Request.Initiator.Kind == ops.Agent && rec.Owner.Kind == ops.Agent {
-			var acts []string
-			if steward && who.Kind == ops.Human {
-				acts = homeActions(rec, []ops.Choice{ops.ChoiceTakeOver, ops.ChoiceStop})
-			}
-			d.Agents = append(d.Agents, HomeItem{Rec: rec, Actions: acts})
+		if rec.Request.Initiator.Kind == ops.Agent && rec.Owner.Kind == ops.Agent && steward && who.Kind == ops.Human {
+			d.Agents = append(d.Agents, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceTakeOver, ops.ChoiceStop})})
 		}
 	}
 	for _, rec := range snap.Recent {

@@ -175,8 +175,8 @@ func (hs *Homes) Touched(ctx context.Context, rec *ops.Record, from ops.Phase, u
 	return out
 }
 
-// HomeTouches reports whether the Home of who shows rec, in its phase now or in phase from: as theirs, as waiting
-// for a vote they may cast, as running, or as an agent's open request.
+// HomeTouches reports whether the Home of who shows rec, in its phase now or in phase from (HomeData's rules): as
+// theirs, or, while it is open, as one they may see and act on (vote, stop, take over).
 func (h *Handler) HomeTouches(ctx context.Context, rec *ops.Record, from ops.Phase, who ops.Initiator) bool {
 	if rec.Request.Initiator.ID == who.ID || rec.Owner.ID == who.ID {
 		return true
@@ -186,12 +186,6 @@ func (h *Handler) HomeTouches(ctx context.Context, rec *ops.Record, from ops.Pha
 		return false
 	}
 	if h.access.CheckView(ctx, rec, who) != nil {
-		return false
-	}
-	if running(rec.Phase) || running(from) || rec.Request.Initiator.Kind == ops.Agent {
-		return true
-	}
-	if rec.Phase != ops.PhaseAwaitingApproval && from != ops.PhaseAwaitingApproval {
 		return false
 	}
 	voters, ok := h.access.(VoterCheck)
