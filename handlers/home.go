@@ -174,26 +174,32 @@ func homeSection(specs Specs, d HomeData, id, title, none string, items []HomeIt
 	return blocks
 }
 
-// homeItem is one request: what, where, where it stands and what it costs, then the viewer's buttons.
+// homeItem is one request: what and where (the headline), then what decides it — risk, cost, where it stands and,
+// while it waits, how many approvals it still needs and until when — then who asked and its id, then the viewer's
+// buttons.
 func homeItem(specs Specs, sectionID string, it HomeItem) []slack.Block {
 	rec := it.Rec
 	op := specOf(specs, rec)
-	line := []string{strings.ToLower(phaseWords[rec.Phase]), homeCost(rec), "asked by " + person(rec.Request.Initiator)}
-	if rec.Owner.ID != "" && rec.Owner.ID != rec.Request.Initiator.ID {
-		line = append(line, "owned by "+person(rec.Owner))
+	var facts []string
+	if risk := homeRisk(rec); risk != "" {
+		facts = append(facts, "*"+risk+"*")
 	}
+	facts = append(facts, homeCost(rec))
 	if rec.Phase == ops.PhaseAwaitingApproval {
 		a := rec.Approval
-		line = append(line, fmt.Sprintf("%d of %d approvals", a.Received(), a.Required))
+		facts = append(facts, fmt.Sprintf("needs %s", plural(int64(max(a.Required-a.Received(), 0)), "more approval", "more approvals")))
 		if !a.ExpiresAt.IsZero() {
-			line = append(line, "expires "+slackTime(a.ExpiresAt))
+			facts = append(facts, "expires "+slackTime(a.ExpiresAt))
 		}
 	}
-	if risk := homeRisk(rec); risk != "" {
-		line = append(line, risk)
+	if sectionID != HomeWaiting {
+		facts = append([]string{strings.ToLower(phaseWords[rec.Phase])}, facts...)
 	}
-	text := fmt.Sprintf("%s %s\n%s\n%s · %s", phaseEmoji[rec.Phase], headline(rec, op), strings.Join(line, " · "),
-		target(rec.Request.Target), code(rec.ID()))
+	who := "asked by " + person(rec.Request.Initiator)
+	if rec.Owner.ID != "" && rec.Owner.ID != rec.Request.Initiator.ID {
+		who += ", now owned by " + person(rec.Owner)
+	}
+	text := fmt.Sprintf("%s %s\n%s\n%s · %s", phaseEmoji[rec.Phase], headline(rec, op), strings.Join(facts, " · "), who, code(rec.ID()))
 	blocks := []slack.Block{section(text)}
 	var els []slack.BlockElement
 	for _, a := range it.Actions {

@@ -181,7 +181,7 @@ func longHome() HomeData {
 	for i := range 12 {
 		r := sampleRecord(ops.PhaseSucceeded)
 		r.Request.ID = fmt.Sprintf("req-mine-%02d", i)
-		r.Request.Initiator = d.Viewer
+		r.Request.Initiator, r.Owner = d.Viewer, d.Viewer
 		d.Yours = append(d.Yours, HomeItem{Rec: r})
 	}
 	for i := range 20 {
