@@ -336,3 +336,39 @@ func TestHomeFailsSoft(t *testing.T) {
 		t.Errorf("published %d views with the viewers' memory down, want the one opened", pub.total())
 	}
 }
+
+// failingPublisher refuses the first n publishes, as a views.publish that timed out or failed would.
+type failingPublisher struct {
+	memPublisher
+	fail int
+}
+
+func (p *failingPublisher) PublishHome(ctx context.Context, user string, v slack.HomeTabViewRequest) error {
+	p.mu.Lock()
+	if p.fail > 0 {
+		p.fail--
+		p.mu.Unlock()
+		return fmt.Errorf("views.publish: %w", context.DeadlineExceeded)
+	}
+	p.mu.Unlock()
+	return p.memPublisher.PublishHome(ctx, user, v)
+}
+
+// TestHomePublishFailureIsRetriedByTheNextChange: a publish that failed is not remembered as published, so the
+// next change sends the view even though it draws the same.
+func TestHomePublishFailureIsRetriedByTheNextChange(t *testing.T) {
+	f := newMatrixFixture(t)
+	v, p := &memViewers{}, &failingPublisher{fail: 1}
+	homes := NewHomes(f.h, v, p, HomeOptions{})
+	ctx := context.Background()
+	homes.Opened(ctx, homeLead)
+	homes.Flush(ctx)
+	if p.total() != 0 || v.published[homeLead] != "" {
+		t.Fatalf("a failed publish was recorded: %d views, hash %q", p.total(), v.published[homeLead])
+	}
+	homes.Changed(ctx, f.r(t), ops.PhasePlanned)
+	homes.Flush(ctx)
+	if p.total() != 1 {
+		t.Errorf("after a failed publish the next change published %d views, want 1", p.total())
+	}
+}
