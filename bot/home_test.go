@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,4 +68,30 @@ func TestHomeOverRealSockets(t *testing.T) {
 			t.Errorf("the lead was told something privately after a click in Home: %s", e.Text)
 		}
 	}
+}
+
+// TestHomeOnTwoReplicas: whichever replica gets app_home_opened, and whichever tells a request's changes, the
+// viewers are shared in Redis, so every Home the change touches is republished once the change is told.
+func TestHomeOnTwoReplicas(t *testing.T) {
+	h := startWith(t, harnessOptions{replica: "a"})
+	b := h.launch(harnessOptions{replica: "b"})
+	t.Cleanup(func() { b.stop(t) })
+	h.waitConnected(2)
+	for _, u := range []string{userAlice, userLead1, userLead2} {
+		h.openHome(u)
+	}
+	for i := range 4 {
+		id := fmt.Sprintf("two-%d", i)
+		h.slash(userAlice, chOps, "widget scale name="+id+" count=1 request-id="+id)
+		h.waitFor(id+" in the Homes of Alice and both leads", func(s fakeslack.Snapshot) bool {
+			return homeShows(s, userAlice, id) && homeShows(s, userLead1, id) && homeShows(s, userLead2, id)
+		})
+	}
+	if _, err := h.srv.ClickHome(h.ctx(), fakeslack.HomeClick{User: userLead2, ActionID: handlers.ActionApprove, BlockID: "home:waiting:two-0"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase("two-0", ops.PhaseSucceeded)
+	h.waitFor("two-0 done in Alice's Home and gone from the leads' Waiting", func(s fakeslack.Snapshot) bool {
+		return homeShows(s, userAlice, "succeeded") && !homeShows(s, userLead1, "home:waiting:two-0") && !homeShows(s, userLead2, "home:waiting:two-0")
+	})
 }
