@@ -90,11 +90,27 @@ type Bot struct {
 	mcp atomic.Pointer[mcpServing]
 }
 
-// notifier counts the transitions this replica stores; telling people about them is the outbox's.
-type notifier struct{ m *Metrics }
+// notifier counts the transitions this replica stores and hands each to the Home tabs; telling people about them
+// in messages is the outbox's.
+type notifier struct {
+	m *Metrics
+	// homes is set once the handlers are built (nil until then).
+	homes *handlers.Homes
+}
 
-func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition) {
+// Changed refreshes the Homes the transition touches at once, rather than after the outbox told it: a Home must not
+// wait for a channel's chat.postMessage budget. A replica that stops between storing and this call leaves those
+// Homes one change behind until the next (Home is a read-only view).
+func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
 	n.m.transition(rec, t)
+	if n.homes == nil {
+		return
+	}
+	from := rec.Phase
+	if t.Kind == ops.KindPhase {
+		from = t.From
+	}
+	n.homes.Changed(ctx, rec, from)
 }
 
 // teller is the handlers' outbox teller, counted.
@@ -140,6 +156,7 @@ func New(opts Options) (*Bot, error) {
 	}
 	api := slack.New(cfg.Slack.BotToken, apiOpts...)
 	sc := NewSlackClient(api, limits, m)
+	notes := &notifier{m: m}
 	redactor, err := ops.RedactorFor(cfg)
 	if err != nil {
 		return nil, err
@@ -152,7 +169,7 @@ func New(opts Options) (*Bot, error) {
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
-		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store,
@@ -208,6 +225,7 @@ func New(opts Options) (*Bot, error) {
 		OnChange:   func(n int) { m.HomeTouched.Observe(float64(n)) },
 		OnError:    func(err error) { log.Warn().Err(err).Msg("home tab") },
 	})
+	notes.homes = homes
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs, homes: homes,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}

@@ -409,10 +409,10 @@ func (c *SlackClient) OpenView(ctx context.Context, triggerID string, v slack.Mo
 	})
 }
 
-// PublishHome implements handlers.HomePublisher with views.publish: a Home tab nobody waits on, so it yields the
-// shared tier budget to the answers people do wait for.
+// PublishHome implements handlers.HomePublisher with views.publish. Slack counts the method's tier for it alone, and
+// only Home tabs use it, so it takes its budget in full (a background call would take two tokens a call).
 func (c *SlackClient) PublishHome(ctx context.Context, user string, v slack.HomeTabViewRequest) error {
-	return c.callAs(ctx, "views.publish", "", true, func() error {
+	return c.call(ctx, "views.publish", "", func() error {
 		_, err := c.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: v})
 		return err
 	})

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/slack-go/slack"
 
@@ -48,10 +47,6 @@ func createdBy(rec *ops.Record, nonce string) bool {
 type Teller struct {
 	h     *Handler
 	shown *shownPlans
-	// homeFrom is, per request, the phase it was in before the entries told since its last Settle: the Home tabs
-	// that showed it then are refreshed too.
-	homeMu   sync.Mutex
-	homeFrom map[string]ops.Phase
 }
 
 // Teller returns the handler's outbox teller.
@@ -64,7 +59,6 @@ var _ ops.Teller = (*Teller)(nil)
 // go, and the entry is told: a refusal never blocks the request's later messages. Once a success is told, the
 // request's messages watch the workloads it made; a subscription that fails is reported (OnError), not retried.
 func (tl *Teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
-	tl.rememberFrom(rec, i)
 	if err := tl.tell(ctx, rec, i); err != nil {
 		return err
 	}
@@ -328,7 +322,6 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 		return err
 	}
 	defer tl.forgetIfDone(rec)
-	defer tl.refreshHomes(ctx, rec)
 	version, shown, ok := tl.shown.get(rec.ID())
 	if ok && version >= rec.Version {
 		return nil
@@ -427,39 +420,4 @@ func (h *Handler) fail(err error) {
 	if h.cfg.OnError != nil && err != nil {
 		h.cfg.OnError(err)
 	}
-}
-
-// rememberFrom keeps the phase request rec was in before entry i, unless an earlier entry of this run was told.
-func (tl *Teller) rememberFrom(rec *ops.Record, i int) {
-	if tl.h.homes == nil {
-		return
-	}
-	from := rec.History[i].From
-	if rec.History[i].Kind != ops.KindPhase {
-		from = rec.Phase
-	}
-	tl.homeMu.Lock()
-	defer tl.homeMu.Unlock()
-	if tl.homeFrom == nil {
-		tl.homeFrom = map[string]ops.Phase{}
-	}
-	if _, ok := tl.homeFrom[rec.ID()]; !ok {
-		tl.homeFrom[rec.ID()] = from
-	}
-}
-
-// refreshHomes asks for the refresh of the Home tabs the entries told since the last Settle touch. It never fails
-// the telling: Home is a read-only view, refreshed again by the next change or visit.
-func (tl *Teller) refreshHomes(ctx context.Context, rec *ops.Record) {
-	if tl.h.homes == nil {
-		return
-	}
-	tl.homeMu.Lock()
-	from, ok := tl.homeFrom[rec.ID()]
-	delete(tl.homeFrom, rec.ID())
-	tl.homeMu.Unlock()
-	if !ok {
-		from = rec.Phase
-	}
-	tl.h.homes.Changed(ctx, rec, from)
 }
