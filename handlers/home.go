@@ -329,7 +329,8 @@ type VoterCheck interface {
 // engine would let them use.
 func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSnapshot, pages HomePages) HomeData {
 	d := HomeData{Viewer: who, Pages: pages}
-	if h.access.CheckAccess(ctx, who) != nil {
+	if err := h.access.CheckAccess(ctx, who); err != nil {
+		d.Notice = ErrorMessage(err).Text // who may not use HyperOps sees why, and nothing else
 		return d
 	}
 	voters, _ := h.access.(VoterCheck)

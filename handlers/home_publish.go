@@ -291,7 +291,9 @@ func (hs *Homes) publish(ctx context.Context, user string, r homeRefresh, snap *
 	pages, published, err := hs.viewers.HomeState(ctx, user)
 	hs.fail(err)
 	d := hs.h.HomeData(ctx, hs.h.initiator(user, ""), snap, DecodeHomePages(pages))
-	d.Notice = r.notice
+	if r.notice != "" {
+		d.Notice = r.notice
+	}
 	v := HomeView(hs.h.catalog, d)
 	sum := viewHash(v)
 	if !r.force && sum == published {

@@ -220,6 +220,10 @@ func TestHomeShowsOnlyWhatTheViewerMaySee(t *testing.T) {
 	if strings.Contains(string(by), "req-r") || strings.Contains(string(by), "web") {
 		t.Errorf("the bystander's Home shows something of R: %s", by)
 	}
+	// Who may not use HyperOps at all is told why, and shown nothing.
+	if s, _ := json.Marshal(f.home(t, "U0STRANGER")); !strings.Contains(string(s), "E_NOT_AUTHORIZED") || strings.Contains(string(s), "req-r") {
+		t.Errorf("a stranger's Home: %s", s)
+	}
 }
 
 // homeClick presses a button in user's Home tab: a view, with no channel or message.
