@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/slack-go/slack"
@@ -320,23 +322,12 @@ func viewHash(v slack.HomeTabViewRequest) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// parsePage reads a paging button's value, "<section>:<offset>".
 func parsePage(value string) (section string, offset int, ok bool) {
-	section, off, found := cutLast(value, ":")
-	if !found {
-		return "", 0, false
-	}
-	n := 0
-	if _, err := fmt.Sscanf(off, "%d", &n); err != nil || n < 0 {
+	section, off, found := strings.Cut(value, ":")
+	n, err := strconv.Atoi(off)
+	if !found || err != nil || n < 0 {
 		return "", 0, false
 	}
 	return section, n, true
-}
-
-func cutLast(s, sep string) (before, after string, found bool) {
-	for i := len(s) - len(sep); i >= 0; i-- {
-		if s[i:i+len(sep)] == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, "", false
 }
