@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
@@ -93,5 +96,18 @@ func TestHomeOnTwoReplicas(t *testing.T) {
 	h.waitPhase("two-0", ops.PhaseSucceeded)
 	h.waitFor("two-0 done in Alice's Home and gone from the leads' Waiting", func(s fakeslack.Snapshot) bool {
 		return homeShows(s, userAlice, "succeeded") && !homeShows(s, userLead1, "home:waiting:two-0") && !homeShows(s, userLead2, "home:waiting:two-0")
+	})
+}
+
+// TestHomeClickWhenBusy: a click in Home that finds the worker queue full has no channel to be told in: the
+// clicker's Home says it was not recorded.
+func TestHomeClickWhenBusy(t *testing.T) {
+	h := start(t)
+	h.openHome(userLead1)
+	var cb slack.InteractionCallback
+	cb.Type, cb.User.ID, cb.Container.Type = slack.InteractionTypeBlockActions, userLead1, "view"
+	h.bot.rt.busy(h.ctx(), socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb})
+	h.waitFor("the busy notice in the lead's Home", func(s fakeslack.Snapshot) bool {
+		return homeShows(s, userLead1, "your click was not recorded")
 	})
 }

@@ -135,7 +135,14 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 // busy tells the person behind an interaction that nothing was done (slash commands were told in the ack).
 func (r *runtime) busy(ctx context.Context, ev socketmode.Event) {
 	cb, ok := ev.Data.(slack.InteractionCallback)
-	if !ok || cb.User.ID == "" || cb.Channel.ID == "" {
+	if !ok || cb.User.ID == "" {
+		return
+	}
+	if cb.Channel.ID == "" {
+		// A click in the App Home tab: it has no channel to answer in, so its Home says so.
+		if r.homes != nil && cb.Type == slack.InteractionTypeBlockActions {
+			r.homes.Notice(cb.User.ID, "HyperOps is busy right now: your click was not recorded, please click again in a moment.")
+		}
 		return
 	}
 	r.wg.Add(1)

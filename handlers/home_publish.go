@@ -103,8 +103,9 @@ func (hs *Homes) Opened(ctx context.Context, user string) {
 	hs.refresh(user, homeRefresh{force: true})
 }
 
-// notify shows the viewer why their click in Home was refused, at the top of their Home.
-func (hs *Homes) notify(user, notice string) {
+// Notice shows the viewer a line (mrkdwn, escaped by the caller) at the top of their Home: why their click in Home
+// was refused, or that it was not recorded.
+func (hs *Homes) Notice(user, notice string) {
 	hs.refresh(user, homeRefresh{force: true, notice: notice})
 }
 

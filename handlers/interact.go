@@ -140,7 +140,7 @@ func (h *Handler) tellClicker(ctx context.Context, channel, user string, m Msg) 
 		return h.poster.Ephemeral(ctx, channel, user, m)
 	}
 	if h.homes != nil {
-		h.homes.notify(user, m.Text)
+		h.homes.Notice(user, m.Text)
 	}
 	return nil
 }
