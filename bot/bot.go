@@ -113,6 +113,27 @@ func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transitio
 	n.homes.Changed(ctx, rec, from)
 }
 
+// watchSink tells a watched workload's change in Slack, then refreshes the Homes that show the request that made it:
+// a succeeded request whose workload still runs is running now.
+type watchSink struct {
+	ops.WatchSink
+	records interface {
+		Get(ctx context.Context, id string) (*ops.Record, error)
+	}
+	// homes is set once the handlers are built (nil until then).
+	homes *handlers.Homes
+}
+
+func (s *watchSink) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
+	err := s.WatchSink.Watched(ctx, sub, c)
+	if s.homes != nil && c.RequestID != "" {
+		if rec, gerr := s.records.Get(ctx, c.RequestID); gerr == nil {
+			s.homes.Changed(ctx, rec, rec.Phase)
+		}
+	}
+	return err
+}
+
 // teller is the handlers' outbox teller, counted.
 type teller struct {
 	*handlers.Teller
@@ -196,10 +217,12 @@ func New(opts Options) (*Bot, error) {
 		log.Warn().Err(u.Err).Str("request", u.RequestID).Int("entry", u.Entry).Str("part", u.Part).Str("channel", u.Channel).
 			Str("method", u.Method).Str("slack_error", u.Code).Msg("slack refused a message for good")
 	}
+	hcfg.Workloads = store
 	var watches *ops.Watches
+	sink := &watchSink{WatchSink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), records: engine}
 	if opts.Clusters != nil {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
-			Sink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), Clusters: opts.Clusters.Names(),
+			Sink: sink, Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
 			OnEnded: func(ctx context.Context, c ops.WatchChange) {
 				if err := engine.SettleRun(ctx, c.RequestID, engine.Now()); err != nil {
@@ -225,7 +248,7 @@ func New(opts Options) (*Bot, error) {
 		OnChange:   func(n int) { m.HomeTouched.Observe(float64(n)) },
 		OnError:    func(err error) { log.Warn().Err(err).Msg("home tab") },
 	})
-	notes.homes = homes
+	notes.homes, sink.homes = homes, homes
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs, homes: homes,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}

@@ -133,6 +133,8 @@ type Config struct {
 	// HomeSections are extra sections of the App Home tab, drawn after the viewer's budgets: the slot where the
 	// viewer's standing grants go once they exist.
 	HomeSections []HomeSection
+	// Workloads reads the state last told of watched workloads, for the App Home tab; nil shows none.
+	Workloads WorkloadStates
 }
 
 // commandOf is the slash command of cfg ("/hp" when unset).

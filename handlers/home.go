@@ -78,6 +78,37 @@ func DecodeHomePages(s string) HomePages {
 type HomeItem struct {
 	Rec     *ops.Record
 	Actions []string
+	// Workloads are the states last told of the workloads a succeeded request made and watches.
+	Workloads []HomeWorkload
+}
+
+// HomeWorkload is a watched workload of a request and the state last told of it ("" before any).
+type HomeWorkload struct {
+	Object ops.ObjectRef
+	State  string
+}
+
+// WorkloadStates reads the state last told of a watched workload (ops/state's Store implements it).
+type WorkloadStates interface {
+	LastTold(ctx context.Context, obj ops.ObjectRef) (string, error)
+}
+
+// liveWorkload reports whether a watched workload still runs (or is about to): a request whose workload does is
+// running now, though the request itself succeeded when the workload was created.
+func liveWorkload(state string) bool {
+	switch state {
+	case "", "pending", "running", "progressing", "suspended":
+		return true
+	}
+	return false
+}
+
+// homeWorkloadsMax bounds the workloads read and shown per request.
+const homeWorkloadsMax = 3
+
+// watches reports whether rec succeeded and watches workloads it made.
+func watches(rec *ops.Record) bool {
+	return rec.Phase == ops.PhaseSucceeded && rec.Result != nil && len(rec.Result.Watch) > 0
 }
 
 // HomePart is a rendered extra section (HomeSection).
@@ -194,6 +225,17 @@ func homeItem(specs Specs, sectionID string, it HomeItem) []slack.Block {
 	}
 	if sectionID != HomeWaiting {
 		facts = append([]string{strings.ToLower(phaseWords[rec.Phase])}, facts...)
+	}
+	for _, w := range it.Workloads {
+		state := w.State
+		if state == "" {
+			state = "pending"
+		}
+		kind := w.Object.Kind
+		if kind == "" {
+			kind = "Job"
+		}
+		facts = append(facts, fmt.Sprintf("%s %s %s *%s*", stateEmoji[state], escLine(kind), code(w.Object.Name), escLine(phrase(state))))
 	}
 	who := "asked by " + person(rec.Request.Initiator)
 	if rec.Owner.ID != "" && rec.Owner.ID != rec.Request.Initiator.ID {
@@ -323,7 +365,7 @@ type VoterCheck interface {
 	CheckVoter(ctx context.Context, rec *ops.Record, voter ops.Initiator) error
 }
 
-// HomeData gathers one viewer's Home from snap: only the requests they may see (CheckView); "Waiting for you" only
+// HomeData gathers one viewer's Home from snap. A succeeded request whose workload still runs is running now too.: only the requests they may see (CheckView); "Waiting for you" only
 // those whose vote they may cast and have not cast for the current plan; "Running now" and "Agents" those they may
 // act on (their own, or one whose vote they may cast: who may stop or take it over); on each the buttons the
 // engine would let them use.
@@ -359,13 +401,21 @@ func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSna
 		}
 	}
 	for _, rec := range snap.Recent {
-		if len(d.Yours) >= homeYoursMax {
-			break
-		}
-		if seen[rec.ID()] || rec.Request.Initiator.ID != who.ID && rec.Owner.ID != who.ID {
+		mine := !seen[rec.ID()] && (rec.Request.Initiator.ID == who.ID || rec.Owner.ID == who.ID)
+		if !watches(rec) && (!mine || len(d.Yours) >= homeYoursMax) {
 			continue
 		}
-		d.Yours = append(d.Yours, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceCancel, ops.ChoiceStop, ops.ChoiceResume})})
+		if h.access.CheckView(ctx, rec, who) != nil {
+			continue
+		}
+		it := HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceCancel, ops.ChoiceStop, ops.ChoiceResume}),
+			Workloads: h.workloadStates(ctx, rec)}
+		if mine && len(d.Yours) < homeYoursMax {
+			d.Yours = append(d.Yours, it)
+		}
+		if live := slices.ContainsFunc(it.Workloads, func(w HomeWorkload) bool { return liveWorkload(w.State) }); live && (mine || canVote(rec)) {
+			d.Running = append(d.Running, HomeItem{Rec: rec, Workloads: it.Workloads})
+		}
 	}
 	sortNewest(d.Yours)
 	sort.SliceStable(d.Running, func(i, j int) bool {
@@ -382,6 +432,23 @@ func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSna
 		d.Extra = append(d.Extra, HomePart{Title: s.HomeTitle(), Blocks: blocks, Err: err})
 	}
 	return d
+}
+
+// workloadStates reads the states last told of the workloads rec watches (none when it watches none, or when
+// nothing can read them).
+func (h *Handler) workloadStates(ctx context.Context, rec *ops.Record) []HomeWorkload {
+	if !watches(rec) || h.cfg.Workloads == nil {
+		return nil
+	}
+	var out []HomeWorkload
+	for _, obj := range rec.Result.Watch[:min(len(rec.Result.Watch), homeWorkloadsMax)] {
+		state, err := h.cfg.Workloads.LastTold(ctx, obj)
+		if err != nil {
+			continue
+		}
+		out = append(out, HomeWorkload{Object: obj, State: state})
+	}
+	return out
 }
 
 func sortNewest(items []HomeItem) {

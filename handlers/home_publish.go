@@ -179,13 +179,14 @@ func (hs *Homes) Touched(ctx context.Context, rec *ops.Record, from ops.Phase, u
 }
 
 // HomeTouches reports whether the Home of who shows rec, in its phase now or in phase from (HomeData's rules): as
-// theirs, or, while it is open, as one they may see and act on (vote, stop, take over).
+// theirs, or, while it is open or its workloads are watched, as one they may see and act on (vote, stop, take
+// over).
 func (h *Handler) HomeTouches(ctx context.Context, rec *ops.Record, from ops.Phase, who ops.Initiator) bool {
 	if rec.Request.Initiator.ID == who.ID || rec.Owner.ID == who.ID {
 		return true
 	}
 	open := func(p ops.Phase) bool { return p != "" && !p.Terminal() }
-	if !open(rec.Phase) && !open(from) {
+	if !open(rec.Phase) && !open(from) && !watches(rec) {
 		return false
 	}
 	if h.access.CheckView(ctx, rec, who) != nil {

@@ -277,7 +277,8 @@ func TestBrowserConfirmModal(t *testing.T) {
 }
 
 // TestBrowserHome: the App Home tab, as each persona sees it. As a lead it shows the engineer's waiting request and
-// approving it from there works; as the engineer it shows the request running, then done; as a bystander it shows
+// approving it from there works; as the engineer it shows the training job running (in Running now), then
+// completed; as a bystander it shows
 // nothing of it. The lead's Home is kept as a screenshot.
 func TestBrowserHome(t *testing.T) {
 	pg := startPlayground(t)
@@ -305,10 +306,10 @@ func TestBrowserHome(t *testing.T) {
 
 	b.become("engineer")
 	openHome()
-	b.waitFor("the engineer's request running or done", `(() => { const m = document.querySelector("#messages .msg.home");
-		return m !== null && m.textContent.includes("llama-finetune") && /executing|succeeded/.test(m.textContent); })()`, long)
-	b.screenshot("home-engineer")
-	b.waitFor("the engineer's request done", inText("#messages .msg.home", "llama-finetune", "succeeded"), long)
+	b.waitFor("the engineer's training job running", inText("#messages .msg.home", "Job llama-finetune running", "Running now (1)"), long)
+	b.screenshot("home-engineer-running")
+	b.waitFor("the engineer's training job done", inText("#messages .msg.home", "Job llama-finetune completed", "Nothing you may see is running."), long)
+	b.screenshot("home-engineer-done")
 
 	b.become("bystander")
 	openHome()
