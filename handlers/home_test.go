@@ -376,3 +376,37 @@ func TestHomePublishFailureIsRetriedByTheNextChange(t *testing.T) {
 		t.Errorf("after a failed publish the next change published %d views, want 1", p.total())
 	}
 }
+
+// grantsSection stands in for the standing grants that will fill the Home's slot for more sections.
+type grantsSection struct{ err error }
+
+func (grantsSection) HomeTitle() string { return "Your grants <!here>" }
+func (g grantsSection) HomeBlocks(_ context.Context, who ops.Initiator) ([]slack.Block, error) {
+	var out []slack.Block
+	for i := range 12 {
+		out = append(out, section(fmt.Sprintf("grant %d of %s", i, mention(who.ID))))
+	}
+	return out, g.err
+}
+
+// TestHomeSectionsSlot: a section another feature adds is drawn after the budgets, its title escaped, cut to its
+// share of the view's blocks; one that cannot be read says so and the rest of the Home is drawn.
+func TestHomeSectionsSlot(t *testing.T) {
+	f := newMatrixFixture(t)
+	f.h.cfg.HomeSections = []HomeSection{grantsSection{}, grantsSection{err: ops.ErrStateUnavailable}}
+	v := f.home(t, homeLead)
+	raw, _ := json.Marshal(v)
+	s := string(raw)
+	if strings.Contains(s, `\u003c!here`) || !strings.Contains(s, `Your grants \u0026lt;!here\u0026gt;`) {
+		t.Errorf("the section's title is not escaped: %s", s)
+	}
+	if !strings.Contains(s, "grant 6 of") || strings.Contains(s, "grant 7 of") || !strings.Contains(s, "and more that does not fit here") {
+		t.Errorf("the section was not cut to its share: %s", s)
+	}
+	if !strings.Contains(s, "Could not be read just now") || !strings.Contains(s, "req-r") {
+		t.Errorf("a section that failed broke the Home: %s", s)
+	}
+	if i, j := strings.Index(s, "Your budgets"), strings.Index(s, "Your grants"); i < 0 || j < i {
+		t.Errorf("the added section is not after the budgets")
+	}
+}
