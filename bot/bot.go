@@ -84,15 +84,54 @@ type Bot struct {
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
+	// homes keeps the App Home tabs of the people who opened theirs up to date.
+	homes *handlers.Homes
 	// mcp is the MCP server while it serves (nil when MCP is off).
 	mcp atomic.Pointer[mcpServing]
 }
 
-// notifier counts the transitions this replica stores; telling people about them is the outbox's.
-type notifier struct{ m *Metrics }
+// notifier counts the transitions this replica stores and hands each to the Home tabs; telling people about them
+// in messages is the outbox's.
+type notifier struct {
+	m *Metrics
+	// homes is set once the handlers are built (nil until then).
+	homes *handlers.Homes
+}
 
-func (n *notifier) Changed(_ context.Context, rec *ops.Record, t ops.Transition) {
+// Changed refreshes the Homes the transition touches at once, rather than after the outbox told it: a Home must not
+// wait for a channel's chat.postMessage budget. A replica that stops between storing and this call leaves those
+// Homes one change behind until the next (Home is a read-only view).
+func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transition) {
 	n.m.transition(rec, t)
+	if n.homes == nil {
+		return
+	}
+	from := rec.Phase
+	if t.Kind == ops.KindPhase {
+		from = t.From
+	}
+	n.homes.Changed(ctx, rec, from)
+}
+
+// watchSink tells a watched workload's change in Slack, then refreshes the Homes that show the request that made it:
+// a succeeded request whose workload still runs is running now.
+type watchSink struct {
+	ops.WatchSink
+	records interface {
+		Get(ctx context.Context, id string) (*ops.Record, error)
+	}
+	// homes is set once the handlers are built (nil until then).
+	homes *handlers.Homes
+}
+
+func (s *watchSink) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
+	err := s.WatchSink.Watched(ctx, sub, c)
+	if s.homes != nil && c.RequestID != "" {
+		if rec, gerr := s.records.Get(ctx, c.RequestID); gerr == nil {
+			s.homes.Changed(ctx, rec, rec.Phase)
+		}
+	}
+	return err
 }
 
 // teller is the handlers' outbox teller, counted.
@@ -138,6 +177,7 @@ func New(opts Options) (*Bot, error) {
 	}
 	api := slack.New(cfg.Slack.BotToken, apiOpts...)
 	sc := NewSlackClient(api, limits, m)
+	notes := &notifier{m: m}
 	redactor, err := ops.RedactorFor(cfg)
 	if err != nil {
 		return nil, err
@@ -150,7 +190,7 @@ func New(opts Options) (*Bot, error) {
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
-		Replica: opts.Replica, Clock: opts.Clock, Notifier: &notifier{m: m}, Targets: ops.ConfigTargets(cfg),
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store, Grants: store,
@@ -177,10 +217,12 @@ func New(opts Options) (*Bot, error) {
 		log.Warn().Err(u.Err).Str("request", u.RequestID).Int("entry", u.Entry).Str("part", u.Part).Str("channel", u.Channel).
 			Str("method", u.Method).Str("slack_error", u.Code).Msg("slack refused a message for good")
 	}
+	hcfg.Workloads = store
 	var watches *ops.Watches
+	sink := &watchSink{WatchSink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), records: engine}
 	if opts.Clusters != nil {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
-			Sink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), Clusters: opts.Clusters.Names(),
+			Sink: sink, Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
 			OnEnded: func(ctx context.Context, c ops.WatchChange) {
 				if err := engine.SettleRun(ctx, c.RequestID, engine.Now()); err != nil {
@@ -193,11 +235,25 @@ func New(opts Options) (*Bot, error) {
 		hcfg.Watches = watches
 	}
 	h := handlers.New(hcfg, engine, policy, opts.Catalog, sc, refs, opts.Reporter)
-	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs,
+	homes := handlers.NewHomes(h, store, sc, handlers.HomeOptions{
+		OnPublish: func(err error) {
+			outcome := "ok"
+			if err != nil {
+				outcome = "failed"
+			}
+			m.HomePublishes.WithLabelValues(outcome).Inc()
+		},
+		OnSkip:     m.HomeSkipped.Inc,
+		OnCoalesce: m.HomeCoalesced.Inc,
+		OnChange:   func(n int) { m.HomeTouched.Observe(float64(n)) },
+		OnError:    func(err error) { log.Warn().Err(err).Msg("home tab") },
+	})
+	notes.homes, sink.homes = homes, homes
+	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs, homes: homes,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
 	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched,
-		watches: watches, teller: &teller{Teller: h.Teller(), m: m}}
+		watches: watches, teller: &teller{Teller: h.Teller(), m: m}, homes: homes}
 	b.registerMCPGauges()
 	if watches != nil {
 		// The training plans the instance groups run on (the AWS view of the groups) warn the watched workloads on
@@ -239,6 +295,9 @@ func production(cfg *config.Config) func(cluster, namespace string) bool {
 
 // Engine returns the bot's engine.
 func (b *Bot) Engine() *ops.Engine { return b.engine }
+
+// Homes returns the bot's App Home tabs.
+func (b *Bot) Homes() *handlers.Homes { return b.homes }
 
 // Metrics returns the bot's metrics.
 func (b *Bot) Metrics() *Metrics { return b.metrics }
@@ -373,7 +432,7 @@ func (b *Bot) runWorkers(ctx context.Context) {
 }
 
 func (b *Bot) runLoops(ctx context.Context) {
-	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep, b.execute, b.tell}
+	loops := []func(context.Context){b.rt.connect, b.rt.loop, b.sweep, b.execute, b.tell, b.homes.Run}
 	if b.reports != nil {
 		loops = append(loops, b.reports.Run)
 	}

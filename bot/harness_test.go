@@ -210,6 +210,8 @@ type harnessOptions struct {
 	log io.Writer
 	// mcp gives each replica an MCP listener (bot/mcp_test.go).
 	mcp bool
+	// users are more workspace users, each a member of C0OPS (the Home benchmark's viewers).
+	users []fakeslack.User
 	// tellers tune the outbox tellers.
 	tellers ops.TellerOptions
 	// groups is the AWS view of the instance groups (and, as an ops.ReservationReader, of their training plans).
@@ -228,8 +230,13 @@ func startWith(t testing.TB, o harnessOptions) *harness {
 	so.Users = []fakeslack.User{{ID: userAlice, Name: "alice"}, {ID: userBob, Name: "bob"}, {ID: userLead1, Name: "lead1"},
 		{ID: userLead2, Name: "lead2"}, {ID: userLead3, Name: "lead3"}, {ID: userAgent, Name: "ops-agent", IsBot: true}}
 	so.UserGroups = map[string][]string{"S0LEADS": {userLead2}}
+	opsMembers := []string{"U0BOT", userAlice, userBob, userLead1, userLead2}
+	for _, u := range o.users {
+		so.Users = append(so.Users, u)
+		opsMembers = append(opsMembers, u.ID)
+	}
 	so.Channels = map[string][]string{
-		chOps:     {"U0BOT", userAlice, userBob, userLead1, userLead2},
+		chOps:     opsMembers,
 		chApprove: {"U0BOT", userLead1, userLead2, userLead3, userBob},
 		dmAgent:   {userAgent}, dmAlice: {userAlice},
 	}

@@ -33,6 +33,13 @@ type Metrics struct {
 	Panics         prometheus.Counter
 	MCPCalls       *prometheus.CounterVec
 	MCPLimited     *prometheus.CounterVec
+	// HomePublishes counts views.publish of Home tabs by outcome; HomeSkipped the refreshes whose view was the
+	// one published already; HomeCoalesced the refreshes joined to one pending for the same viewer.
+	HomePublishes *prometheus.CounterVec
+	HomeSkipped   prometheus.Counter
+	HomeCoalesced prometheus.Counter
+	// HomeTouched is how many viewers' Homes each change of a request touched.
+	HomeTouched prometheus.Histogram
 }
 
 // NewMetrics registers the series on a new registry; queueDepth reports the worker queue's length.
@@ -63,7 +70,15 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 		Help: "MCP tool calls, by tool and the code of the answer (OK or the first error code)."}, []string{"tool", "code"})
 	m.MCPLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_mcp_limited_total",
 		Help: "MCP initialize calls, waits and subscriptions refused over a limit, by its configuration key."}, []string{"limit"})
-	m.Registry.MustRegister(m.MCPLimited)
+	m.HomePublishes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hyperops_home_publishes_total",
+		Help: "Home tabs published (views.publish), by outcome."}, []string{"outcome"})
+	m.HomeSkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_home_skipped_total",
+		Help: "Home refreshes not sent: the view was the one published already."})
+	m.HomeCoalesced = prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperops_home_coalesced_total",
+		Help: "Home refreshes joined to one already pending for the same viewer."})
+	m.HomeTouched = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hyperops_home_touched_viewers",
+		Help: "How many viewers' Home tabs one change of a request touched.", Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 500}})
+	m.Registry.MustRegister(m.MCPLimited, m.HomePublishes, m.HomeSkipped, m.HomeCoalesced, m.HomeTouched)
 	m.Registry.MustRegister(m.Panics, m.Envelopes, m.AckLatency, m.Busy, m.Duplicates, m.Requests, m.Approvals, m.Executions, m.ExecDuration,
 		m.SlackCalls, m.SlackLimited, m.RedisErrors, m.WatchedObjects, m.QueueDepth, m.Told, m.TellFailures, m.Undelivered, m.EngineErrors, m.MCPCalls)
 	return m

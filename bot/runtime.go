@@ -40,7 +40,9 @@ type runtime struct {
 	metrics *Metrics
 	log     zerolog.Logger
 	slack   *SlackClient
-	jobs    chan job
+	// homes publishes Home tabs (app_home_opened); nil ignores the event.
+	homes *handlers.Homes
+	jobs  chan job
 	// overflow bounds the goroutines answering DMs that found the queue full.
 	overflow  chan struct{}
 	workers   int
@@ -133,7 +135,14 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 // busy tells the person behind an interaction that nothing was done (slash commands were told in the ack).
 func (r *runtime) busy(ctx context.Context, ev socketmode.Event) {
 	cb, ok := ev.Data.(slack.InteractionCallback)
-	if !ok || cb.User.ID == "" || cb.Channel.ID == "" {
+	if !ok || cb.User.ID == "" {
+		return
+	}
+	if cb.Channel.ID == "" {
+		// A click in the App Home tab: it has no channel to answer in, so its Home says so.
+		if r.homes != nil && cb.Type == slack.InteractionTypeBlockActions {
+			r.homes.Notice(cb.User.ID, "HyperOps is busy right now: your click was not recorded, please click again in a moment.")
+		}
 		return
 	}
 	r.wg.Add(1)
@@ -247,6 +256,12 @@ func (r *runtime) event(ctx context.Context, ev socketmode.Event) error {
 		return fmt.Errorf("read the event id: %w", err)
 	}
 	if !r.first(ctx, "event", cbe.EventID) {
+		return nil
+	}
+	if home, ok := outer.InnerEvent.Data.(*slackevents.AppHomeOpenedEvent); ok {
+		if home.Tab == "home" && home.User != "" && r.homes != nil {
+			r.homes.Opened(ctx, home.User)
+		}
 		return nil
 	}
 	dm, ok := r.dmOf(outer)

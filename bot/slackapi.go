@@ -42,6 +42,9 @@ func DefaultLimits() Limits {
 var methodTier = map[string]int{
 	"chat.postMessage": 4, "chat.update": 3, "chat.postEphemeral": 4, "views.open": 4, "conversations.members": 4,
 	"usergroups.users.list": 2, "files.upload": 4, "auth.test": 4,
+	// views.publish is Tier 4 too, counted by Slack per method: it has a limiter of its own (publishLimit), so
+	// refreshing Home tabs never takes from the budget of the messages people wait for.
+	"views.publish": 4,
 }
 
 // SlackClient is the bot's Web API client: per-tier and per-channel rate limits, Retry-After honoured on 429,
@@ -52,8 +55,10 @@ type SlackClient struct {
 	metrics *Metrics
 	limits  Limits
 
-	mu       sync.Mutex
-	tiers    map[int]*rate.Limiter
+	mu    sync.Mutex
+	tiers map[int]*rate.Limiter
+	// publish limits views.publish alone (its own Tier 4 budget).
+	publish  *rate.Limiter
 	channels map[string]*rate.Limiter
 	updates  map[string]*pendingUpdate
 	// waiting counts, per channel, the posts people wait for that are waiting for the channel's limit.
@@ -77,6 +82,7 @@ func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackCl
 	}
 	return &SlackClient{api: api, metrics: metrics, limits: limits,
 		tiers:    map[int]*rate.Limiter{2: limits.Tier2.limiter(), 3: limits.Tier3.limiter(), 4: limits.Tier4.limiter()},
+		publish:  limits.Tier4.limiter(),
 		channels: map[string]*rate.Limiter{}, updates: map[string]*pendingUpdate{}, waiting: map[string]int{}}
 }
 
@@ -86,6 +92,9 @@ func (c *SlackClient) API() *slack.Client { return c.api }
 func (c *SlackClient) wait(ctx context.Context, method, channel string, background bool) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
+	if method == "views.publish" {
+		lim = c.publish
+	}
 	var chLim *rate.Limiter
 	if method == "chat.postMessage" && channel != "" && c.shared == nil {
 		chLim = c.channels[channel]
@@ -410,6 +419,15 @@ func (c *SlackClient) UploadUnshared(ctx context.Context, f handlers.File) (stri
 func (c *SlackClient) OpenView(ctx context.Context, triggerID string, v slack.ModalViewRequest) error {
 	return c.call(ctx, "views.open", "", func() error {
 		_, err := c.api.OpenViewContext(ctx, triggerID, v)
+		return err
+	})
+}
+
+// PublishHome implements handlers.HomePublisher with views.publish. Slack counts the method's tier for it alone, and
+// only Home tabs use it, so it takes its budget in full (a background call would take two tokens a call).
+func (c *SlackClient) PublishHome(ctx context.Context, user string, v slack.HomeTabViewRequest) error {
+	return c.call(ctx, "views.publish", "", func() error {
+		_, err := c.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: v})
 		return err
 	})
 }

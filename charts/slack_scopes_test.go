@@ -60,6 +60,7 @@ var eventSubscriptions = map[string]struct{ Event, Scope string }{
 type appManifest struct {
 	Features struct {
 		AppHome struct {
+			HomeTabEnabled             bool `yaml:"home_tab_enabled"`
 			MessagesTabEnabled         bool `yaml:"messages_tab_enabled"`
 			MessagesTabReadOnlyEnabled bool `yaml:"messages_tab_read_only_enabled"`
 		} `yaml:"app_home"`
@@ -242,6 +243,10 @@ func checkManifest(m appManifest, use slackUse, command string) []string {
 	}
 	if slices.Contains(use.Events, "MessageEvent") && !m.Features.AppHome.MessagesTabEnabled {
 		problems = append(problems, "app_home.messages_tab_enabled must be true: agents DM the bot")
+	}
+	if slices.Contains(use.Events, "AppHomeOpenedEvent") != m.Features.AppHome.HomeTabEnabled {
+		problems = append(problems, fmt.Sprintf("app_home.home_tab_enabled = %v, the code publishes a Home tab on app_home_opened: %v",
+			m.Features.AppHome.HomeTabEnabled, slices.Contains(use.Events, "AppHomeOpenedEvent")))
 	}
 	problems = append(problems, checkSlashCommand(m, use, command)...)
 	sort.Strings(problems)

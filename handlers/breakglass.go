@@ -105,7 +105,7 @@ func (h *Handler) acknowledgeGlass(ctx context.Context, id string, who ops.Initi
 		_, err = g.AcknowledgeBreakGlass(ctx, id, who)
 	}
 	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+		return h.tellClicker(ctx, channel, who.ID, ErrorMessage(err))
 	}
 	return nil
 }

@@ -130,6 +130,11 @@ type Config struct {
 	// Watches keeps job-watch subscriptions: /hp watch and /hp unwatch, and the workloads of a request that
 	// succeeded. Nil answers that watching is not configured.
 	Watches Watches
+	// HomeSections are extra sections of the App Home tab, drawn after the viewer's budgets: the slot where the
+	// viewer's standing grants go once they exist.
+	HomeSections []HomeSection
+	// Workloads reads the state last told of watched workloads, for the App Home tab; nil shows none.
+	Workloads WorkloadStates
 }
 
 // commandOf is the slash command of cfg ("/hp" when unset).
@@ -156,6 +161,8 @@ type Handler struct {
 	finder PostedFinder
 	// uploads, when the poster implements UploadFinder, finds a file whose upload's answer was lost.
 	uploads UploadFinder
+	// homes, when set (NewHomes), keeps the viewers' App Home tabs up to date.
+	homes *Homes
 }
 
 // New builds a Handler. access decides who may use HyperOps and see a request (nil refuses everybody); reporter

@@ -41,7 +41,7 @@ func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback)
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		if err := h.admit(ctx, h.initiator(cb.User.ID, cb.User.Name), false); err != nil {
-			return h.poster.Ephemeral(ctx, cb.Channel.ID, cb.User.ID, ErrorMessage(err))
+			return h.tellClicker(ctx, cb.Channel.ID, cb.User.ID, ErrorMessage(err))
 		}
 		for _, a := range cb.ActionCallback.BlockActions {
 			if err := h.button(ctx, cb, a); err != nil {
@@ -78,6 +78,10 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	if action == ActionRevokeGrant {
 		return h.revokeGrant(ctx, value, voter, channel)
 	}
+	if action == ActionHomePage && h.homes != nil {
+		h.homes.page(ctx, voter.ID, cb.View.PrivateMetadata, value)
+		return nil
+	}
 	if !slices.Contains(requestActions, action) {
 		return nil
 	}
@@ -85,7 +89,7 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 	// details, or learns who owns it, from a copied button.
 	rec, err := h.visible(ctx, id, voter)
 	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, voter.ID, ErrorMessage(err))
+		return h.tellClicker(ctx, channel, voter.ID, ErrorMessage(err))
 	}
 	switch action {
 	case ActionDetails:
@@ -131,7 +135,19 @@ func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, c
 		}
 	}
 	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, user, ErrorMessage(err))
+		return h.tellClicker(ctx, channel, user, ErrorMessage(err))
+	}
+	return nil
+}
+
+// tellClicker answers the person who clicked, privately: in the channel of the message they clicked, or, for a
+// click in their App Home tab (a view: no channel), at the top of their Home.
+func (h *Handler) tellClicker(ctx context.Context, channel, user string, m Msg) error {
+	if channel != "" {
+		return h.poster.Ephemeral(ctx, channel, user, m)
+	}
+	if h.homes != nil {
+		h.homes.Notice(user, m.Text)
 	}
 	return nil
 }

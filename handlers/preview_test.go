@@ -63,6 +63,12 @@ func TestPreview(t *testing.T) {
 				b.WriteString(mrk(g.Msg.Text))
 			}
 			b.WriteString(`</div></div>`)
+		case g.Type == "home":
+			b.WriteString(`<div class="modal home"><div class="mtitle">Home</div>`)
+			for _, bl := range g.Blocks {
+				b.WriteString(pblock(bl))
+			}
+			b.WriteString(`</div>`)
 		case g.Type == "modal":
 			fmt.Fprintf(&b, `<div class="modal"><div class="mtitle">%s</div>`, html.EscapeString(pstr(g.Title["text"])))
 			for _, bl := range g.Blocks {

@@ -139,10 +139,12 @@ type DeliveryInfo struct {
 // Snapshot is a consistent copy of everything the server recorded.
 type Snapshot struct {
 	// Messages holds every conversation's messages, top-level and replies, in ts order.
-	Messages    map[string][]Message
-	Ephemerals  []Ephemeral
-	Files       []File
-	Views       []View
+	Messages   map[string][]Message
+	Ephemerals []Ephemeral
+	Files      []File
+	Views      []View
+	// Homes are the Home tabs last published (views.publish), by user.
+	Homes       map[string]Home
 	Acks        []Ack
 	Deliveries  []DeliveryInfo
 	APICalls    []APICall
@@ -204,6 +206,10 @@ func (s *Server) snapshotLocked() Snapshot {
 	}
 	for _, id := range s.viewOrder {
 		snap.Views = append(snap.Views, *s.views[id])
+	}
+	snap.Homes = make(map[string]Home, len(s.homes))
+	for u, h := range s.homes {
+		snap.Homes[u] = *h
 	}
 	for _, d := range s.deliveries {
 		snap.Deliveries = append(snap.Deliveries, d.info())

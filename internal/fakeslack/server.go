@@ -60,6 +60,7 @@ type Server struct {
 	fileOrder  []string
 	views      map[string]*View
 	viewOrder  []string
+	homes      map[string]*Home
 	triggers   map[string]*trigger
 	hooks      map[string]*responseHook
 
@@ -88,6 +89,7 @@ func New(opts Options) *Server {
 		buckets:  map[string]*bucket{},
 		files:    map[string]*fileRecord{},
 		views:    map[string]*View{},
+		homes:    map[string]*Home{},
 		triggers: map[string]*trigger{},
 		hooks:    map[string]*responseHook{},
 		tickets:  map[string]time.Time{},

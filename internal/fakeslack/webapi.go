@@ -55,6 +55,7 @@ func (s *Server) methods() map[string]method {
 		"chat.delete":                  {tier3, botOrUser, s.chatDelete},
 		"chat.getPermalink":            {tier4, botOrUser, s.chatGetPermalink},
 		"views.open":                   {tier4, botOnly, s.viewsOpen},
+		"views.publish":                {tier4, botOnly, s.viewsPublish},
 		"conversations.members":        {tier4, botOrUser, s.conversationsMembers},
 		"conversations.info":           {tier3, botOrUser, s.conversationsInfo},
 		"conversations.history":        {tier3, botOrUser, s.conversationsHistory},

@@ -275,3 +275,47 @@ func TestBrowserConfirmModal(t *testing.T) {
 		t.Fatalf("the claim after one of two approvals: %v, want it kept", err)
 	}
 }
+
+// TestBrowserHome: the App Home tab, as each persona sees it. As a lead it shows the engineer's waiting request and
+// approving it from there works; as the engineer it shows the training job running (in Running now), then
+// completed; as a bystander it shows
+// nothing of it. The lead's Home is kept as a screenshot.
+func TestBrowserHome(t *testing.T) {
+	pg := startPlayground(t)
+	b := startBrowser(t, pg)
+	const long = 90 * time.Second
+	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
+	b.become("engineer")
+	b.run("use step 2", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-step="1"]`)))
+	b.run("send", 10*time.Second, chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
+	b.waitFor("the plan waiting for a lead", inText("#messages", "Waiting for approval", "llama-finetune"), long)
+
+	openHome := func() {
+		b.click("open Home", `[data-conv="HOME"]`, 10*time.Second)
+		b.waitFor("the Home tab", `document.querySelector("#messages .msg.home") !== null`, long)
+	}
+	b.become("lead1")
+	openHome()
+	b.waitFor("the request waiting for the lead", inText("#messages", "Waiting for you (1)", "llama-finetune", "Approve", "Deny"), long)
+	b.screenshot("home-lead")
+	b.click("approve from Home", `#messages .msg.home [data-action="hp_approve"]`, 10*time.Second)
+	b.waitFor("the confirm dialog", inText("body", "Approve this change?"), 10*time.Second)
+	b.click("confirm", `[data-confirm-answer="yes"]`, 10*time.Second)
+	b.waitFor("nothing left waiting for the lead", `(() => { const m = document.querySelector("#messages .msg.home");
+		return m !== null && m.textContent.includes("Nothing waits for your vote.") && !m.querySelector('[data-action="hp_approve"]'); })()`, long)
+
+	b.become("engineer")
+	openHome()
+	b.waitFor("the engineer's training job running", inText("#messages .msg.home", "Job llama-finetune running", "Running now (1)"), long)
+	b.screenshot("home-engineer-running")
+	b.waitFor("the engineer's training job done", inText("#messages .msg.home", "Job llama-finetune completed", "Nothing you may see is running."), long)
+	b.screenshot("home-engineer-done")
+
+	b.become("bystander")
+	openHome()
+	b.waitFor("the bystander's Home", inText("#messages .msg.home", "Nothing waits for your vote.", "You have asked for nothing lately."), long)
+	b.run("the bystander sees nothing of it", 5*time.Second, chromedp.Evaluate[chromedp.Void](`(() => {
+		if (document.querySelector("#messages .msg.home").textContent.includes("llama-finetune")) throw new Error("the bystander's Home shows the request");
+	})()`))
+	b.screenshot("home-bystander")
+}

@@ -14,10 +14,12 @@ import (
 // View is what the page shows one persona: the conversations it sees, rendered, what only it sees, its open
 // modals, and the world.
 type View struct {
-	As        Persona           `json:"as"`
-	Personas  []Persona         `json:"personas"`
-	Channels  []ChannelView     `json:"channels"`
-	Modals    []ModalView       `json:"modals"`
+	As       Persona       `json:"as"`
+	Personas []Persona     `json:"personas"`
+	Channels []ChannelView `json:"channels"`
+	Modals   []ModalView   `json:"modals"`
+	// Home is the persona's App Home tab as the bot last published it (views.publish); nil before any.
+	Home      *HomeView         `json:"home,omitempty"`
 	World     World             `json:"world"`
 	Command   string            `json:"command"`
 	Steps     []Step            `json:"steps"`
@@ -66,6 +68,13 @@ type ModalView struct {
 	Submit string `json:"submit"`
 	Close  string `json:"close"`
 	HTML   string `json:"html"`
+}
+
+// HomeView is a persona's App Home tab, rendered.
+type HomeView struct {
+	HTML string `json:"html"`
+	// Publishes counts the views.publish the fake Slack took for the persona.
+	Publishes int `json:"publishes"`
 }
 
 // Step is one suggested step of the guided start.
@@ -146,6 +155,9 @@ func (p *Playground) view(as Persona, snap fakeslack.Snapshot, world World) View
 		}
 		sort.SliceStable(cv.Messages, func(i, j int) bool { return tsLess(cv.Messages[i].TS, cv.Messages[j].TS) })
 		v.Channels = append(v.Channels, cv)
+	}
+	if h, ok := snap.Homes[as.ID]; ok {
+		v.Home = &HomeView{HTML: names.Blocks(h.Blocks), Publishes: h.Publishes}
 	}
 	for _, vw := range snap.Views {
 		if vw.User == as.ID && !vw.Closed {

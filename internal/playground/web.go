@@ -77,6 +77,8 @@ func (p *Playground) Handler() http.Handler {
 	mux.HandleFunc("POST /api/overflow", jsonAction(p.choose))
 	mux.HandleFunc("POST /api/view", jsonAction(p.submitView))
 	mux.HandleFunc("POST /api/world", jsonAction(p.act))
+	mux.HandleFunc("POST /api/home", jsonAction(p.openHome))
+	mux.HandleFunc("POST /api/homeclick", jsonAction(p.homeClick))
 	return guard(mux)
 }
 
@@ -289,6 +291,44 @@ func (p *Playground) click(ctx context.Context, req request) answer {
 	d, err := p.Slack.ClickButton(ctx, fakeslack.Click{User: as.ID, Channel: req.Channel, MessageTS: req.TS, ActionID: req.Action, BlockID: req.Block})
 	if errors.Is(err, fakeslack.ErrNotFound) {
 		return answer{Error: "that button is gone (the message changed); look at it again"}
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := d.Ack(ctx); err != nil {
+		return failed(fmt.Errorf("the bot did not acknowledge the click: %w", err))
+	}
+	return answer{OK: true}
+}
+
+// openHome is the persona opening the app's Home tab: app_home_opened over Socket Mode; the bot publishes it.
+func (p *Playground) openHome(ctx context.Context, req request) answer {
+	as, err := p.persona(req.As)
+	if err != nil {
+		return failed(err)
+	}
+	if as.IsAgent {
+		return answer{Error: "an agent has no Home tab: it reads its requests over DM or MCP"}
+	}
+	d, err := p.Slack.OpenHome(ctx, as.ID)
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := d.Ack(ctx); err != nil {
+		return failed(fmt.Errorf("the bot did not acknowledge app_home_opened: %w", err))
+	}
+	return answer{OK: true}
+}
+
+// homeClick presses a button in the persona's Home tab, as Slack sends a click in a view.
+func (p *Playground) homeClick(ctx context.Context, req request) answer {
+	as, err := p.persona(req.As)
+	if err != nil {
+		return failed(err)
+	}
+	d, err := p.Slack.ClickHome(ctx, fakeslack.HomeClick{User: as.ID, ActionID: req.Action, BlockID: req.Block})
+	if errors.Is(err, fakeslack.ErrNotFound) {
+		return answer{Error: "that button is gone (the Home changed); look at it again"}
 	}
 	if err != nil {
 		return failed(err)

@@ -32,6 +32,9 @@ type Options struct {
 	// ClaimIdle is how long a queue or outbox entry may sit with a silent consumer before another claims it
 	// (default 30s). Executors touch their entries while they work, so only a dead consumer's entries idle.
 	ClaimIdle time.Duration
+	// HomeTTL is how long a viewer who opened the App Home tab is kept up to date without opening it again
+	// (default DefaultHomeTTL, 7 days).
+	HomeTTL time.Duration
 }
 
 func (o Options) withDefaults() Options {

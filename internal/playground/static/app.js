@@ -70,7 +70,18 @@ function render() {
   document.body.classList.toggle("thread-open", !!st.thread);
   $("throwaway").title = "fake Slack " + d.fakes.slack + " · fake AWS " + d.fakes.aws;
   renderPersonas(d);
+  if (st.channel === HOME && d.as.isAgent) st.channel = d.as.dm;
   renderSidebar(d);
+  document.body.classList.toggle("home-open", st.channel === HOME);
+  if (st.channel === HOME) {
+    st.thread = null;
+    setHTML($("channel-head"), "🏠 Home<small>HyperOps's App Home tab: what waits for you, yours, what runs</small>");
+    renderHome(d);
+    renderThread({ messages: [] });
+    renderWorld(d.world);
+    renderModal(d);
+    return;
+  }
   const c = conv();
   setHTML($("channel-head"), (c.dm ? "💬 HyperOps" : "# " + esc(c.name)) + "<small>" + esc(c.topic) + "</small>");
   renderGuide(d);
@@ -83,6 +94,20 @@ function render() {
   $("composer-hint").textContent = c.dm
     ? (agent ? "A JSON request (the agent contract); Enter sends" : "Read-only commands here, e.g. /hp status")
     : "Slash commands: " + d.command + " help · Enter sends, Shift+Enter is a new line";
+}
+
+// HOME is the sidebar's App Home entry; opening it sends app_home_opened, and the bot publishes the tab.
+const HOME = "HOME";
+
+function renderHome(d) {
+  const h = d.home;
+  keepScroll($("messages"), h
+    ? `<div class="msg home" data-home="1" data-ts="home"><div class="msg-body home-body">${h.html}</div></div>`
+    : `<div class="empty">Opening Home…</div>`);
+}
+
+async function openHome() {
+  await post("/api/home", { as: st.as });
 }
 
 function renderPersonas(d) {
@@ -101,6 +126,7 @@ function renderSidebar(d) {
   setHTML($("sidebar"),
     `<div class="who">${esc(d.as.realName)}<small>${esc(d.as.role)}</small></div>` +
     (d.as.isAgent ? "" : "<h3>Channels</h3>" + shared.map((c) => row(c, "# " + esc(c.name))).join("")) +
+    (d.as.isAgent ? "" : `<h3>Apps</h3><button type="button" class="conv${st.channel === HOME ? " active" : ""}" data-conv="${HOME}">🏠 HyperOps Home</button>`) +
     "<h3>Direct messages</h3>" + row(dm, "💬 HyperOps (app)"));
 }
 
@@ -221,7 +247,7 @@ function confirmDialog(c) {
       ov.hidden = true;
       ov.dataset.kind = "";
       resolve(b.dataset.confirmAnswer === "yes");
-      load();
+      load().then(() => { if (st.channel === HOME) openHome(); });
     };
   });
 }
@@ -241,7 +267,9 @@ async function onAction(el) {
   }
   el.disabled = true;
   const body = { as: st.as, channel: msg.dataset.channel, ts: msg.dataset.ts, action: el.dataset.action, block: el.dataset.block };
-  if (el.dataset.kind === "overflow") {
+  if (msg.dataset.home) {
+    await post("/api/homeclick", { as: st.as, action: el.dataset.action, block: el.dataset.block });
+  } else if (el.dataset.kind === "overflow") {
     body.value = el.dataset.value;
     await post("/api/overflow", body);
   } else {
@@ -264,7 +292,11 @@ async function submitModal() {
 document.addEventListener("click", async (e) => {
   const t = e.target;
   const convBtn = t.closest("[data-conv]");
-  if (convBtn) { st.channel = convBtn.dataset.conv; st.thread = null; localStorage.setItem("hp-channel", st.channel); render(); return; }
+  if (convBtn) {
+    st.channel = convBtn.dataset.conv; st.thread = null; localStorage.setItem("hp-channel", st.channel); render();
+    if (st.channel === HOME) openHome();
+    return;
+  }
   const thr = t.closest("[data-thread]");
   if (thr) { st.thread = thr.dataset.thread; render(); return; }
   const toggle = t.closest("[data-kind=overflow-toggle]");
@@ -289,7 +321,8 @@ function setPersona(key) {
   st.as = key;
   localStorage.setItem("hp-as", key);
   const p = st.data && st.data.personas.find((x) => x.key === key);
-  if (p && (p.isAgent || (st.data && st.data.channels.find((c) => c.id === st.channel && c.dm)))) st.channel = p.dm;
+  if (p && p.isAgent && st.channel === HOME) st.channel = p.dm;
+  if (p && st.channel !== HOME && (p.isAgent || (st.data && st.data.channels.find((c) => c.id === st.channel && c.dm)))) st.channel = p.dm;
   localStorage.setItem("hp-channel", st.channel);
   st.thread = null;
   const ov = $("overlay");
@@ -311,7 +344,11 @@ function useStep(i) {
   load().then(() => box.focus());
 }
 
-$("persona").addEventListener("change", (e) => { setPersona(e.target.value); load(); });
+$("persona").addEventListener("change", (e) => {
+  setPersona(e.target.value);
+  load().then(() => { if (st.channel === HOME) openHome(); });
+  if (st.channel === HOME) openHome();
+});
 document.body.classList.toggle("guide-hidden", localStorage.getItem("hp-guide") === "hidden");
 document.addEventListener("click", (e) => {
   if (e.target.id !== "guide-toggle") return;
@@ -338,4 +375,4 @@ composer($("thread-composer"), $("thread-text"), true);
 
 const events = new EventSource("/api/events");
 events.addEventListener("change", () => load());
-load();
+load().then(() => { if (st.channel === HOME) openHome(); });
