@@ -252,11 +252,11 @@ func (h *Handler) Now() time.Time {
 func (h *Handler) revokeGrant(ctx context.Context, id string, who ops.Initiator, channel string) error {
 	g, err := h.grantEngine()
 	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+		return h.tellClicker(ctx, channel, who.ID, ErrorMessage(err))
 	}
 	grant, revoked, err := g.RevokeGrant(ctx, id, who)
 	if err != nil {
-		return h.poster.Ephemeral(ctx, channel, who.ID, ErrorMessage(err))
+		return h.tellClicker(ctx, channel, who.ID, ErrorMessage(err))
 	}
 	if revoked {
 		if ch, ts := grant.Thread[AnnChannel], grant.Thread[AnnThread]; ch != "" {
@@ -271,7 +271,7 @@ func (h *Handler) revokeGrant(ctx context.Context, id string, who ops.Initiator,
 	if !revoked {
 		what = "was already revoked"
 	}
-	return h.poster.Ephemeral(ctx, channel, who.ID, InfoMessage(fmt.Sprintf("%s Grant %s %s: the next request it would have approved waits for votes.",
+	return h.tellClicker(ctx, channel, who.ID, InfoMessage(fmt.Sprintf("%s Grant %s %s: the next request it would have approved waits for votes.",
 		GrantBadge, code(grant.ID), what)))
 }
 

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,18 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 	}
 	if e := f.lastEphemeral("U0LEAD2"); !strings.Contains(e, g.ID) || !strings.Contains(e, "4 of 5 uses left") {
 		t.Fatalf("/hp grants showed lead2 %q", e)
+	}
+	// The App Home lists it, with its Revoke button, to those /hp grants shows it to, and to nobody else.
+	snap, err := f.a.ReadHomeSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]bool{"U0LEAD2": true, "U0ALICE": true, "U0BOB": false} {
+		v := HomeView(cat, f.a.HomeData(ctx, f.a.initiator(user, ""), snap, nil))
+		b, _ := json.Marshal(v.Blocks)
+		if shown := strings.Contains(string(b), g.ID) && strings.Contains(string(b), ActionRevokeGrant); shown != want {
+			t.Errorf("%s's Home shows the grant with its Revoke button: %v, want %v", user, shown, want)
+		}
 	}
 	if err := f.a.Slash(ctx, slack.SlashCommand{Text: "grants revoke id=" + g.ID, ChannelID: "C0OPS", UserID: "U0LEAD2", TriggerID: "t-r"}); err != nil {
 		t.Fatal(err)

@@ -177,6 +177,9 @@ func New(cfg Config, engine Engine, access Access, catalog *ops.Catalog, poster 
 	h.finder, _ = poster.(PostedFinder)
 	h.uploads, _ = poster.(UploadFinder)
 	h.teller = &Teller{h: h, shown: newShownPlans(shownPlansMax)}
+	if g, ok := engine.(GrantEngine); ok {
+		h.cfg.HomeSections = append(slices.Clone(h.cfg.HomeSections), grantsHome{g})
+	}
 	return h
 }
 
