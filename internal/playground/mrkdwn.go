@@ -35,6 +35,7 @@ var emoji = map[string]string{
 	"chart_with_upwards_trend": "📈", "package": "📦", "stopwatch": "⏱️", "information_source": "ℹ️",
 	"heavy_check_mark": "✔️", "bell": "🔔", "construction": "🚧", "hammer_and_wrench": "🛠️", "zap": "⚡",
 	"bulb": "💡", "point_right": "👉", "tada": "🎉", "sparkles": "✨", "hand": "✋", "stop_sign": "🛑",
+	"bust_in_silhouette": "👤", "file_cabinet": "🗄️", "mag": "🔍", "raising_hand": "🙋", "wave": "👋", "page": "📄",
 }
 
 var (
