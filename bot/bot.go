@@ -113,10 +113,20 @@ func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transitio
 	n.homes.Changed(ctx, rec, from)
 }
 
+var _ ops.ReservationWarningSink = (*watchSink)(nil)
+
+// watchTeller tells watched workloads' changes and their reservation warnings.
+type watchTeller interface {
+	ops.WatchSink
+	ops.ReservationWarningSink
+}
+
 // watchSink tells a watched workload's change in Slack, then refreshes the Homes that show the request that made it:
 // a succeeded request whose workload still runs is running now.
 type watchSink struct {
-	ops.WatchSink
+	// watchTeller is the handlers' teller; its reservation warnings must stay visible through the wrapper (the
+	// watcher finds them by type assertion, and a sink without them is sent none).
+	watchTeller
 	records interface {
 		Get(ctx context.Context, id string) (*ops.Record, error)
 	}
@@ -125,7 +135,7 @@ type watchSink struct {
 }
 
 func (s *watchSink) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
-	err := s.WatchSink.Watched(ctx, sub, c)
+	err := s.watchTeller.Watched(ctx, sub, c)
 	if s.homes != nil && c.RequestID != "" {
 		if rec, gerr := s.records.Get(ctx, c.RequestID); gerr == nil {
 			s.homes.Changed(ctx, rec, rec.Phase)
@@ -219,7 +229,7 @@ func New(opts Options) (*Bot, error) {
 	}
 	hcfg.Workloads = store
 	var watches *ops.Watches
-	sink := &watchSink{WatchSink: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), records: engine}
+	sink := &watchSink{watchTeller: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), records: engine}
 	if opts.Clusters != nil {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
 			Sink: sink, Clusters: opts.Clusters.Names(),

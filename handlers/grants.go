@@ -127,8 +127,9 @@ func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Moda
 	maxH := ops.MaxGrantDuration.Hours()
 	body := fmt.Sprintf("%s You approve this request, and allow similar ones for a while: each later request of %s on %s by %s "+
 		"inside every bound below is approved without a vote, in your name, and told in this request's thread. "+
-		"Never a critical-risk request, never past a budget. You or a lead of %s may revoke it (`/hp grants`).\n%s",
-		GrantBadge, code(req.Operation), code(req.Target.Cluster), person(req.Initiator), code(rec.Approval.Approvers), headline(rec, specOf(specs, rec)))
+		"Never a critical-risk request, never past a budget. You or a lead of %s may revoke it (%s).\n%s",
+		GrantBadge, code(req.Operation), code(req.Target.Cluster), person(req.Initiator), code(rec.Approval.Approvers), code(ops.Ask("grants")),
+		headline(rec, specOf(specs, rec)))
 	blocks := []slack.Block{section(body),
 		input(grantTargetBlock, "Target pattern", grantPattern(ops.GrantSubject(req)), "e.g. ng-*",
 			"matched against the request's group (node or instance group), else its namespace; * and ? are wildcards", false)}
@@ -313,8 +314,8 @@ func GrantsMessage(list []ops.Grant, viewer ops.Initiator, now time.Time) Msg {
 
 // GrantGivenMessage tells the giver, privately, the grant they gave.
 func GrantGivenMessage(g ops.Grant) Msg {
-	s := fmt.Sprintf("%s You approved %s and gave grant %s: %s; %s, until %s. Each use is told in this request's thread; revoke it with `/hp grants revoke id=%s`.",
-		GrantBadge, code(g.GivenIn), code(g.ID), grantBounds(g), plural(int64(g.Uses), "use", "uses"), slackTime(g.ExpiresAt), g.ID)
+	s := fmt.Sprintf("%s You approved %s and gave grant %s: %s; %s, until %s. Each use is told in this request's thread; revoke it with %s.",
+		GrantBadge, code(g.GivenIn), code(g.ID), grantBounds(g), plural(int64(g.Uses), "use", "uses"), slackTime(g.ExpiresAt), code(ops.Ask("grants revoke id="+g.ID)))
 	return Msg{Text: fitText(fmt.Sprintf("You gave grant %s", g.ID)), Blocks: []slack.Block{section(s)}}
 }
 

@@ -291,7 +291,7 @@ func homeBudgets(d HomeData) []slack.Block {
 	}
 	for i, u := range d.Budgets {
 		if i == homePageSize {
-			return append(blocks, contextBlock(fmt.Sprintf("and %d more: %s", len(d.Budgets)-i, code("/hp budget"))))
+			return append(blocks, contextBlock(fmt.Sprintf("and %d more: %s", len(d.Budgets)-i, code(ops.Ask("budget")))))
 		}
 		b := u.Budget
 		blocks = append(blocks, section(fmt.Sprintf("*%s* (%s, per %s) · %s · resets %s", escLine(b.Name), escLine(b.Holder),
@@ -318,7 +318,7 @@ func capViewBlocks(blocks []slack.Block) []slack.Block {
 	if len(blocks) <= maxViewBlocks {
 		return blocks
 	}
-	return append(blocks[:maxViewBlocks-1:maxViewBlocks-1], contextBlock("The rest did not fit in this tab: page back, or use "+code("/hp requests")+"."))
+	return append(blocks[:maxViewBlocks-1:maxViewBlocks-1], contextBlock("The rest did not fit in this tab: page back, or use "+code(ops.Ask("requests"))+"."))
 }
 
 // openPhases are the phases of a request that may still change.

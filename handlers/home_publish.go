@@ -299,6 +299,7 @@ func (hs *Homes) publish(ctx context.Context, user string, r homeRefresh, snap *
 		d.Notice = r.notice
 	}
 	v := HomeView(hs.h.catalog, d)
+	v.Blocks.BlockSet = withCommandBlocks(v.Blocks.BlockSet, hs.h.cfg.Command) // the workspace's own slash command
 	sum := viewHash(v)
 	if !r.force && sum == published {
 		if hs.opts.OnSkip != nil {
