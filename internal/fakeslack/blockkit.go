@@ -331,6 +331,12 @@ func validateView(raw string) []string {
 			v.text("/view/"+k, t, maxViewTitle, true, false)
 		}
 	}
+	return v.viewBody(view)
+}
+
+// viewBody checks what every view carries, a modal or a Home tab (its callback id, private metadata and blocks), and
+// returns every problem found so far.
+func (v *validator) viewBody(view map[string]any) []string {
 	if s, ok := view["callback_id"].(string); ok {
 		v.maxLen("/view/callback_id", s, maxID)
 	}

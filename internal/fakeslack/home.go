@@ -80,22 +80,7 @@ func validateHomeView(raw string) []string {
 	if view["type"] != "home" {
 		v.addf("/view/type", "must be a valid enum value")
 	}
-	if s, ok := view["callback_id"].(string); ok {
-		v.maxLen("/view/callback_id", s, maxID)
-	}
-	if s, ok := view["private_metadata"].(string); ok {
-		v.maxLen("/view/private_metadata", s, maxPrivateMeta)
-	}
-	blocks, ok := view["blocks"]
-	if !ok {
-		v.addf("/view", "missing required field: blocks")
-		return v.problems
-	}
-	b, _ := json.Marshal(blocks)
-	if _, problems := validateBlocks(string(b), surfaceModal, "/view/blocks"); len(problems) > 0 {
-		v.problems = append(v.problems, problems...)
-	}
-	return v.problems
+	return v.viewBody(view)
 }
 
 // Home returns the Home tab last published to user.
