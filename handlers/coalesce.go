@@ -95,7 +95,8 @@ func trimSilent(rec *ops.Record, i, last int) int {
 }
 
 // coalesced is one reply telling msgs (oldest first): the latest message as it is, so its mentions lead and its
-// text is what a notification shows, then a line for each earlier one.
+// text is what a notification shows, then a line for each earlier one. The text holds each message's text on a
+// line of its own, the latest first, mentions kept: an earlier outcome's mention was never posted on its own.
 func coalesced(msgs []Msg) Msg {
 	latest := msgs[len(msgs)-1]
 	if len(msgs) == 1 {
@@ -104,7 +105,7 @@ func coalesced(msgs []Msg) Msg {
 	texts := []string{latest.Text}
 	lines := make([]string, 0, len(msgs)-1)
 	for _, m := range msgs[:len(msgs)-1] {
-		texts = append(texts, Unaddressed(m.Text))
+		texts = append(texts, m.Text)
 		lines = append(lines, "• "+blockLine(m))
 	}
 	blocks := append([]slack.Block{}, latest.Blocks...)
@@ -143,9 +144,9 @@ func (tl *Teller) tellPlain(ctx context.Context, rec *ops.Record, i int, plan Me
 	t := rec.History[last]
 	// An outcome is what the requester waits for; the steps before it give Slack's limits to those who wait.
 	m.Background = t.Kind != ops.KindPhase || !t.To.Terminal() && !needsRequester(t.To)
-	ts, _, err := tl.deliver(ctx, rec, last, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m})
+	ts, _, err := tl.deliver(ctx, rec, last, part{name: "reply", channel: plan.Channel, thread: plan.TS, msg: m, from: i})
 	if slackCode, ok := refused(err); ok {
-		return last, tl.fallback(ctx, rec, last, plan.Channel, slackCode, m)
+		return last, tl.fallbackRun(ctx, rec, i, last, plan.Channel, slackCode, m)
 	}
 	if err != nil {
 		return last, err

@@ -50,11 +50,24 @@ type part struct {
 	// find is the metadata a post of this part is found by, for a message that carries its own (an agent reply);
 	// nil means tellMeta, which deliver then puts on the message.
 	find *slack.SlackMetadata
+	// from is the first entry the part tells, when it tells a run of entries ending at the one it is delivered as
+	// (a thread's backlog in one reply); 0 or the entry itself for a part of one entry.
+	from int
 }
 
 // tellMeta is the metadata that identifies a part of an entry.
 func tellMeta(id string, i int, name string) slack.SlackMetadata {
 	return slack.SlackMetadata{EventType: TellEventType, EventPayload: map[string]any{"request": id, "entry": i, "part": name}}
+}
+
+// runMeta is tellMeta for a part that tells entries from..i, which it names ("from"), so a reader of the thread or
+// of a notice knows every entry it stands for.
+func runMeta(id string, from, i int, name string) slack.SlackMetadata {
+	m := tellMeta(id, i, name)
+	if from > 0 && from < i {
+		m.EventPayload["from"] = from
+	}
+	return m
 }
 
 // deliver posts the part of entry i once: not again once recorded, and, after an attempt whose outcome is unknown
@@ -72,7 +85,7 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	} else if n > i {
 		return "", true, nil
 	}
-	meta := tellMeta(id, i, p.name)
+	meta := runMeta(id, p.from, i, p.name)
 	if p.find != nil {
 		meta = *p.find
 	}
@@ -147,12 +160,17 @@ func refused(err error) (string, bool) {
 // fallback tells the requester that a message about their request could not go where it belonged: a person in a
 // direct message, an agent in its DM thread. A fallback refused in turn is only recorded.
 func (tl *Teller) fallback(ctx context.Context, rec *ops.Record, i int, channel, slackCode string, m Msg) error {
+	return tl.fallbackRun(ctx, rec, i, i, channel, slackCode, m)
+}
+
+// fallbackRun is fallback for a message that told entries from..i (a thread's backlog): the notice names them all.
+func (tl *Teller) fallbackRun(ctx context.Context, rec *ops.Record, from, i int, channel, slackCode string, m Msg) error {
 	to, thread, ok := tl.fallbackRoute(rec)
 	if !ok || to == channel {
 		return nil
 	}
 	notice := UndeliveredNotice(rec, rec.History[i], channel, slackCode, m)
-	_, _, err := tl.deliver(ctx, rec, i, part{name: "notice", channel: to, thread: thread, msg: notice})
+	_, _, err := tl.deliver(ctx, rec, i, part{name: "notice", channel: to, thread: thread, msg: notice, from: from})
 	if _, ok := refused(err); ok {
 		return nil
 	}

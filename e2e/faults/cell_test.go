@@ -350,22 +350,31 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how tel
 			want[text]++
 		}
 	}
+	// A reply that tells a backlog holds one line of text per entry it tells.
 	got := map[string]int{}
 	for _, m := range snap.Messages[channel] {
 		if m.ThreadTS == plan.TS && m.TS != plan.TS && strings.HasPrefix(handlers.Unaddressed(m.Text), rec.ID()+": ") {
-			got[m.Text]++
+			for _, line := range strings.Split(m.Text, "\n") {
+				got[line]++
+			}
 		}
 	}
 	noticed := map[string]int{}
 	undelivered := 0
-	for _, n := range notices(snap, rec.ID()) {
-		text, ok := entryText(rec, n)
-		if !ok {
-			t.Errorf("%s: a notice about entry %d, which tells nobody anything", rec.ID(), n)
-			continue
+	for _, p := range notices(snap, rec.ID()) {
+		// A notice stands for the entries of the message it could not post: one, or a thread's backlog
+		// (from..entry), whose silent entries (steps) it says nothing of.
+		for e := p.first(); e <= p.Entry; e++ {
+			text, ok := entryText(rec, e)
+			if !ok {
+				if e == p.Entry {
+					t.Errorf("%s: a notice about entry %d, which tells nobody anything", rec.ID(), e)
+				}
+				continue
+			}
+			noticed[text]++
+			undelivered++
 		}
-		noticed[text]++
-		undelivered++
 	}
 	if undelivered > 0 && !how.undeliverable {
 		t.Errorf("%s: %d entries were noticed as undeliverable, yet Slack refused nothing for good: %v", rec.ID(), undelivered, noticed)
@@ -449,16 +458,26 @@ type tellPayload struct {
 	Request string `json:"request"`
 	Entry   int    `json:"entry"`
 	Part    string `json:"part"`
+	// From is the first entry a part tells that stands for a run of entries (a thread's backlog), if it does.
+	From int `json:"from"`
 }
 
-// notices are the entries of request id that a notice told the requester could not be delivered, wherever the
-// notices went (a direct message, an agent's thread).
-func notices(snap fakeslack.Snapshot, id string) []int {
-	var out []int
+// first is the first entry the part tells.
+func (p tellPayload) first() int {
+	if p.From > 0 && p.From < p.Entry {
+		return p.From
+	}
+	return p.Entry
+}
+
+// notices are the parts by which the requester of request id was told that a message could not be delivered,
+// wherever the notices went (a direct message, an agent's thread).
+func notices(snap fakeslack.Snapshot, id string) []tellPayload {
+	var out []tellPayload
 	for _, msgs := range snap.Messages {
 		for _, m := range msgs {
 			if p, ok := tellPart(m); ok && p.Request == id && p.Part == "notice" {
-				out = append(out, p.Entry)
+				out = append(out, p)
 			}
 		}
 	}
