@@ -107,6 +107,26 @@ func (b *browser) click(what, selector string, timeout time.Duration) {
 }
 
 // screenshot saves the page as NN-name.png.
+// openThread presses a message's replies link until the thread panel is open: a click that lands while the page
+// redraws (the bot updated the message, or the page reloaded after a confirm) can open nothing.
+func (b *browser) openThread(what, selector string, timeout time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b.click(what, selector, 10*time.Second)
+		ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.classList.contains("thread-open")`,
+			chromedp.WithPollingTimeout(2*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.fail(what, err)
+		}
+	}
+}
+
 func (b *browser) screenshot(name string) string {
 	b.n++
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
@@ -191,7 +211,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.waitFor("the confirm dialog", inText("body", "Approve this change?", "high risk"), 10*time.Second)
 	b.click("confirm", `[data-confirm-answer="yes"]`, 10*time.Second)
 	thread := b.find("#messages", ".replies-link", "submit-training-job", long)
-	b.click("open the thread", thread, 10*time.Second)
+	b.openThread("open the thread", thread, long)
 	b.waitFor("the thread saying running", inText("#thread-messages", "llama-finetune", "is running"), long)
 	b.screenshot("running")
 	b.waitFor("the thread saying completed", inText("#thread-messages", "is completed"), long)
@@ -204,7 +224,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	b.waitFor("the seed in the composer", `document.getElementById("composer-text").value.includes('"dryRun": true')`, 5*time.Second)
 	b.run("send the seed", 10*time.Second, chromedp.Click(chromedp.ID("send-btn")))
 	agentThread := b.find("#messages", ".replies-link", "train-20250308-001", long)
-	b.click("open the agent's thread", agentThread, 10*time.Second)
+	b.openThread("open the agent's thread", agentThread, long)
 	b.waitFor("the machine-readable reply", inText("#thread-messages", `"requestId": "train-20250308-001"`, `"phase": "done"`, `"risk"`, `"cost"`, "message metadata: hyperops_request"), long)
 	b.screenshot("agent")
 
