@@ -3,6 +3,7 @@ package bot
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,15 +45,31 @@ func threadReplies(s fakeslack.Snapshot, channel, ts string) []fakeslack.Message
 	return out
 }
 
-// toldLines are the entries a thread's replies tell, in history order: a reply that tells a backlog leads with its
-// latest entry, then the earlier ones in order, one line of its text each.
+// toldLines are the entries a thread's replies tell, in history order. A reply that tells a backlog (its metadata
+// names the first entry it stands for, "from") leads with its latest entry, then the earlier ones in order, one line
+// of its text each; any other reply tells one entry, whatever its text holds.
 func toldLines(replies []fakeslack.Message) []string {
 	var out []string
 	for _, m := range replies {
+		if !tellsARun(m) {
+			out = append(out, m.Text)
+			continue
+		}
 		lines := strings.Split(m.Text, "\n")
 		out = append(append(out, lines[1:]...), lines[0])
 	}
 	return out
+}
+
+// tellsARun reports whether a message the outbox posted stands for several entries of its request's history.
+func tellsARun(m fakeslack.Message) bool {
+	if m.Metadata == nil {
+		return false
+	}
+	var p struct {
+		From *int `json:"from"`
+	}
+	return json.Unmarshal(m.Metadata.EventPayload, &p) == nil && p.From != nil
 }
 
 // toldInThread is what the request's thread should hold after every entry of its history was told: one reply per

@@ -213,6 +213,9 @@ func writes(actions []ktesting.Action) []string {
 type stubLogs struct {
 	mu   sync.Mutex
 	text map[string]string
+	// failing is how many reads fail next, as a kubelet's log endpoint does now and then (an error 500).
+	failing int
+	reads   int
 }
 
 func (s *stubLogs) set(pod, text string) {
@@ -227,6 +230,11 @@ func (s *stubLogs) set(pod, text string) {
 func (s *stubLogs) TailLogs(_ context.Context, _, pod, _ string, lines int64) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
+	if s.failing > 0 {
+		s.failing--
+		return "", errors.New("an error on the server (\"unknown\") has prevented the request from succeeding")
+	}
 	t, ok := s.text[pod]
 	if !ok {
 		return "", errors.New("no log for " + pod)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -192,21 +193,51 @@ func (r *registry) checkLogs(ctx context.Context, t target, job string) VerifyCh
 		c.Detail = t.c.redact.Text("pod " + pod.Name + " failed: " + pod.Status.Reason + " " + pod.Status.Message)
 		return c
 	}
-	log, err := t.c.tailLogs(ctx, t.ns, pod.Name, "verify", 20)
-	if err != nil {
-		c.Detail = t.c.redact.Text(err.Error())
-		return c
-	}
-	log = t.c.redact.Tail(log)
-	for _, line := range strings.Split(log, "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(strings.TrimSpace(line)), &m) == nil && m["hyperops"] == "verify" && m["ok"] == true {
-			c.OK, c.Detail = true, "read back "+strings.TrimSpace(line)
+	// A kubelet may answer a log read just after the container ended with an error or an unflushed log: the read
+	// is tried a few times, a poll apart, within the smoke test's timeout, before the check fails.
+	var detail string
+	for attempt := 1; ; attempt++ {
+		line, err := readVerifyLine(ctx, t, pod.Name)
+		if err == nil {
+			c.OK, c.Detail = true, "read back "+line
 			return c
 		}
+		detail = err.Error()
+		if attempt == logReadAttempts || !sleepCtx(ctx, r.poll()) {
+			break
+		}
 	}
-	c.Detail = fmt.Sprintf("the log of %s lacks the JSON line %s (got %q)", pod.Name, verifyMarker, truncate(log, 200))
+	c.Detail = detail
 	return c
+}
+
+// logReadAttempts is how many times the smoke test reads its pod's log before the logs check fails.
+const logReadAttempts = 4
+
+// readVerifyLine reads the smoke-test pod's log and finds the JSON line it prints.
+func readVerifyLine(ctx context.Context, t target, pod string) (string, error) {
+	log, err := t.c.tailLogs(ctx, t.ns, pod, "verify", 20)
+	if err != nil {
+		return "", errors.New(t.c.redact.Text(err.Error()))
+	}
+	log = t.c.redact.Tail(log)
+	for _, l := range strings.Split(log, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(strings.TrimSpace(l)), &m) == nil && m["hyperops"] == "verify" && m["ok"] == true {
+			return strings.TrimSpace(l), nil
+		}
+	}
+	return "", fmt.Errorf("the log of %s lacks the JSON line %s (got %q)", pod, verifyMarker, truncate(log, 200))
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // waitPod polls the pods of the smoke-test Job until one satisfies done.

@@ -56,14 +56,19 @@ func TestVerifyCluster(t *testing.T) {
 		log    string
 		ok     bool
 		failed string
+		// failing log reads before one answers (logReadAttempts reads are made)
+		failing int
 	}{
 		{name: "passes", phase: corev1.PodSucceeded, log: "starting\n" + verifyMarker, ok: true},
 		{name: "log lacks the line", phase: corev1.PodSucceeded, log: "hello", failed: "logs FAILED"},
 		{name: "pod failed", phase: corev1.PodFailed, log: "", failed: "logs FAILED"},
+		{name: "log read fails, then answers", phase: corev1.PodSucceeded, log: verifyMarker, ok: true, failing: logReadAttempts - 1},
+		{name: "log read keeps failing", phase: corev1.PodSucceeded, log: verifyMarker, failing: logReadAttempts, failed: "an error on the server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
+			e.logs.failing = tt.failing
 			stop := kubelet(t, e, tt.phase, tt.log)
 			defer stop()
 			// No image=: /hp bootstrap verify with no arguments runs the cluster's default smoke-test image.
@@ -85,6 +90,11 @@ func TestVerifyCluster(t *testing.T) {
 				return
 			}
 			wantCode(t, err, ops.CodeClusterUnavailable, tt.failed)
+			e.logs.mu.Lock()
+			defer e.logs.mu.Unlock()
+			if tt.failing > 0 && e.logs.reads != logReadAttempts {
+				t.Errorf("the log was read %d times, want %d", e.logs.reads, logReadAttempts)
+			}
 		})
 	}
 	t.Run("times out when nothing schedules", func(t *testing.T) {
