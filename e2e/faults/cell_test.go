@@ -272,7 +272,7 @@ func (w *world) healthy(ctx context.Context, name string) error {
 		return err
 	}
 	if rec.Phase != ops.PhaseSucceeded {
-		return fmt.Errorf("%s ended %s: %v", id, rec.Phase, rec.Errors)
+		return fmt.Errorf("%s ended %s: %v\nhistory:%s\nthe bot's log of it:\n%s", id, rec.Phase, rec.Errors, history(rec), w.logOf(id))
 	}
 	_, err = w.WaitText(ctx, time.Minute, harness.OpsChannel, "succeeded (request "+id+")")
 	return err
@@ -493,6 +493,17 @@ func tellPart(m fakeslack.Message) (tellPayload, bool) {
 }
 
 func phrase(p ops.Phase) string { return strings.ReplaceAll(string(p), "-", " ") }
+
+// logOf is every line of the bot's log that names id.
+func (w *world) logOf(id string) string {
+	var out []string
+	for line := range strings.Lines(w.log.String()) {
+		if strings.Contains(line, id) {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
+}
 
 func history(r *ops.Record) string {
 	var b strings.Builder

@@ -153,22 +153,32 @@ func (s *Server) start() error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if err := waitPing(s.Addr(), done); err != nil {
-		_ = cmd.Process.Kill()
-		<-done
+		// A server that exited (its port taken meanwhile, say) was already waited for: its exit was read from done.
+		if !errors.As(err, new(exitedError)) {
+			_ = cmd.Process.Kill()
+			<-done
+		}
 		return fmt.Errorf("%w; server output:\n%s", err, tail(logs.String(), 2000))
 	}
 	s.cmd, s.done, s.logs = cmd, done, logs
 	return nil
 }
 
-// waitPing polls the server with PING until it answers, it exits, or the deadline passes.
+// exitedError is waitPing's answer when the server exited before answering: what exited said is consumed.
+type exitedError struct{ err error }
+
+func (e exitedError) Error() string {
+	return fmt.Sprintf("the server exited before answering PING: %v", e.err)
+}
+
+// waitPing polls the server with PING until it answers, it exits (exitedError), or the deadline passes.
 func waitPing(addr string, exited <-chan error) error {
 	deadline := time.Now().Add(startTimeout)
 	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the server exited before answering PING: %v", err)
+			return exitedError{err}
 		default:
 		}
 		if last = ping(addr); last == nil {

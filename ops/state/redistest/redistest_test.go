@@ -2,9 +2,12 @@ package redistest
 
 import (
 	"fmt"
+	"net"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -120,5 +123,32 @@ func TestShared(t *testing.T) {
 				t.Fatalf("prefixes %q and %q: want unique, named after the test", p1, p2)
 			}
 		})
+	}
+}
+
+// A server that exits before answering (its port was taken between choosing and binding it, as happens when many
+// tests start servers at once) is reported at once, so the next port is tried; waiting for its exit a second time
+// hung the test until the package's timeout.
+func TestStartOnATakenPortReportsTheExit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(MissingServer)
+	}
+	s := &Server{tb: t, bin: bin, dir: t.TempDir(), port: ln.Addr().(*net.TCPAddr).Port}
+	s.argv = func(port int) []string { return serverArgs(s.dir, port) }
+	started := make(chan error, 1)
+	go func() { started <- s.start() }()
+	select {
+	case err := <-started:
+		if err == nil || !strings.Contains(err.Error(), "exited before answering PING") {
+			t.Fatalf("start on a taken port: %v, want the server's exit", err)
+		}
+	case <-time.After(2 * startTimeout):
+		t.Fatalf("start on a taken port did not return within %s", 2*startTimeout)
 	}
 }
