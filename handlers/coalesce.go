@@ -42,6 +42,8 @@ func replyOf(rec *ops.Record, i int) (Msg, replyKind) {
 		return Msg{}, replySpecial
 	case ops.KindBreakGlassAck:
 		return Msg{}, replySpecial
+	case ops.KindGrantRevoked:
+		return GrantRevokedReply(t), replyPlain
 	}
 	if rec.BrokeAt(i) {
 		return Msg{}, replySpecial

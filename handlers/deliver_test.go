@@ -207,12 +207,24 @@ func TestShownPlansBounded(t *testing.T) {
 // findingPoster is slackPoster with the lookup the bot's client does: the channel's history with its metadata.
 type findingPoster struct{ slackPoster }
 
-func (p findingPoster) FindPosted(ctx context.Context, channel, _ string, meta slack.SlackMetadata) (string, bool, error) {
-	r, err := p.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: channel, IncludeAllMetadata: true})
-	if err != nil {
-		return "", false, err
+// FindPosted looks among the channel's top-level messages, or in the thread of threadTS, as the bot's client does.
+func (p findingPoster) FindPosted(ctx context.Context, channel, threadTS string, meta slack.SlackMetadata) (string, bool, error) {
+	var msgs []slack.Message
+	if threadTS != "" {
+		replies, _, _, err := p.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: channel,
+			Timestamp: threadTS, IncludeAllMetadata: true})
+		if err != nil {
+			return "", false, err
+		}
+		msgs = replies
+	} else {
+		r, err := p.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: channel, IncludeAllMetadata: true})
+		if err != nil {
+			return "", false, err
+		}
+		msgs = r.Messages
 	}
-	for _, m := range r.Messages {
+	for _, m := range msgs {
 		if m.Metadata.EventType == meta.EventType && fmt.Sprint(m.Metadata.EventPayload) == fmt.Sprint(meta.EventPayload) {
 			return m.Timestamp, true, nil
 		}

@@ -248,8 +248,8 @@ func (h *Handler) Now() time.Time {
 	return time.Now()
 }
 
-// revokeGrant revokes a grant for who and tells it: the revoker privately, and, the first time, the grant's
-// thread.
+// revokeGrant revokes a grant for who and tells the revoker privately; the thread of the request it was given on is
+// told through that request's history (ops.KindGrantRevoked), like the grant's uses.
 func (h *Handler) revokeGrant(ctx context.Context, id string, who ops.Initiator, channel string) error {
 	g, err := h.grantEngine()
 	if err != nil {
@@ -258,15 +258,6 @@ func (h *Handler) revokeGrant(ctx context.Context, id string, who ops.Initiator,
 	grant, revoked, err := g.RevokeGrant(ctx, id, who)
 	if err != nil {
 		return h.tellClicker(ctx, channel, who.ID, ErrorMessage(err))
-	}
-	if revoked {
-		if ch, ts := grant.Thread[AnnChannel], grant.Thread[AnnThread]; ch != "" {
-			m := GrantRevokedReply(grant)
-			m.ThreadTS = ts
-			if _, perr := h.poster.Post(ctx, ch, m); perr != nil {
-				h.fail(fmt.Errorf("tell the revocation of grant %s in its thread: %w", grant.ID, perr))
-			}
-		}
 	}
 	what := "revoked"
 	if !revoked {
@@ -334,14 +325,16 @@ func GrantUseReply(rec *ops.Record) Msg {
 	return Msg{Text: escText(text), Blocks: []slack.Block{section(s)}, Background: true}
 }
 
-// GrantRevokedReply is the reply in the grant's thread that tells its revocation.
-func GrantRevokedReply(g ops.Grant) Msg {
-	by := "a lead"
-	if g.RevokedBy != nil {
-		by = person(*g.RevokedBy)
+// GrantRevokedReply is the reply in the thread of the request a grant was given on that tells its revocation (an
+// ops.KindGrantRevoked entry of that request's history, t.By who revoked it).
+func GrantRevokedReply(t ops.Transition) Msg {
+	id, used, uses, ok := ops.ParseGrantRevoked(t.Note)
+	if !ok {
+		s := fmt.Sprintf("%s %s, by %s: the next similar request waits for votes.", GrantBadge, escText(t.Note), person(t.By))
+		return Msg{Text: escText(t.Note), Blocks: []slack.Block{section(s)}}
 	}
-	s := fmt.Sprintf("%s Grant %s was revoked by %s after %d of %d uses: the next similar request waits for votes.", GrantBadge, code(g.ID), by, g.Used, g.Uses)
-	return Msg{Text: escText(fmt.Sprintf("grant %s revoked", g.ID)), Blocks: []slack.Block{section(s)}}
+	s := fmt.Sprintf("%s Grant %s was revoked by %s after %d of %d uses: the next similar request waits for votes.", GrantBadge, code(id), person(t.By), used, uses)
+	return Msg{Text: escText(fmt.Sprintf("grant %s revoked", id)), Blocks: []slack.Block{section(s)}}
 }
 
 // grantLine is the plan message's line about a grant: the one that approved the request, or, on a dry run, the

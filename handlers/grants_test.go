@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,8 @@ func TestGrantGolden(t *testing.T) {
 	golden(t, "grant_used_up_reply", Rendered{Msg: GrantUseReply(grantedRecord(5))})
 	rv := g
 	rv.RevokedBy, rv.RevokedAt = &ops.Initiator{Kind: ops.Human, ID: "U0LEAD2", Name: "lead2"}, t0.Add(time.Hour)
-	golden(t, "grant_revoked_reply", Rendered{Msg: GrantRevokedReply(rv)})
+	revokedEntry := ops.Transition{Kind: ops.KindGrantRevoked, By: *rv.RevokedBy, Note: ops.GrantRevokedNote(rv)}
+	golden(t, "grant_revoked_reply", Rendered{Msg: GrantRevokedReply(revokedEntry)})
 	golden(t, "plan_approved_by_grant", PlanMessage(testCatalog(), grantedRecord(3)))
 	dry := tellingRecord(ops.PhaseDone)
 	dry.Request.DryRun = true
@@ -217,8 +219,30 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 	if err := f.a.Slash(ctx, slack.SlashCommand{Text: "grants revoke id=" + g.ID, ChannelID: "C0OPS", UserID: "U0LEAD2", TriggerID: "t-r"}); err != nil {
 		t.Fatal(err)
 	}
-	if !containsText(repliesIn(srv, "C0OPS", thread), "revoked by") {
-		t.Fatal("the revocation is not told in the grant's thread")
+	// Slack posts the revocation's reply but its answer is lost (a 500): the retry finds it, never posts it again.
+	srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: "C0OPS", Status: http.StatusInternalServerError, After: true})
+	given := f.get(t, g.GivenIn)
+	last := len(given.History) - 1
+	if given.History[last].Kind != ops.KindGrantRevoked {
+		t.Fatalf("the last entry of %s is %+v, want the revocation", g.GivenIn, given.History[last])
+	}
+	if err := f.a.Teller().Tell(ctx, given, last); err == nil {
+		t.Fatal("the post whose answer was lost was taken as told")
+	}
+	f.tell(t, g.GivenIn)
+	if n := countText(repliesIn(srv, "C0OPS", thread), "revoked by"); n != 1 {
+		t.Fatalf("the revocation is told %d times in the grant's thread, want once", n)
+	}
+	// Revoking again changes nothing and tells nobody again.
+	if err := f.b.Slash(ctx, slack.SlashCommand{Text: "grants revoke id=" + g.ID, ChannelID: "C0OPS", UserID: "U0LEAD1", TriggerID: "t-r2"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.lastEphemeral("U0LEAD1"); !strings.Contains(e, "was already revoked") {
+		t.Fatalf("a second revocation told lead1 %q", e)
+	}
+	f.tell(t, g.GivenIn)
+	if n := countText(repliesIn(srv, "C0OPS", thread), "revoked by"); n != 1 {
+		t.Fatalf("after a second revocation the grant's thread tells it %d times, want once", n)
 	}
 	if rec := submit("r3"); rec.Phase != ops.PhaseAwaitingApproval {
 		t.Fatalf("r3 after the revocation is %s, want awaiting approval", rec.Phase)
@@ -259,4 +283,15 @@ func TestGrantInAgentReply(t *testing.T) {
 		!strings.Contains(AgentReply(b).Text, "would approve this") {
 		t.Fatalf("the reply of a dry run: %+v", b.Plan)
 	}
+}
+
+// countText counts the messages whose text or blocks hold fragment.
+func countText(msgs []fakeslack.Message, fragment string) int {
+	n := 0
+	for _, m := range msgs {
+		if strings.Contains(m.Text+string(m.Blocks), fragment) {
+			n++
+		}
+	}
+	return n
 }

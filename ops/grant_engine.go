@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -250,14 +251,47 @@ func (e *Engine) RevokeGrant(ctx context.Context, id string, who Initiator) (g G
 	if err := e.mayRevoke(ctx, g, who); err != nil {
 		return g, false, err
 	}
-	if g.RevokedBy != nil {
-		return g, false, nil
+	if g.RevokedBy == nil {
+		g, revoked, err = e.opts.Grants.RevokeGrant(ctx, id, who, e.opts.Clock.Now())
+		if err != nil {
+			return g, false, stateError("revoke the grant", err)
+		}
 	}
-	g, revoked, err = e.opts.Grants.RevokeGrant(ctx, id, who, e.opts.Clock.Now())
-	if err != nil {
-		return g, false, stateError("revoke the grant", err)
+	// Recorded on the request it was given on, whose thread the outbox tells (retried, found again after a lost
+	// answer). Revoking again records it if an earlier revocation could not.
+	if err := e.recordRevocation(ctx, g); err != nil {
+		e.report(g.GivenIn, fmt.Errorf("record the revocation of grant %s: %w", g.ID, err))
 	}
 	return g, revoked, nil
+}
+
+// grantRevokedFormat is the history note of a grant's revocation (KindGrantRevoked).
+const grantRevokedFormat = "grant %s revoked after %d of %d uses"
+
+// GrantRevokedNote is the history note of a grant's revocation (KindGrantRevoked).
+func GrantRevokedNote(g Grant) string { return fmt.Sprintf(grantRevokedFormat, g.ID, g.Used, g.Uses) }
+
+// ParseGrantRevoked reads back what GrantRevokedNote wrote.
+func ParseGrantRevoked(note string) (id string, used, uses int, ok bool) {
+	n, err := fmt.Sscanf(note, grantRevokedFormat, &id, &used, &uses)
+	return id, used, uses, err == nil && n == 3
+}
+
+// recordRevocation adds the revocation of g to the history of the request it was given on, once.
+func (e *Engine) recordRevocation(ctx context.Context, g Grant) error {
+	if g.RevokedBy == nil || g.GivenIn == "" {
+		return nil
+	}
+	prefix := "grant " + g.ID + " revoked"
+	_, err := e.withRecord(ctx, g.GivenIn, func(rec *Record) (*Record, error) {
+		for _, t := range rec.History {
+			if t.Kind == KindGrantRevoked && strings.HasPrefix(t.Note, prefix) {
+				return rec, nil
+			}
+		}
+		return e.moveKind(ctx, rec, rec.Phase, *g.RevokedBy, GrantRevokedNote(g), KindGrantRevoked, nil)
+	})
+	return err
 }
 
 // grantFor finds a live grant that fits every bound of rec's plan, for a request that would await approval: nil

@@ -186,6 +186,9 @@ const (
 	// KindBreakGlassAck records a lead's acknowledgement of a break-glass (Record.BreakGlass); the phase does not
 	// change, the break-glass notice is updated and the person who broke glass is told.
 	KindBreakGlassAck TransitionKind = "break-glass-ack"
+	// KindGrantRevoked records, on the request a standing grant was given on, that the grant was revoked (By is who
+	// revoked it); the request's thread, where the grant's uses were told, is told.
+	KindGrantRevoked TransitionKind = "grant-revoked"
 )
 
 // Transition is one recorded move of a request.

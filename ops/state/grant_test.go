@@ -239,6 +239,20 @@ func TestGrantRevokeStopsTheNext(t *testing.T) {
 	if _, revoked, err := r.a.RevokeGrant(ctxT(t), g.ID, lead1); err != nil || revoked {
 		t.Fatalf("revoking twice: %v, %v; want harmless", err, revoked)
 	}
+	// The request it was given on records the revocation once, as lead2's, for its thread to be told.
+	given, err := r.a.Get(ctxT(t), g.GivenIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []ops.Transition
+	for _, e := range given.History {
+		if e.Kind == ops.KindGrantRevoked {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) != 1 || entries[0].By.ID != lead2.ID || entries[0].Note != "grant "+g.ID+" revoked after 1 of 5 uses" {
+		t.Fatalf("the revocation recorded on %s: %+v, want once, by lead2, after 1 of 5 uses", g.GivenIn, entries)
+	}
 	wantWaits(t, submit(t, r.a, scaleReq("req-2", "ng-12", 6, alice)))
 	if vis, _ := r.a.VisibleGrants(ctxT(t), lead1); len(vis) != 0 {
 		t.Fatalf("a revoked grant is still listed: %+v", vis)
