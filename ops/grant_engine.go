@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"strings"
 	"time"
 )
 
@@ -282,10 +281,9 @@ func (e *Engine) recordRevocation(ctx context.Context, g Grant) error {
 	if g.RevokedBy == nil || g.GivenIn == "" {
 		return nil
 	}
-	prefix := "grant " + g.ID + " revoked"
 	_, err := e.withRecord(ctx, g.GivenIn, func(rec *Record) (*Record, error) {
 		for _, t := range rec.History {
-			if t.Kind == KindGrantRevoked && strings.HasPrefix(t.Note, prefix) {
+			if id, _, _, ok := ParseGrantRevoked(t.Note); ok && t.Kind == KindGrantRevoked && id == g.ID {
 				return rec, nil
 			}
 		}

@@ -608,6 +608,9 @@ type registry struct {
 	applied AppliedRecords
 	// pollEvery is how often executions that wait (rollout, verify) look again; 0 means 2s.
 	pollEvery time.Duration
+	// logRetryFor is how long the smoke test reads its finished pod's log again while the read fails; 0 means
+	// defaultLogRetryFor.
+	logRetryFor time.Duration
 	// instances reads HyperPod's instance statuses; nil leaves node health to the node labels.
 	instances ops.InstanceHealthReader
 	// reservations reads the training plans instance groups run on; nil checks no work against them.

@@ -193,26 +193,28 @@ func (r *registry) checkLogs(ctx context.Context, t target, job string) VerifyCh
 		c.Detail = t.c.redact.Text("pod " + pod.Name + " failed: " + pod.Status.Reason + " " + pod.Status.Message)
 		return c
 	}
-	// A kubelet may answer a log read just after the container ended with an error or an unflushed log: the read
-	// is tried a few times, a poll apart, within the smoke test's timeout, before the check fails.
-	var detail string
-	for attempt := 1; ; attempt++ {
+	// A log read can fail for a moment after the container ended: a kubelet not serving it yet, an unflushed log,
+	// an API server whose view of the node lags. The read is tried again, a poll apart, for logRetryFor (within
+	// the smoke test's timeout), before the check fails.
+	until := time.Now().Add(r.logRetryFor)
+	if r.logRetryFor <= 0 {
+		until = time.Now().Add(defaultLogRetryFor)
+	}
+	for {
 		line, err := readVerifyLine(ctx, t, pod.Name)
 		if err == nil {
 			c.OK, c.Detail = true, "read back "+line
 			return c
 		}
-		detail = err.Error()
-		if attempt == logReadAttempts || !sleepCtx(ctx, r.poll()) {
-			break
+		c.Detail = err.Error()
+		if !time.Now().Add(r.poll()).Before(until) || !sleepCtx(ctx, r.poll()) {
+			return c
 		}
 	}
-	c.Detail = detail
-	return c
 }
 
-// logReadAttempts is how many times the smoke test reads its pod's log before the logs check fails.
-const logReadAttempts = 4
+// defaultLogRetryFor is how long the smoke test keeps reading a log that fails to read.
+const defaultLogRetryFor = 20 * time.Second
 
 // readVerifyLine reads the smoke-test pod's log and finds the JSON line it prints.
 func readVerifyLine(ctx context.Context, t target, pod string) (string, error) {
