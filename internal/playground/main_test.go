@@ -18,9 +18,15 @@ import (
 // $HYPEROPS_E2E_BIN) and stops it when the test ends.
 func startPlayground(t *testing.T) *Playground {
 	t.Helper()
+	return startPlaygroundWith(t, Options{})
+}
+
+// startPlaygroundWith is startPlayground with options.
+func startPlaygroundWith(t *testing.T, opts Options) *Playground {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := Start(ctx, Options{})
+	pg, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start the playground: %v", err)
 	}

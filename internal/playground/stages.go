@@ -12,13 +12,16 @@ import (
 )
 
 // JobRunTime is the delay of kwok's pod-complete stage in the playground (the end-to-end tier's is 1s), so a Job's
-// pods run for some seconds (10 to 25 measured): long enough for a person to watch the thread say running and to
+// pods run for JobRunTime to JobRunTime+jobRunJitter: long enough for a person to watch the thread say running and to
 // press "make it fail".
 const JobRunTime = 20 * time.Second
 
+// jobRunJitter is how much longer than its run time kwok may let a Job's pod run.
+const jobRunJitter = 5 * time.Second
+
 // stagesFor copies kwok's Stage files (next to binDir, or controlplane.StageDir()) into dir, with the pod-complete
-// stage's delay set to JobRunTime.
-func stagesFor(binDir, dir string) (string, error) {
+// stage's delay set to runTime.
+func stagesFor(binDir, dir string, runTime time.Duration) (string, error) {
 	src := filepath.Join(filepath.Dir(binDir), "kwok-stages")
 	if binDir == "" {
 		var err error
@@ -41,7 +44,11 @@ func stagesFor(binDir, dir string) (string, error) {
 			return err
 		}
 		if rel == filepath.Join("pod", "pod-complete.yaml") {
-			data = []byte(strings.Replace(string(data), "durationMilliseconds: 1000", fmt.Sprintf("durationMilliseconds: %d", JobRunTime.Milliseconds()), 1))
+			// kwok draws the delay between durationMilliseconds and jitterDurationMilliseconds, and takes the jitter
+			// alone when it is not above the duration: both move, or the pods would run for the jitter's 5 s.
+			text := strings.Replace(string(data), "durationMilliseconds: 1000", fmt.Sprintf("durationMilliseconds: %d", runTime.Milliseconds()), 1)
+			text = strings.Replace(text, "jitterDurationMilliseconds: 5000", fmt.Sprintf("jitterDurationMilliseconds: %d", (runTime+jobRunJitter).Milliseconds()), 1)
+			data = []byte(text)
 		}
 		return os.WriteFile(out, data, 0o644)
 	})

@@ -17,7 +17,7 @@ func TestStagesSlowPodCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, err := stagesFor("", t.TempDir())
+	dst, err := stagesFor("", t.TempDir(), JobRunTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +28,10 @@ func TestStagesSlowPodCompletion(t *testing.T) {
 	delay := strings.SplitN(string(got), "delay:", 2)
 	if len(delay) != 2 || !strings.HasPrefix(strings.TrimSpace(delay[1]), fmt.Sprintf("durationMilliseconds: %d\n", JobRunTime.Milliseconds())) {
 		t.Fatalf("pod-complete's delay is not %s:\n%s", JobRunTime, got)
+	}
+	// kwok takes the jitter alone when it is not above the duration: it must be.
+	if !strings.Contains(delay[1], fmt.Sprintf("jitterDurationMilliseconds: %d\n", (JobRunTime+jobRunJitter).Milliseconds())) {
+		t.Fatalf("pod-complete's jitter is not %s:\n%s", JobRunTime+jobRunJitter, got)
 	}
 	ready, err := os.ReadFile(filepath.Join(dst, "pod", "pod-ready.yaml"))
 	if err != nil {

@@ -48,6 +48,8 @@ type Options struct {
 	Progress io.Writer
 	// AWSDelay is how long the fake AWS takes to move nodes after an accepted change (default 2s).
 	AWSDelay time.Duration
+	// JobRunTime is how long a Job's pods run before kwok completes them (default JobRunTime).
+	JobRunTime time.Duration
 }
 
 // Playground is a running playground: the fakes, the Kubernetes API, the bot and the page.
@@ -228,7 +230,11 @@ func (p *Playground) connectKube(ctx context.Context) error {
 	}
 	t0 := time.Now()
 	fmt.Fprintln(p.opts.Progress, "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)…")
-	stages, err := stagesFor(p.opts.BinDir, p.Dir)
+	runTime := p.opts.JobRunTime
+	if runTime <= 0 {
+		runTime = JobRunTime
+	}
+	stages, err := stagesFor(p.opts.BinDir, p.Dir, runTime)
 	if err != nil {
 		return err
 	}
