@@ -196,10 +196,11 @@ func (r *registry) checkLogs(ctx context.Context, t target, job string) VerifyCh
 	// A log read can fail for a moment after the container ended: a kubelet not serving it yet, an unflushed log,
 	// an API server whose view of the node lags. The read is tried again, a poll apart, for logRetryFor (within
 	// the smoke test's timeout), before the check fails.
-	until := time.Now().Add(r.logRetryFor)
-	if r.logRetryFor <= 0 {
-		until = time.Now().Add(defaultLogRetryFor)
+	retryFor := r.logRetryFor
+	if retryFor <= 0 {
+		retryFor = defaultLogRetryFor
 	}
+	until := time.Now().Add(retryFor)
 	for {
 		line, err := readVerifyLine(ctx, t, pod.Name)
 		if err == nil {
