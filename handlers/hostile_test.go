@@ -90,7 +90,7 @@ func TestHostileStringsReachSlackEscaped(t *testing.T) {
 			msgs = append(msgs, tr, AgentReply(agentapi.NewBody(rec, rec.ID(), nil)), RequestsMessage(opSpecs, "requests", []*ops.Record{rec}))
 			c := ops.WatchChange{Object: ops.ObjectRef{Cluster: s, Namespace: s, Kind: s, Name: s}, To: "failed", Reason: s, Events: []string{s}, LogTail: s + "\nerror: " + s}
 			wr, _ := WatchReply(c)
-			msgs = append(msgs, wr, WithWorkloadState(opSpecs, rec, c), WatchMessage(c.Object, "running", rec.Owner))
+			msgs = append(msgs, wr, RequestMessage(opSpecs, rec, []string{c.To}).Msg, WatchMessage(c.Object, "running", rec.Owner))
 			views = append(views, DetailsModal(opSpecs, rec), DenyModal(opSpecs, rec, "{}"), ConfirmModal(rec, *specOf(opSpecs, deleteStorageRecord()).Confirm, "{}"))
 		}
 		msgs = append(msgs, ProgressReply(hostileRecord(s, ops.PhaseExecuting), s), ErrorMessage(ops.Errorf(ops.CodeInvalidArgument, s, s, "%s", s)))

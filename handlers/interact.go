@@ -130,7 +130,8 @@ func (h *Handler) button(ctx context.Context, cb slack.InteractionCallback, a *s
 // waiting here for chat.update's tier (50 a minute) would hold a Slack worker that the next click needs.
 func (h *Handler) answerClick(ctx context.Context, rec *ops.Record, err error, channel, ts, user string) error {
 	if rec != nil && rec.Version > 0 && ts != "" && (err != nil || !h.isPlanMessage(ctx, rec.ID(), channel, ts)) {
-		if uerr := h.poster.Update(ctx, channel, ts, PlanMessage(h.catalog, rec).Msg); uerr != nil {
+		m := RequestMessage(h.catalog, rec, toldStates(ctx, h.cfg.Workloads, rec, nil)).Msg
+		if uerr := h.poster.Update(ctx, channel, ts, m); uerr != nil {
 			h.fail(fmt.Errorf("refresh the message of %s: %w", rec.ID(), uerr))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/slack-go/slack"
 
@@ -321,25 +322,35 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 	if ok && version >= rec.Version {
 		return nil
 	}
-	m := PlanMessage(h.catalog, rec).Msg
-	m.Version = rec.Version
-	// An update of a request that is approved or running is nobody's answer (the approver saw the ack, the thread
-	// tells the rest): it yields Slack's limits to those that are.
-	m.Background = rec.Phase == ops.PhaseExecuting || rec.Phase == ops.PhaseApproved
-	content := messageKey(m)
-	if ok && shown == content {
-		tl.shown.put(rec.ID(), rec.Version, content) // steps and progress change nothing the message shows
-		return nil
-	}
-	for _, ref := range refs {
-		if ref.Kind != RefPlan {
-			continue
+	// The watcher may tell a workload's state while this update is on its way (WatchTeller.showRequest): the
+	// states are read again after it, and the message drawn again when they moved, so the last update shows both.
+	states := toldStates(ctx, h.cfg.Workloads, rec, nil)
+	for range redrawMax {
+		m := RequestMessage(h.catalog, rec, states).Msg
+		m.Version = rec.Version
+		// An update of a request that is approved or running is nobody's answer (the approver saw the ack, the
+		// thread tells the rest): it yields Slack's limits to those that are.
+		m.Background = rec.Phase == ops.PhaseExecuting || rec.Phase == ops.PhaseApproved
+		content := messageKey(m)
+		if ok && shown == content {
+			tl.shown.put(rec.ID(), rec.Version, content) // steps and progress change nothing the message shows
+			return nil
 		}
-		if err := tl.update(ctx, rec, ref, m); err != nil {
-			return err
+		for _, ref := range refs {
+			if ref.Kind != RefPlan {
+				continue
+			}
+			if err := tl.update(ctx, rec, ref, m); err != nil {
+				return err
+			}
 		}
+		tl.shown.put(rec.ID(), rec.Version, content)
+		now := toldStates(ctx, h.cfg.Workloads, rec, nil)
+		if slices.Equal(now, states) {
+			return nil
+		}
+		states, shown, ok = now, content, true
 	}
-	tl.shown.put(rec.ID(), rec.Version, content)
 	return nil
 }
 

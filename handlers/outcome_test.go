@@ -168,8 +168,8 @@ func TestFailedTrainingJobMentionsTheRequester(t *testing.T) {
 		}
 	}
 	msgs := srv.Messages("C0OPS")
-	if len(msgs[0].Revisions) != 1 || !strings.Contains(string(msgs[0].Blocks), "the job's pods failed 3 times") {
-		t.Errorf("the request's message was not updated to the failure in words: %s", msgs[0].Blocks)
+	if len(msgs[0].Revisions) != 1 || !strings.Contains(string(msgs[0].Blocks), jsonText(":x: Job `llm-ft`: *Failed* — why is told in the thread")) {
+		t.Errorf("the request's message was not updated to the failure: %s", msgs[0].Blocks)
 	}
 	agent := replies(srv, "D0AGENT", agentTS)
 	if len(agent) != 1 || strings.Contains(agent[0].Text, "<@") || !strings.Contains(agent[0].Text, "backoff limit reached") {

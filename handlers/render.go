@@ -115,10 +115,18 @@ func PlanMessage(specs Specs, rec *ops.Record) Rendered {
 	return planMessage(rec, specOf(specs, rec), nil)
 }
 
-// planMessage renders the message of rec, whose operation op is; workload, when set, is the state of the
-// workload the request made, which heads the message once the request has executed.
-func planMessage(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) Rendered {
-	blocks := []slack.Block{section(titleText(rec, op, workload))}
+// RequestMessage is PlanMessage with the last state told of each workload the request watches (Workloads, in
+// rec.Result.Watch order; "" for one not told yet). What it renders is a function of the record and those states
+// alone, so the outcome's update and a workload's update draw the same message whichever lands last.
+func RequestMessage(specs Specs, rec *ops.Record, workloads []string) Rendered {
+	return planMessage(rec, specOf(specs, rec), workloads)
+}
+
+// planMessage renders the message of rec, whose operation op is; workloads, when set, are the last states told of
+// the workloads the request made (rec.Result.Watch order), shown under the outcome once the request has executed.
+func planMessage(rec *ops.Record, op ops.Spec, workloads []string) Rendered {
+	workloads = toldWorkloads(rec, workloads)
+	blocks := []slack.Block{section(titleText(rec, op, workloads))}
 	if rec.Plan != nil {
 		blocks = append(blocks, planFields(rec))
 	} else {
@@ -156,8 +164,13 @@ func planMessage(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) Render
 	if len(rec.Errors) > 0 {
 		blocks = append(blocks, section(errorsText(rec.Errors)))
 	}
-	blocks = append(blocks, contextBlock(footer(rec, workload != nil)))
-	text := fmt.Sprintf("%s %s — %s (request %s)", phaseEmoji[rec.Phase], oneLine(plainHeadline(rec, op)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
+	blocks = append(blocks, contextBlock(footer(rec, len(workloads) > 0)))
+	text := fmt.Sprintf("%s %s — %s (request %s)", headEmoji(rec, workloads), oneLine(plainHeadline(rec, op)), strings.ToLower(phaseWords[rec.Phase]), rec.ID())
+	for i, st := range workloads {
+		if st != "" {
+			text += fmt.Sprintf(" · %s: %s", rec.Result.Watch[i].Name, st)
+		}
+	}
 	return Rendered{Msg: Msg{Text: escText(text), Blocks: capBlocks(blocks), Version: rec.Version}, Files: files}
 }
 
@@ -175,18 +188,44 @@ func plainHeadline(rec *ops.Record, op ops.Spec) string {
 	return strings.NewReplacer("`", "", "*", "", "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(headline(rec, op))
 }
 
-// titleText is the headline and, below it, where the request stands: for an executed request whose workload is
-// watched, the workload's state leads.
-func titleText(rec *ops.Record, op ops.Spec, workload *ops.WatchChange) string {
-	s := phaseEmoji[rec.Phase] + " " + headline(rec, op)
+// titleText is the headline and, below it, where each workload the request made stands (the first one's emoji
+// heads the message: a failed job shows so at a glance) and where the request stands.
+func titleText(rec *ops.Record, op ops.Spec, workloads []string) string {
+	lines := ""
+	for i, st := range workloads {
+		if st != "" {
+			lines += "\n" + workloadStatus(rec.Result.Watch[i], st)
+		}
+	}
+	s := headEmoji(rec, workloads) + " " + headline(rec, op)
 	if rec.Request.DryRun {
 		s += " _(dry run)_"
 	}
-	if workload != nil && (rec.Phase == ops.PhaseSucceeded || rec.Phase == ops.PhaseExecuting) {
-		s = stateEmoji[workload.To] + " " + headline(rec, op)
-		return s + "\n" + workloadStatus(rec, *workload)
+	return s + lines + "\n" + status(rec) + revertLines(rec) + glassLine(rec) + grantLine(rec)
+}
+
+// headEmoji heads a request's message: the first told workload's state once there is one, else the phase.
+func headEmoji(rec *ops.Record, workloads []string) string {
+	for _, st := range workloads {
+		if st != "" {
+			return stateEmoji[st]
+		}
 	}
-	return s + "\n" + status(rec) + revertLines(rec) + glassLine(rec) + grantLine(rec)
+	return phaseEmoji[rec.Phase]
+}
+
+// toldWorkloads keeps the workload states worth showing: those of a request that has executed, one per watched
+// object; nil when there is none.
+func toldWorkloads(rec *ops.Record, states []string) []string {
+	if !executed(rec.Phase) || rec.Result == nil || len(states) != len(rec.Result.Watch) {
+		return nil
+	}
+	for _, st := range states {
+		if st != "" {
+			return states
+		}
+	}
+	return nil
 }
 
 // revertLines link a revert and the request it reverts, both ways.
@@ -245,17 +284,17 @@ func requesterNote(rec *ops.Record) string {
 	return ""
 }
 
-// workloadStatus is the title's second line once the workload is watched: its state and reason.
-func workloadStatus(rec *ops.Record, c ops.WatchChange) string {
-	s := "*" + sentence(phrase(c.To)) + "*"
-	if words := failureWords(c); words != "" {
-		s += ": " + words
-	} else if c.Reason != "" {
-		s += ": " + escLine(c.Reason)
+// workloadStatus is a title line for a workload the request made: its kind, name and last state told. Why it
+// failed or waits is told in the thread (the reply mentions the requester); the message keeps the state only, so
+// it is the same whichever replica drew it last.
+func workloadStatus(obj ops.ObjectRef, state string) string {
+	kind := obj.Kind
+	if kind == "" {
+		kind = "Job"
 	}
-	switch c.To {
-	case "completed", "failed", "deleted", "scaled-to-zero":
-		s += requesterNote(rec)
+	s := stateEmoji[state] + " " + escLine(kind) + " " + code(obj.Name) + ": *" + sentence(phrase(state)) + "*"
+	if state == "failed" {
+		s += " — why is told in the thread"
 	}
 	return s
 }

@@ -100,7 +100,7 @@ func TestGoldenMessages(t *testing.T) {
 	ran := trainingRecord()
 	ran.Phase = ops.PhaseSucceeded
 	ran.Result = &ops.Result{Summary: "Job llm-ft created", Watch: []ops.ObjectRef{{Cluster: "ml-prod-eks", Namespace: "ml-platform", Kind: "Job", Name: "llm-ft"}}}
-	jobFailed := WithWorkloadState(opSpecs, ran, ops.WatchChange{Object: ran.Result.Watch[0], From: "running", To: "failed", Reason: "CUDA out of memory"})
+	jobFailed := RequestMessage(opSpecs, ran, []string{"failed"}).Msg
 	capFailed := capacityRecord()
 	capFailed.Phase = ops.PhaseFailed
 	capFailed.Errors = []*ops.Error{ops.Errorf(ops.CodeAWSError, "group", "check with "+ops.Ask("capacity show"), "UpdateCluster failed: InsufficientCapacity for ml.g5.12xlarge")}
@@ -211,7 +211,7 @@ func TestGoldenMessages(t *testing.T) {
 				EndTime: time.Date(2026, 12, 5, 16, 45, 0, 0, time.UTC), Left: 58 * time.Minute},
 			Nodes: []string{"hyperpod-i-0a1"}})},
 		"watch_message":      {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload": {Msg: WithWorkloadState(opSpecs, done, ops.WatchChange{Object: job, To: "completed"})},
+		"plan_with_workload": {Msg: RequestMessage(opSpecs, done, []string{"completed"}).Msg},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},

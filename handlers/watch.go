@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -73,15 +74,17 @@ type Records interface {
 type WatchTeller struct {
 	specs   Specs
 	records Records
+	told    WorkloadStates
 	poster  Poster
 }
 
 var _ ops.WatchSink = (*WatchTeller)(nil)
 
 // NewWatchTeller returns the teller of watched objects, posting with poster as the Handler built from cfg does;
-// specs are the operations' facts its request messages are drawn with.
+// specs are the operations' facts its request messages are drawn with, and cfg.Workloads the states last told of
+// the workloads they show.
 func NewWatchTeller(cfg Config, specs Specs, records Records, poster Poster) *WatchTeller {
-	return &WatchTeller{specs: specs, records: records, poster: commandPoster{poster, commandOf(cfg)}}
+	return &WatchTeller{specs: specs, records: records, told: cfg.Workloads, poster: commandPoster{poster, commandOf(cfg)}}
 }
 
 // Watched tells a change of a watched object to one subscription: the message is updated in place (a request's
@@ -91,22 +94,16 @@ func NewWatchTeller(cfg Config, specs Specs, records Records, poster Poster) *Wa
 func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
 	var errs []error
 	var rec *ops.Record
-	if sub.Message != "" {
-		var m Msg
-		if IsWatchID(sub.ID) {
-			m = WatchMessage(c.Object, c.To, ops.Initiator{})
-		} else {
-			var err error
-			if rec, err = w.records.Get(ctx, sub.ID); err != nil {
-				errs = append(errs, fmt.Errorf("read request %s: %w", sub.ID, err))
-			} else {
-				m = WithWorkloadState(w.specs, rec, c)
-			}
+	switch {
+	case sub.Message == "":
+	case IsWatchID(sub.ID):
+		if err := w.poster.Update(ctx, sub.Channel, sub.Message, WatchMessage(c.Object, c.To, ops.Initiator{})); err != nil {
+			errs = append(errs, fmt.Errorf("update the message of %s: %w", sub.ID, err))
 		}
-		if m.Text != "" {
-			if err := w.poster.Update(ctx, sub.Channel, sub.Message, m); err != nil {
-				errs = append(errs, fmt.Errorf("update the message of %s: %w", sub.ID, err))
-			}
+	default:
+		var err error
+		if rec, err = w.showRequest(ctx, sub, c); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if reply, ok := WatchReply(c); ok {
@@ -119,6 +116,51 @@ func (w *WatchTeller) Watched(ctx context.Context, sub ops.WatchSubscription, c 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// showRequest updates a request's message to its record and its workloads' states (RequestMessage), then reads
+// both again: when the outcome or another state landed meanwhile, it draws the message again, so the last update
+// shows the final state whichever of the outcome's and the workload's updates came last.
+func (w *WatchTeller) showRequest(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) (*ops.Record, error) {
+	var shown *ops.Record
+	var shownStates []string
+	for range redrawMax {
+		rec, err := w.records.Get(ctx, sub.ID)
+		if err != nil {
+			return shown, fmt.Errorf("read request %s: %w", sub.ID, err)
+		}
+		states := toldStates(ctx, w.told, rec, &c)
+		if shown != nil && shown.Version == rec.Version && slices.Equal(shownStates, states) {
+			return rec, nil
+		}
+		if err := w.poster.Update(ctx, sub.Channel, sub.Message, RequestMessage(w.specs, rec, states).Msg); err != nil {
+			return rec, fmt.Errorf("update the message of %s: %w", sub.ID, err)
+		}
+		shown, shownStates = rec, states
+	}
+	return shown, nil
+}
+
+// redrawMax bounds how often one telling draws a message again because what it shows changed under it.
+const redrawMax = 3
+
+// toldStates reads the last state told of each workload rec watches, in rec.Result.Watch order ("" for one not
+// told, or unread); c, when set, is a change being told now, which stands for its object's state when the read
+// finds nothing newer. Nil when rec watches nothing or nothing reads the states.
+func toldStates(ctx context.Context, told WorkloadStates, rec *ops.Record, c *ops.WatchChange) []string {
+	if !watches(rec) {
+		return nil
+	}
+	states := make([]string, len(rec.Result.Watch))
+	for i, obj := range rec.Result.Watch {
+		if told != nil {
+			states[i], _ = told.LastTold(ctx, obj)
+		}
+		if states[i] == "" && c != nil && c.Object == obj {
+			states[i] = c.To
+		}
+	}
+	return states
 }
 
 // watchResult subscribes the messages of a request that succeeded to the objects its result asks to watch: the
@@ -184,14 +226,6 @@ func WatchMessage(obj ops.ObjectRef, state string, by ops.Initiator) Msg {
 		text += ": " + state
 	}
 	return Msg{Text: escText(text), Blocks: blocks}
-}
-
-// WithWorkloadState renders a request's message headed by the state of the workload it made.
-func WithWorkloadState(specs Specs, rec *ops.Record, c ops.WatchChange) Msg {
-	op := specOf(specs, rec)
-	m := planMessage(rec, op, &c).Msg
-	m.Text = escText(oneLine(fmt.Sprintf("%s %s — %s · %s: %s", stateEmoji[c.To], plainHeadline(rec, op), strings.ToLower(phaseWords[rec.Phase]), c.Object.Name, c.To)))
-	return m
 }
 
 // tellsWatch reports whether a workload state gets a thread reply; the others only update the message.

@@ -73,6 +73,8 @@ type WatchedObjects interface {
 	WatchedObject(t Target, kind, name string) (ObjectRef, error)
 	// ObserveWatched reads obj's current state; found is false when it does not exist (yet).
 	ObserveWatched(ctx context.Context, obj ObjectRef) (state, reason string, found bool, err error)
+	// Watchable reports whether the watcher informs on obj's kind: only those are ever told.
+	Watchable(obj ObjectRef) bool
 }
 
 // WatchSink tells one subscription about a change of its object (handlers tells it in Slack).
@@ -126,8 +128,13 @@ func (w *Watches) Resolve(t WatchTarget) (ObjectRef, error) {
 	return w.opts.Objects.WatchedObject(tg, t.Kind, t.Name)
 }
 
-// Watch subscribes sub to obj, then tells the new subscription where the object stands.
+// Watch subscribes sub to obj, then tells the new subscription where the object stands. An object of a kind the
+// watcher does not inform on is not subscribed to (nothing would ever be told of it), and that is no error: a
+// result may name objects of any kind.
 func (w *Watches) Watch(ctx context.Context, obj ObjectRef, sub WatchSubscription) error {
+	if !w.opts.Objects.Watchable(obj) {
+		return nil
+	}
 	if err := w.opts.Store.Subscribe(ctx, obj, sub); err != nil {
 		return fmt.Errorf("subscribe to %s: %w", obj.Name, err)
 	}

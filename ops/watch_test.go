@@ -49,6 +49,8 @@ func (o clusterObjects) WatchedObject(t ops.Target, kind, name string) (ops.Obje
 	return ops.ObjectRef{Cluster: t.Cluster, Namespace: t.Namespace, APIVersion: "batch/v1", Kind: "Job", Name: name}, nil
 }
 
+func (o clusterObjects) Watchable(obj ops.ObjectRef) bool { return obj.Kind == "Job" }
+
 func (o clusterObjects) ObserveWatched(_ context.Context, obj ops.ObjectRef) (string, string, bool, error) {
 	st, ok := o.states[obj.Name]
 	return st, "", ok, nil

@@ -140,3 +140,45 @@ func TestListStorage(t *testing.T) {
 		t.Fatalf("result = %+v %s", res, res.Data)
 	}
 }
+
+// Every workload an operation's result asks to watch is of a kind the watcher informs on, and a new subscription
+// can read where it stands (ObserveWatched): a created claim is read as the watcher reads it, pending then bound.
+func TestWatchedResultsAreReadable(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	results := map[string]*ops.Result{}
+	_, results["create-storage"] = e.execute(t, request("create-storage", map[string]any{"name": "data", "size": "1Ti", "storage-class": "gp3"}))
+	_, results["submit-training-job"] = e.execute(t, request("submit-training-job", trainParams(nil)))
+	_, results["deploy-inference"] = e.execute(t, request("deploy-inference", deployParams(nil)))
+	for op, res := range results {
+		if res == nil || len(res.Watch) == 0 {
+			t.Fatalf("%s: the result watches nothing: %+v", op, res)
+		}
+		for _, obj := range res.Watch {
+			if !e.cs.Watchable(obj) {
+				t.Errorf("%s: the result watches %s %s, a kind the watcher does not inform on", op, obj.Kind, obj.Name)
+			}
+			if _, _, found, err := e.cs.ObserveWatched(ctx, obj); err != nil || !found {
+				t.Errorf("%s: reading %s %s: found %v, %v", op, obj.Kind, obj.Name, found, err)
+			}
+		}
+	}
+	pvc := results["create-storage"].Watch[0]
+	if st, _, _, _ := e.cs.ObserveWatched(ctx, pvc); st != StatePending {
+		t.Errorf("an unbound claim reads %q, want %q", st, StatePending)
+	}
+	claim, err := e.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Phase = corev1.ClaimBound
+	if _, err := e.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _, err := e.cs.ObserveWatched(ctx, pvc); st != StateBound || err != nil {
+		t.Errorf("a bound claim reads %q, %v; want %q", st, err, StateBound)
+	}
+	if e.cs.Watchable(ops.ObjectRef{Kind: "Service", Name: "x"}) {
+		t.Error("a Service is watchable, but the watcher does not inform on Services")
+	}
+}

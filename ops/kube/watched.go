@@ -34,37 +34,43 @@ func (cs *Clusters) WatchedObject(t ops.Target, kind, name string) (ops.ObjectRe
 	return ops.ObjectRef{Cluster: t.Cluster, Namespace: t.Namespace, APIVersion: res.APIVersion(), Kind: res.Kind, Name: name}, nil
 }
 
+// watchedKinds are the kinds the watcher informs on (Watcher.inform), by Kind: typed ones are read through the
+// typed clients, the others (custom resources) through the dynamic client.
+var watchedKinds = map[string]Resource{
+	ResJob.Kind: ResJob, ResDeployment.Kind: ResDeployment, ResPVC.Kind: ResPVC,
+	ResPyTorchJob.Kind: ResPyTorchJob, ResHyperPod.Kind: ResHyperPod,
+}
+
+// Watchable reports whether the watcher informs on obj's kind: a watch of any other kind would never be told.
+func (cs *Clusters) Watchable(obj ops.ObjectRef) bool {
+	_, ok := watchedKinds[obj.Kind]
+	return ok
+}
+
 // ObserveWatched reads a watched object's current state (the watcher's words: pending, running, completed,
-// failed…) from its cluster; found is false when it does not exist (yet).
+// failed, bound…) from its cluster; found is false when it does not exist (yet). It reads the kinds the watcher
+// informs on, and draws their state as the watcher does (stateOf).
 func (cs *Clusters) ObserveWatched(ctx context.Context, obj ops.ObjectRef) (st, reason string, found bool, err error) {
+	res, ok := watchedKinds[obj.Kind]
+	if !ok {
+		return "", "", false, ops.Errorf(ops.CodeInvalidArgument, "kind", "use kind=job, pytorchjob, hyperpod or deployment",
+			"cannot watch objects of kind %q", obj.Kind)
+	}
 	c, err := cs.Get(obj.Cluster)
 	if err != nil {
 		return "", "", false, err
 	}
+	var o any
 	get := metav1.GetOptions{}
-	switch obj.Kind {
-	case ResJob.Kind:
-		j, gerr := c.Kube.BatchV1().Jobs(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = JobState(j)
-		}
-		err = gerr
-	case ResDeployment.Kind:
-		d, gerr := c.Kube.AppsV1().Deployments(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = DeploymentState(d)
-		}
-		err = gerr
+	switch res {
+	case ResJob:
+		o, err = c.Kube.BatchV1().Jobs(obj.Namespace).Get(ctx, obj.Name, get)
+	case ResDeployment:
+		o, err = c.Kube.AppsV1().Deployments(obj.Namespace).Get(ctx, obj.Name, get)
+	case ResPVC:
+		o, err = c.Kube.CoreV1().PersistentVolumeClaims(obj.Namespace).Get(ctx, obj.Name, get)
 	default:
-		res, ok := watchKinds[strings.ToLower(obj.Kind)]
-		if !ok {
-			return "", "", false, fmt.Errorf("watch: unknown kind %s", obj.Kind)
-		}
-		u, gerr := c.Dynamic.Resource(res.GVR).Namespace(obj.Namespace).Get(ctx, obj.Name, get)
-		if gerr == nil {
-			st, reason = CustomJobState(u)
-		}
-		err = gerr
+		o, err = c.Dynamic.Resource(res.GVR).Namespace(obj.Namespace).Get(ctx, obj.Name, get)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -72,5 +78,6 @@ func (cs *Clusters) ObserveWatched(ctx context.Context, obj ops.ObjectRef) (st, 
 	case err != nil:
 		return "", "", false, fmt.Errorf("read %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
 	}
+	st, reason = stateOf(o)
 	return st, reason, true, nil
 }
