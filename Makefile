@@ -5,7 +5,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests need nothing but Go (no redis-server, no control plane).
 UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
 
-.PHONY: run playground test unit lint bench fuzz e2e-tools deps build image clean
+.PHONY: run playground test unit lint bench fuzz stress e2e-tools deps build image clean
 
 ## run: start the bot with $(CONFIG) (embedded Redis unless redis.url is set); needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN
 run:
@@ -46,6 +46,15 @@ fuzz:
 ## bench: the performance targets of docs/architecture.md, printed as tables
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./bot/... ./ops/... ./internal/fakeslack/...
+
+## stress: run PKG's tests N times (default 10) with every core also kept busy, and report passes and failures per
+## test, e.g. `make stress PKG=./e2e/faults`; RUN narrows to some tests
+N   ?= 10
+PKG ?=
+RUN ?=
+stress: deps e2e-tools
+	@test -n "$(PKG)" || { echo "usage: make stress PKG=./e2e/faults [N=10] [RUN=regexp]"; exit 2; }
+	bash e2e/tools/stress.sh -n $(N) $(if $(RUN),-run '$(RUN)') $(PKG)
 
 ## e2e-tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (once)
 e2e-tools:
