@@ -136,8 +136,8 @@ type watchSink struct {
 
 func (s *watchSink) Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error {
 	err := s.watchTeller.Watched(ctx, sub, c)
-	if s.homes != nil && c.RequestID != "" {
-		if rec, gerr := s.records.Get(ctx, c.RequestID); gerr == nil {
+	if id := handlers.WatchRequest(sub, c); s.homes != nil && id != "" {
+		if rec, gerr := s.records.Get(ctx, id); gerr == nil {
 			s.homes.Changed(ctx, rec, rec.Phase)
 		}
 	}

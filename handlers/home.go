@@ -339,6 +339,29 @@ type HomeSnapshot struct {
 	Recent []*ops.Record
 }
 
+// newestOnce keeps each request once, at its newest version: Open and Recent are two reads, so a request that
+// finished between them is in both, open in one and finished in the other, and would be drawn twice (one
+// "executing", one "succeeded") with the same block_id, which Slack refuses for the whole view.
+func (s *HomeSnapshot) newestOnce() (open, recent []*ops.Record) {
+	newest := map[string]*ops.Record{}
+	for _, rec := range append(slices.Clip(s.Open), s.Recent...) {
+		if n, ok := newest[rec.ID()]; !ok || rec.Version > n.Version {
+			newest[rec.ID()] = rec
+		}
+	}
+	keep := func(recs []*ops.Record) []*ops.Record {
+		var out []*ops.Record
+		for _, rec := range recs {
+			if newest[rec.ID()] == rec {
+				out = append(out, rec)
+				delete(newest, rec.ID()) // once, even if a read listed it twice
+			}
+		}
+		return out
+	}
+	return keep(s.Open), keep(s.Recent)
+}
+
 // How many requests a Home refresh reads: every open one up to homeOpenScan, and the latest homeRecentScan.
 const (
 	homeOpenScan   = 5000
@@ -378,7 +401,8 @@ func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSna
 	voters, _ := h.access.(VoterCheck)
 	canVote := func(rec *ops.Record) bool { return voters != nil && voters.CheckVoter(ctx, rec, who) == nil }
 	seen := map[string]bool{}
-	for _, rec := range snap.Open {
+	open, recent := snap.newestOnce()
+	for _, rec := range open {
 		if h.access.CheckView(ctx, rec, who) != nil {
 			continue
 		}
@@ -400,7 +424,7 @@ func (h *Handler) HomeData(ctx context.Context, who ops.Initiator, snap *HomeSna
 			d.Agents = append(d.Agents, HomeItem{Rec: rec, Actions: homeActions(rec, []ops.Choice{ops.ChoiceTakeOver, ops.ChoiceStop})})
 		}
 	}
-	for _, rec := range snap.Recent {
+	for _, rec := range recent {
 		mine := !seen[rec.ID()] && (rec.Request.Initiator.ID == who.ID || rec.Owner.ID == who.ID)
 		if !watches(rec) && (!mine || len(d.Yours) >= homeYoursMax) {
 			continue

@@ -410,3 +410,41 @@ func TestHomeSectionsSlot(t *testing.T) {
 		t.Errorf("the added section is not after the budgets")
 	}
 }
+
+// Open and Recent are two reads: a request that finished between them is in both, "executing" in one and
+// "succeeded" with a running workload in the other. Each Home section shows it once, at its newest version, and
+// the view's block ids stay unique (Slack refuses the whole view otherwise, and that Home stops updating).
+func TestHomeShowsARequestOnceWhenItFinishedBetweenReads(t *testing.T) {
+	f := newMatrixFixture(t)
+	told := &toldMap{}
+	f.h.cfg.Workloads = told
+	running := f.r(t)
+	running.Phase, running.Version = ops.PhaseExecuting, 3
+	done := running.Clone()
+	done.Phase, done.Version = ops.PhaseSucceeded, 5
+	job := ops.ObjectRef{Cluster: "c", Namespace: "n", Kind: "Job", Name: "web-train"}
+	done.Result = &ops.Result{Summary: "Job web-train created", Watch: []ops.ObjectRef{job}}
+	told.set(job, "running")
+	snap := &HomeSnapshot{Open: []*ops.Record{running}, Recent: []*ops.Record{done}}
+	for _, user := range []string{homeEngineer, homeLead} {
+		d := f.h.HomeData(context.Background(), f.h.initiator(user, ""), snap, nil)
+		for name, items := range map[string][]HomeItem{"Yours": d.Yours, "Running now": d.Running} {
+			n := 0
+			for _, it := range items {
+				if it.Rec.ID() == "req-r" {
+					n++
+					if it.Rec.Phase != ops.PhaseSucceeded {
+						t.Errorf("%s's %s shows req-r %s, want its newest version (succeeded)", user, name, it.Rec.Phase)
+					}
+				}
+			}
+			if n > 1 {
+				t.Errorf("%s's %s shows req-r %d times", user, name, n)
+			}
+		}
+		if len(d.Running) != 1 {
+			t.Errorf("%s's Running now holds %d requests, want req-r, whose job runs", user, len(d.Running))
+		}
+		checkView(t, HomeView(f.h.catalog, d))
+	}
+}

@@ -113,3 +113,24 @@ func TestFinishedMessageIsTheSameInEitherOrder(t *testing.T) {
 		}
 	}
 }
+
+// A workload's change names its request by the object's label, or, for the first state a subscription is told
+// from a read of the cluster (no label), by the subscription: the request's Homes refresh either way.
+func TestWatchRequest(t *testing.T) {
+	job := ops.ObjectRef{Kind: "Job", Name: "llm-ft"}
+	for _, tc := range []struct {
+		sub  ops.WatchSubscription
+		c    ops.WatchChange
+		want string
+	}{
+		{ops.WatchSubscription{ID: "req-1"}, ops.WatchChange{Object: job, RequestID: "req-1", To: "running"}, "req-1"},
+		{ops.WatchSubscription{ID: "req-1"}, ops.WatchChange{Object: job, To: "running"}, "req-1"},
+		{ops.WatchSubscription{ID: "req-1#agent"}, ops.WatchChange{Object: job, To: "running"}, "req-1"},
+		{ops.WatchSubscription{ID: WatchID("C0OPS")}, ops.WatchChange{Object: job, To: "running"}, ""},
+		{ops.WatchSubscription{ID: WatchID("C0OPS")}, ops.WatchChange{Object: job, RequestID: "req-2", To: "running"}, "req-2"},
+	} {
+		if got := WatchRequest(tc.sub, tc.c); got != tc.want {
+			t.Errorf("WatchRequest(%q, label %q) = %q, want %q", tc.sub.ID, tc.c.RequestID, got, tc.want)
+		}
+	}
+}

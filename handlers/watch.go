@@ -25,6 +25,20 @@ type Watches interface {
 // WatchID is the subscription id of /hp watch in a channel: one per channel and object, so unwatch finds it.
 func WatchID(channel string) string { return "watch:" + channel }
 
+// WatchRequest names the request whose workload a change is about: the request the object's label names, else
+// the request the subscription was made for. A subscription's first state is told from a read of the cluster
+// (ops.Watches catch-up), which carries no label: a job already running when its request was told succeeded is
+// still its request's. "" for a person's /hp watch of an object HyperOps did not make.
+func WatchRequest(sub ops.WatchSubscription, c ops.WatchChange) string {
+	if c.RequestID != "" || IsWatchID(sub.ID) {
+		return c.RequestID
+	}
+	return strings.TrimSuffix(sub.ID, agentSubSuffix)
+}
+
+// agentSubSuffix marks the subscription of an agent's DM thread to its request's workload (watchResult).
+const agentSubSuffix = "#agent"
+
 // IsWatchID reports whether a subscription id came from /hp watch rather than from a request.
 func IsWatchID(id string) bool { return strings.HasPrefix(id, "watch:") }
 
@@ -179,7 +193,7 @@ func (h *Handler) watchResult(ctx context.Context, rec *ops.Record) error {
 			sub := ops.WatchSubscription{ID: rec.ID(), Channel: ref.Channel, Message: ref.TS, Thread: ref.TS}
 			if ref.Kind == RefAgent {
 				// One subscription per id and object: the agent's thread gets its own, for replies only.
-				sub = ops.WatchSubscription{ID: rec.ID() + "#agent", Channel: ref.Channel, Thread: ref.ThreadTS}
+				sub = ops.WatchSubscription{ID: rec.ID() + agentSubSuffix, Channel: ref.Channel, Thread: ref.ThreadTS}
 			}
 			errs = append(errs, h.watches.Watch(ctx, obj, sub))
 		}
