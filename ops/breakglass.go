@@ -29,9 +29,15 @@ func (bg *BreakGlass) Broke(t Transition) bool {
 	return t.Kind == KindPhase && t.To == PhaseApproved && t.By.ID == bg.By.ID && t.At.Equal(bg.At)
 }
 
-// BrokeAt reports whether the history entry i of rec is the one that broke glass.
+// BrokeAt reports whether the history entry i of rec is the one that broke glass. The entry's index pins it: a
+// record stored before the transition and the break-glass shared one instant is found too.
 func (r *Record) BrokeAt(i int) bool {
-	return r.BreakGlass != nil && r.BreakGlass.Entry == i && i < len(r.History) && r.BreakGlass.Broke(r.History[i])
+	bg := r.BreakGlass
+	if bg == nil || bg.Entry != i || i < 0 || i >= len(r.History) {
+		return false
+	}
+	t := r.History[i]
+	return t.Kind == KindPhase && t.To == PhaseApproved && t.By.ID == bg.By.ID
 }
 
 // GlassClaim is a person's break-glass not yet acknowledged: the request and when it was claimed.
@@ -259,7 +265,9 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 		now := e.opts.Clock.Now()
 		group := rec.Approval.BreakGlass
 		note := fmt.Sprintf("BREAK-GLASS by %s (on call, %s): %s", display(who), group, reason)
-		next, err := e.move(ctx, rec, PhaseApproved, who, note, func(r *Record) {
+		// The transition and Record.BreakGlass carry the same instant: the entry that broke glass is known by it
+		// (BreakGlass.Broke), so the outbox tells it as a break-glass and the audit entry carries it.
+		next, err := e.moveAt(ctx, rec, PhaseApproved, who, note, KindPhase, now, func(r *Record) {
 			r.Approval.Votes = append(r.Approval.Votes, Vote{Voter: who, Approve: true, At: now,
 				PlanHash: r.Approval.PlanHash, Reason: reason, BreakGlass: true})
 			r.BreakGlass = &BreakGlass{By: who, At: now, Reason: reason, Group: group, Entry: len(r.History)}

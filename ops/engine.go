@@ -490,11 +490,16 @@ func (e *Engine) move(ctx context.Context, rec *Record, to Phase, by Initiator, 
 }
 
 func (e *Engine) moveKind(ctx context.Context, rec *Record, to Phase, by Initiator, note string, kind TransitionKind, fn func(*Record)) (*Record, error) {
+	return e.moveAt(ctx, rec, to, by, note, kind, e.opts.Clock.Now(), fn)
+}
+
+// moveAt is moveKind with the transition's time given: a change that records the same instant elsewhere in the
+// record (a break-glass, found again by its time) reads the clock once.
+func (e *Engine) moveAt(ctx context.Context, rec *Record, to Phase, by Initiator, note string, kind TransitionKind, now time.Time, fn func(*Record)) (*Record, error) {
 	next := rec.Clone()
 	if fn != nil {
 		fn(next)
 	}
-	now := e.opts.Clock.Now()
 	t := Transition{From: rec.Phase, To: to, At: now, By: by, Note: note, Kind: kind}
 	next.Phase, next.UpdatedAt = to, now
 	next.History = append(next.History, t)

@@ -46,12 +46,16 @@ var (
 
 func glassEngines(t *testing.T) (a, b *ops.Engine, s *state.Store) {
 	t.Helper()
+	return glassEnginesOn(t, clockwork.NewFakeClock())
+}
+
+func glassEnginesOn(t *testing.T, clock clockwork.Clock) (a, b *ops.Engine, s *state.Store) {
+	t.Helper()
 	cfg, err := config.Parse([]byte(glassConfig), "glass.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := redistest.Start(t)
-	clock := clockwork.NewFakeClock()
 	engine := func(replica string) (*ops.Engine, *state.Store) {
 		catalog := ops.NewCatalog()
 		catalog.Register(trainOp{})
@@ -77,6 +81,37 @@ func submitAs(t *testing.T, e *ops.Engine, id string, who ops.Initiator) *ops.Re
 		t.Fatalf("submit %s: %v, %+v; want awaiting 2 of leads, break-glass offered to %q", id, err, rec, offered)
 	}
 	return rec
+}
+
+// On a real clock, whose every reading differs, the entry that broke glass is still known as such (issue 31): the
+// transition and the record's break-glass carry one instant, so the outbox tells it as a break-glass (the notice,
+// the thread's badge) and its audit entry carries the reason. They once read the clock twice, and a break-glass
+// outside the tests' frozen clock was told as a plain approval, its notice never posted.
+func TestBreakGlassEntryKnownOnARealClock(t *testing.T) {
+	ctx := context.Background()
+	r1, _, s := glassEnginesOn(t, clockwork.NewRealClock())
+	submitAs(t, r1, "req-1", alice)
+	rec, err := r1.BreakGlass(ctx, "req-1", alice, "prod inference is down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := rec.BreakGlass
+	if bg == nil || !rec.BrokeAt(bg.Entry) || !bg.Broke(rec.History[bg.Entry]) || !rec.History[bg.Entry].At.Equal(bg.At) {
+		t.Fatalf("the break-glass %+v is not known by its entry %+v", bg, rec.History)
+	}
+	events, err := s.Audit(ctx, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.RequestID == "req-1" && ev.To == ops.PhaseApproved {
+			if ev.BreakGlass == nil || ev.BreakGlass.Reason != "prod inference is down" {
+				t.Errorf("the audit entry of the approval carries break-glass %+v, want alice's with her reason", ev.BreakGlass)
+			}
+			return
+		}
+	}
+	t.Errorf("no audit entry of req-1's approval: %+v", events)
 }
 
 // An on-call member breaks glass on their own request: it is approved and executed without a vote, the record and
