@@ -190,6 +190,8 @@ type harness struct {
 	opts   harnessOptions
 	// mcpAddr is the first replica's MCP listener when opts.mcp is set.
 	mcpAddr string
+	// ticks counts the readings of a tickingClock, shared by the replicas.
+	ticks atomic.Int64
 }
 
 // harnessOptions vary the harness; the zero value is the plain one.
@@ -216,7 +218,21 @@ type harnessOptions struct {
 	tellers ops.TellerOptions
 	// groups is the AWS view of the instance groups (and, as an ops.ReservationReader, of their training plans).
 	groups report.GroupSource
+	// tick makes the bots read the fake clock as a real one reads: each reading later than the last (tickingClock).
+	tick bool
 }
+
+// tickingClock is the harness's fake clock read the way a real clock is: every reading a nanosecond later than the
+// one before, across replicas. Code that reads the clock twice for one instant and compares the readings passes on a
+// frozen fake clock and fails in production (issue 31: a break-glass told as a plain approval); this catches it.
+type tickingClock struct {
+	*clockwork.FakeClock
+	n *atomic.Int64
+}
+
+func (c tickingClock) Now() time.Time                  { return c.FakeClock.Now().Add(time.Duration(c.n.Add(1))) }
+func (c tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c tickingClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 func start(t testing.TB) *harness { return startWith(t, harnessOptions{}) }
 
@@ -314,8 +330,12 @@ func (h *harness) launch(o harnessOptions) *replica {
 	if o.log != nil {
 		logw = zerolog.MultiLevelWriter(logw, o.log)
 	}
+	var clock clockwork.Clock = h.clock
+	if o.tick {
+		clock = tickingClock{FakeClock: h.clock, n: &h.ticks}
+	}
 	bo := Options{Config: cfg, Log: zerolog.New(logw).Level(zerolog.WarnLevel), Redis: rdb, Catalog: cat,
-		Clock: h.clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond, Tellers: o.tellers}
+		Clock: clock, Listener: ln, Limits: limits, Replica: o.replica, WatchLeaseTTL: 600 * time.Millisecond, Tellers: o.tellers}
 	if o.clusters != nil {
 		bo.Clusters = o.clusters(cfg)
 	}

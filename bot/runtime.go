@@ -27,9 +27,41 @@ type Deduper interface {
 // unacked, so Slack delivers it again, rather than acked and dropped.
 const busyAnswers = 32
 
-// job is an acked envelope waiting for a worker.
+// job is an envelope waiting for a worker: acked, or a modal's submission whose ack waits for the engine (ack).
 type job struct {
-	ev socketmode.Event
+	ev  socketmode.Event
+	ack *submitAck
+}
+
+// submitAckWait is how long a modal's submission waits for the engine's verdict before its ack closes the modal
+// anyway: well within the three seconds Slack gives an ack, so a refusal can be shown in the modal (response_action
+// errors) and a slow engine still never makes Slack give up on the envelope.
+const submitAckWait = 2 * time.Second
+
+// submitAck acks one envelope once: with the handler's answer, or empty when submitAckWait passes first.
+type submitAck struct {
+	mu    sync.Mutex
+	done  bool
+	timer *time.Timer
+	send  func(payload any)
+}
+
+// answer acks with resp unless the envelope was acked already; it reports whether this call acked it.
+func (a *submitAck) answer(resp *slack.ViewSubmissionResponse) bool {
+	a.mu.Lock()
+	if a.done {
+		a.mu.Unlock()
+		return false
+	}
+	a.done = true
+	a.timer.Stop()
+	a.mu.Unlock()
+	var payload any
+	if resp != nil {
+		payload = resp
+	}
+	a.send(payload)
+	return true
 }
 
 // runtime is the Socket Mode loop: ack at once, hand over to the pool, dedupe in the workers.
@@ -103,6 +135,13 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 			busyDM = &dm
 		}
 	}
+	if !full && ev.Type == socketmode.EventTypeInteractive {
+		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeViewSubmission {
+			// A modal's submission is acked by its worker, with the engine's refusal to show in the modal.
+			r.jobs <- job{ev: ev, ack: r.submitAck(ctx, ev, start)}
+			return
+		}
+	}
 	var payload any
 	switch {
 	case full && ev.Type == socketmode.EventTypeSlashCommand:
@@ -130,6 +169,26 @@ func (r *runtime) dispatch(ctx context.Context, ev socketmode.Event) {
 		return
 	}
 	r.jobs <- job{ev: ev}
+}
+
+// submitAck prepares the ack of a modal's submission: the worker's answer, or an empty one (the modal closes) once
+// submitAckWait has passed, whichever comes first.
+func (r *runtime) submitAck(ctx context.Context, ev socketmode.Event, start time.Time) *submitAck {
+	id := ev.Request.EnvelopeID
+	a := &submitAck{send: func(payload any) {
+		if err := r.smc.AckCtx(ctx, id, payload); err != nil {
+			r.log.Error().Err(err).Str("envelope", id).Msg("ack failed")
+		}
+		r.metrics.AckLatency.Observe(time.Since(start).Seconds())
+	}}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.timer = time.AfterFunc(submitAckWait, func() {
+		if a.answer(nil) {
+			r.log.Warn().Str("envelope", id).Dur("after", submitAckWait).Msg("a modal's submission was acked before the engine answered; its outcome is told privately")
+		}
+	})
+	return a
 }
 
 // busy tells the person behind an interaction that nothing was done (slash commands were told in the ack).
@@ -197,7 +256,7 @@ func (r *runtime) handleSafely(ctx context.Context, j job) {
 				Str("stack", string(debug.Stack())).Msg("handling panicked")
 		}
 	}()
-	if err := r.handle(ctx, j.ev); err != nil {
+	if err := r.handle(ctx, j); err != nil {
 		r.log.Error().Err(err).Str("type", string(j.ev.Type)).Str("envelope", j.ev.Request.EnvelopeID).Msg("handling failed")
 	}
 }
@@ -218,7 +277,11 @@ func (r *runtime) first(ctx context.Context, kind, id string) bool {
 	return first
 }
 
-func (r *runtime) handle(ctx context.Context, ev socketmode.Event) error {
+func (r *runtime) handle(ctx context.Context, j job) error {
+	ev := j.ev
+	if j.ack != nil {
+		defer j.ack.answer(nil) // acked whatever happens below
+	}
 	if !r.first(ctx, "envelope", ev.Request.EnvelopeID) {
 		return nil
 	}
@@ -236,6 +299,9 @@ func (r *runtime) handle(ctx context.Context, ev socketmode.Event) error {
 		}
 		if cb.Type == slack.InteractionTypeBlockActions && !r.first(ctx, "action", cb.TriggerID) {
 			return nil
+		}
+		if j.ack != nil {
+			return r.h.Submit(ctx, cb, j.ack.answer)
 		}
 		return r.h.Interaction(ctx, cb)
 	case socketmode.EventTypeEventsAPI:

@@ -84,17 +84,25 @@ func glassReason(cb slack.InteractionCallback) string {
 }
 
 func (h *Handler) glassSubmitted(ctx context.Context, cb slack.InteractionCallback) error {
+	return h.submitOutsideModal(ctx, cb)
+}
+
+// glassSubmission reads the break-glass modal: a refusal (not on call any more, an earlier break-glass not
+// acknowledged, the request decided meanwhile) is shown under the reason.
+func (h *Handler) glassSubmission(cb slack.InteractionCallback) (submission, error) {
 	var meta modalMeta
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
-		return fmt.Errorf("read the break-glass form: %w", err)
+		return submission{}, fmt.Errorf("read the break-glass form: %w", err)
 	}
 	who := h.initiator(cb.User.ID, cb.User.Name)
-	g, err := h.glassEngine()
-	var rec *ops.Record
-	if err == nil {
-		rec, err = g.BreakGlass(ctx, meta.RequestID, who, glassReason(cb))
-	}
-	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, who.ID)
+	reason := glassReason(cb)
+	return submission{block: glassBlock, channel: meta.Channel, ts: meta.TS, decide: func(ctx context.Context) (*ops.Record, error) {
+		g, err := h.glassEngine()
+		if err != nil {
+			return nil, err
+		}
+		return g.BreakGlass(ctx, meta.RequestID, who, reason)
+	}}, nil
 }
 
 // acknowledgeGlass records a lead's acknowledgement; the outbox updates the notice. Only a refusal is answered

@@ -26,6 +26,9 @@ const (
 	ActionRevokeGrant = "hp_grant_revoke"
 	// GrantCallback is the grant form.
 	GrantCallback = "hp_grant_form"
+	// GrantModalTitle is the grant form's title: Slack refuses a modal whose title is over 24 characters, so it is
+	// not the menu entry's "Approve and allow similar…" (25 without the ellipsis).
+	GrantModalTitle = "Approve & allow similar"
 	// GrantBadge marks the messages about a grant.
 	GrantBadge = "🎫"
 )
@@ -145,7 +148,7 @@ func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Moda
 		input(grantHoursBlock, "Hours", "2", "e.g. 2", fmt.Sprintf("how long it lasts, at most %g", maxH), false))
 	return slack.ModalViewRequest{
 		Type: slack.VTModal, CallbackID: GrantCallback, PrivateMetadata: privateMetadata,
-		Title: plain("Approve and allow similar"), Submit: plain("Approve and allow"), Close: plain("Back"),
+		Title: plain(GrantModalTitle), Submit: plain("Approve and allow"), Close: plain("Back"),
 		Blocks: slack.Blocks{BlockSet: blocks},
 	}
 }
@@ -202,21 +205,35 @@ func validateGrantForm(cb slack.InteractionCallback) *slack.ViewSubmissionRespon
 
 // grantSubmitted approves the request and gives the grant; the giver is told privately what they gave.
 func (h *Handler) grantSubmitted(ctx context.Context, cb slack.InteractionCallback) error {
+	return h.submitOutsideModal(ctx, cb)
+}
+
+// grantSubmission reads the grant form (ValidateSubmission refused its problems in the ack): the engine's refusal
+// is shown under the field it names, else under the target pattern; an accepted one tells the giver privately what
+// they gave.
+func (h *Handler) grantSubmission(cb slack.InteractionCallback) (submission, error) {
 	meta, spec, problems := grantForm(cb)
 	if len(problems) > 0 {
-		return nil // refused in the ack; the form stays open
+		return submission{}, fmt.Errorf("the grant form of %s has problems the ack refused", meta.RequestID)
 	}
 	who := h.initiator(cb.User.ID, cb.User.Name)
-	g, err := h.grantEngine()
-	var rec *ops.Record
 	var grant *ops.Grant
-	if err == nil {
-		rec, grant, err = g.ApproveAndGrant(ctx, meta.RequestID, who, meta.PlanHash, spec)
-	}
-	if err := h.answerClick(ctx, rec, err, meta.Channel, meta.TS, who.ID); err != nil || grant == nil {
-		return err
-	}
-	return h.poster.Ephemeral(ctx, meta.Channel, who.ID, GrantGivenMessage(*grant))
+	return submission{block: grantTargetBlock, fields: grantFieldBlocks, channel: meta.Channel, ts: meta.TS,
+		decide: func(ctx context.Context) (*ops.Record, error) {
+			g, err := h.grantEngine()
+			if err != nil {
+				return nil, err
+			}
+			rec, given, err := g.ApproveAndGrant(ctx, meta.RequestID, who, meta.PlanHash, spec)
+			grant = given
+			return rec, err
+		},
+		done: func(ctx context.Context) error {
+			if grant == nil {
+				return nil
+			}
+			return h.poster.Ephemeral(ctx, meta.Channel, who.ID, GrantGivenMessage(*grant))
+		}}, nil
 }
 
 // grants answers /hp grants (the viewer's live grants) and /hp grants revoke id=, privately.

@@ -50,17 +50,23 @@ func DenyModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Modal
 }
 
 func (h *Handler) denySubmitted(ctx context.Context, cb slack.InteractionCallback) error {
+	return h.submitOutsideModal(ctx, cb)
+}
+
+// denySubmission reads the Deny modal: the vote against, with the reason, is refused under the reason.
+func (h *Handler) denySubmission(cb slack.InteractionCallback) (submission, error) {
 	var meta modalMeta
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
-		return fmt.Errorf("read the deny form: %w", err)
+		return submission{}, fmt.Errorf("read the deny form: %w", err)
 	}
 	var reason string
 	if cb.View.State != nil {
 		reason = strings.TrimSpace(cb.View.State.Values[denyBlock][denyAction].Value)
 	}
 	voter := h.initiator(cb.User.ID, cb.User.Name)
-	rec, err := h.engine.DenyWithReason(ctx, meta.RequestID, voter, clip(reason, maxDenyReason))
-	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, voter.ID)
+	return submission{block: denyBlock, channel: meta.Channel, ts: meta.TS, decide: func(ctx context.Context) (*ops.Record, error) {
+		return h.engine.DenyWithReason(ctx, meta.RequestID, voter, clip(reason, maxDenyReason))
+	}}, nil
 }
 
 // maxModalText is how much manifest and diff the Details modal shows before pointing at the thread's files.

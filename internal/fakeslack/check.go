@@ -59,3 +59,13 @@ func readMetadata(raw string) (*Metadata, *apiError) {
 	}
 	return &md, nil
 }
+
+// CheckView checks a modal view as views.open does, without a server: its title, submit and close (plain text, at
+// most 24 characters each), callback id, private metadata and every Block Kit rule of its blocks. Tests that render
+// modals without opening them use it; it is the same code the Web API runs.
+func CheckView(view []byte) error {
+	if problems := validateView(string(view)); len(problems) > 0 {
+		return &MessageError{Code: "invalid_arguments", Problems: problems}
+	}
+	return nil
+}
