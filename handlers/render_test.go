@@ -211,7 +211,7 @@ func TestGoldenMessages(t *testing.T) {
 				EndTime: time.Date(2026, 12, 5, 16, 45, 0, 0, time.UTC), Left: 58 * time.Minute},
 			Nodes: []string{"hyperpod-i-0a1"}})},
 		"watch_message":      {Msg: WatchMessage(job, "running", ops.Initiator{Kind: ops.Human, ID: "U0ALICE"})},
-		"plan_with_workload": {Msg: RequestMessage(opSpecs, done, []string{"completed"}).Msg},
+		"plan_with_workload": {Msg: RequestMessage(opSpecs, withWatch(done, job), []string{"completed"}).Msg},
 		"undelivered_notice": {Msg: UndeliveredNotice(done, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseSucceeded, Kind: ops.KindPhase},
 			"C0OPS", "not_in_channel", reply)},
 		"audit_refused_reply": {Msg: AuditRefusedReply(done, "C0AUDIT", "is_archived")},
@@ -364,4 +364,13 @@ func TestPlainVersionKeepsTheVote(t *testing.T) {
 	if len(refused) != 2 || Classify(err) != Rejected {
 		t.Errorf("sendPlain tried %d versions, ended %v; want both tried and the refusal returned", len(refused), err)
 	}
+}
+
+// withWatch is rec, as a copy, whose result watches objs.
+func withWatch(rec *ops.Record, objs ...ops.ObjectRef) *ops.Record {
+	c := rec.Clone()
+	r := *c.Result
+	r.Watch = objs
+	c.Result = &r
+	return c
 }
