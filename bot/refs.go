@@ -90,3 +90,11 @@ type channelRates struct{ store *state.Store }
 func (r channelRates) Take(ctx context.Context, key string, perMinute, burst, n, spare int) (bool, time.Duration, error) {
 	return r.store.TakeRate(ctx, "slackrate:"+key, perMinute, burst, n, spare)
 }
+
+func (r channelRates) Await(ctx context.Context, key string, ttl time.Duration) (func(), error) {
+	return r.store.Await(ctx, "slackrate:"+key, ttl)
+}
+
+func (r channelRates) Awaited(ctx context.Context, key string) (bool, error) {
+	return r.store.Awaited(ctx, "slackrate:"+key)
+}

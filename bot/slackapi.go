@@ -170,6 +170,10 @@ type ChannelLimiter interface {
 	// Take takes n tokens of the budget named key (perMinute, burst) when n+spare are there, or says how long to
 	// wait before trying again.
 	Take(ctx context.Context, key string, perMinute, burst, n, spare int) (ok bool, retryAfter time.Duration, err error)
+	// Await registers a call somebody waits for on key until release (or ttl, should this replica die first).
+	Await(ctx context.Context, key string, ttl time.Duration) (release func(), err error)
+	// Awaited reports whether any replica has a call somebody waits for registered on key.
+	Awaited(ctx context.Context, key string) (bool, error)
 }
 
 // SetChannelLimiter makes chat.postMessage's per-channel limit shared across replicas.
@@ -180,21 +184,37 @@ func (c *SlackClient) SetChannelLimiter(l ChannelLimiter) { c.shared = l }
 // for as long as answers kept coming would hold its outcome back with it.
 const maxYield = 2 * time.Second
 
-// takeShared waits for a budget shared by every replica (a channel's posts, or a method's tier). A background call
-// needs two tokens free and takes one, for up to maxYield, so it goes when a call people wait for would still find
-// one: across every replica, answers go first, and background calls still use the whole budget when nobody else
-// does.
+// awaitTTL bounds how long a call somebody waits for holds background calls back should its replica die while it
+// waits (its registration lapses then).
+const awaitTTL = 30 * time.Second
+
+// takeShared waits for a budget shared by every replica (a channel's posts, or a method's tier). A call somebody
+// waits for registers itself on the budget while it waits (Await), and a background call takes nothing while one is
+// registered on any replica: with twenty changes telling their progress in a channel, a person's answer there
+// takes the next token instead of queueing behind them. Besides, a background call needs two tokens free and takes
+// one, for up to maxYield, so a call that comes in meanwhile still finds one; background calls use the whole
+// budget when nobody waits.
 func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool) error {
 	spare := 0
 	if background {
 		spare = 1
+	} else if release, err := c.shared.Await(ctx, key, awaitTTL); err == nil {
+		defer release()
 	}
 	yieldUntil := time.Now().Add(maxYield)
 	for {
 		if spare > 0 && time.Now().After(yieldUntil) {
 			spare = 0
 		}
-		ok, wait, err := c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, 1+spare), 1, spare)
+		var ok bool
+		var wait time.Duration
+		awaited, err := false, error(nil)
+		if background {
+			awaited, err = c.shared.Awaited(ctx, key)
+		}
+		if err == nil && !awaited {
+			ok, wait, err = c.shared.Take(ctx, key, t.PerMinute, max(t.Burst, 1+spare), 1, spare)
+		}
 		if err != nil {
 			// The state store is down: telling people so must still reach Slack, so this replica falls back to
 			// its own limiter for the budget.
@@ -203,7 +223,10 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 		if ok {
 			return nil
 		}
-		if spare > 0 {
+		switch {
+		case awaited:
+			wait = awaitedPoll // the answer takes the next token; look again soon after
+		case spare > 0:
 			wait = min(wait, time.Until(yieldUntil))
 		}
 		timer := time.NewTimer(max(wait, 10*time.Millisecond))
@@ -215,6 +238,9 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 		}
 	}
 }
+
+// awaitedPoll is how often a background call looks again while a call somebody waits for holds the budget.
+const awaitedPoll = 100 * time.Millisecond
 
 // yieldTier waits, without reserving anything, until method's tier has room for two calls, so a background call
 // leaves the next one to a call people wait for.

@@ -2,9 +2,11 @@ package state
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 )
 
 // TakeRate takes n tokens of a budget shared by every replica (GCRA in one Lua script, github.com/go-redis/redis_rate):
@@ -39,4 +41,36 @@ func (s *Store) TakeRate(ctx context.Context, name string, perMinute, burst, n, 
 func untilRemaining(limit redis_rate.Limit, res *redis_rate.Result, want int) time.Duration {
 	interval := limit.Period / time.Duration(limit.Rate)
 	return max(res.ResetAfter-time.Duration(limit.Burst-want)*interval, 10*time.Millisecond)
+}
+
+// Await registers a call somebody waits for (a person's or an agent's answer) on the shared budget name, until
+// release is called or ttl passes (a replica that dies mid-wait releases nothing; its entry lapses). While one is
+// registered, background calls take nothing from the budget (Awaited), so answers go ahead of telling across
+// every replica. The registry is a sorted set of waiters scored by when they lapse.
+func (s *Store) Await(ctx context.Context, name string, ttl time.Duration) (release func(), err error) {
+	key := s.key("awaited", name)
+	id := newToken()
+	lapse := time.Now().Add(ttl)
+	p := s.rdb.TxPipeline()
+	p.ZAdd(ctx, key, redis.Z{Score: float64(lapse.UnixMilli()), Member: id})
+	p.PExpire(ctx, key, ttl)
+	if _, err := p.Exec(ctx); err != nil {
+		return func() {}, unavailable("register a call waited for on "+name, err)
+	}
+	return func() {
+		// Released after the call, whatever its context: a stale entry would hold background calls back until it lapses.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = s.rdb.ZRem(rctx, key, id).Err()
+	}, nil
+}
+
+// Awaited reports whether a call somebody waits for is registered on the shared budget name (Await) and has not
+// lapsed.
+func (s *Store) Awaited(ctx context.Context, name string) (bool, error) {
+	n, err := s.rdb.ZCount(ctx, s.key("awaited", name), strconv.FormatInt(time.Now().UnixMilli(), 10), "+inf").Result()
+	if err != nil {
+		return false, unavailable("read the calls waited for on "+name, err)
+	}
+	return n > 0, nil
 }
