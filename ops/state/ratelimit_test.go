@@ -38,3 +38,51 @@ func TestTakeRateLeavesASpareToken(t *testing.T) {
 		}
 	})
 }
+
+// A call somebody waits for is registered on a budget until it is released, or until it lapses (its replica died
+// mid-wait): another replica sees it while it is there, and not after.
+func TestAwaitedUntilReleasedOrLapsed(t *testing.T) {
+	eachBackend(t, state.Options{}, func(t *testing.T, s *state.Store, _ redis.UniversalClient) {
+		ctx := context.Background()
+		awaited := func() bool {
+			t.Helper()
+			ok, err := s.Awaited(ctx, "channel:C1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if awaited() {
+			t.Fatal("awaited before anything was registered")
+		}
+		release, err := s.Await(ctx, "channel:C1", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := s.Await(ctx, "channel:C1", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.Awaited(ctx, "channel:C2"); ok || !awaited() {
+			t.Fatal("want C1 awaited and C2 not")
+		}
+		release()
+		if !awaited() {
+			t.Fatal("one release forgot the other call still waiting")
+		}
+		second()
+		if awaited() {
+			t.Fatal("still awaited after both were released")
+		}
+		if _, err := s.Await(ctx, "channel:C1", 200*time.Millisecond); err != nil { // never released
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for awaited() {
+			if time.Now().After(deadline) {
+				t.Fatal("a call never released still holds the budget 30 s after it lapsed")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
