@@ -104,3 +104,57 @@ func TestModalAllowsHundredBlocks(t *testing.T) {
 		}
 	}
 }
+
+// The limits of a modal view as views.open checks them (api.slack.com/reference/surfaces/views): title, submit
+// and close are plain text of at most 24 characters, private_metadata at most 3000, a block_id once per view; a
+// select's options at most 100 (api.slack.com/reference/block-kit/block-elements#static_select).
+func TestViewLimitsRejected(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	plain := func(s string) map[string]any { return map[string]any{"type": "plain_text", "text": s} }
+	modal := func(over map[string]any) string {
+		v := map[string]any{"type": "modal", "title": plain("Approve & allow similar"), "blocks": []any{section("x")}}
+		for k, x := range over {
+			v[k] = x
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	options := func(n int) map[string]any {
+		opts := repeatBlocks(n, func(i int) map[string]any { return map[string]any{"text": plain(fmt.Sprint(i)), "value": fmt.Sprint(i)} })
+		return map[string]any{"type": "input", "label": plain("pick"), "element": map[string]any{"type": "static_select", "action_id": "s", "options": opts}}
+	}
+	tests := []struct {
+		name    string
+		view    string
+		pointer string // "" means accepted
+	}{
+		{"title 24", modal(nil), ""},
+		{"title 25 (Approve and allow similar)", modal(map[string]any{"title": plain("Approve and allow similar")}), "/view/title/text"},
+		{"title mrkdwn", modal(map[string]any{"title": map[string]any{"type": "mrkdwn", "text": "x"}}), "/view/title/type"},
+		{"submit 25", modal(map[string]any{"submit": plain(long(25))}), "/view/submit/text"},
+		{"close 25", modal(map[string]any{"close": plain(long(25))}), "/view/close/text"},
+		{"private_metadata 3000", modal(map[string]any{"private_metadata": long(3000)}), ""},
+		{"private_metadata 3001", modal(map[string]any{"private_metadata": long(3001)}), "/view/private_metadata"},
+		{"duplicate block_id", modal(map[string]any{"blocks": []any{map[string]any{"type": "divider", "block_id": "a"}, map[string]any{"type": "divider", "block_id": "a"}}}), "/view/blocks/1/block_id"},
+		{"100 options", modal(map[string]any{"blocks": []any{options(100)}}), ""},
+		{"101 options", modal(map[string]any{"blocks": []any{options(101)}}), "/view/blocks/0/element/options"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			problems := validateView(tt.view)
+			if tt.pointer == "" {
+				if len(problems) > 0 {
+					t.Fatalf("refused: %q", problems)
+				}
+				return
+			}
+			found := false
+			for _, p := range problems {
+				found = found || strings.HasSuffix(p, "[json-pointer:"+tt.pointer+"]")
+			}
+			if !found {
+				t.Fatalf("problems %q, want one at %s", problems, tt.pointer)
+			}
+		})
+	}
+}
