@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,10 +76,9 @@ type run struct {
 	channel string // where the request is typed
 	done    chan struct{}
 	// fired, when the fault's arm sets it, says how often the fault struck: a cell whose fault never struck
-	// tested nothing.
+	// tested nothing. A fault is armed on what a fake sees (a call, a command, an answer), never on time or on
+	// the test noticing a phase first, so it cannot strike too late.
 	fired func() int
-	// voted, when the fault's arm sets it, is called right after each vote on the request was acknowledged.
-	voted func()
 }
 
 // result is one cell's line in the printed matrix.
@@ -101,6 +101,9 @@ func runCell(t *testing.T, op operation, f fault) result {
 	w := newWorld(t, op.world.with(f.world))
 	ctx := t.Context()
 	c := &run{op: op, name: randomName("fx"), channel: f.channel, done: make(chan struct{})}
+	var finish sync.Once
+	finished := func() { finish.Do(func() { close(c.done) }) }
+	defer finished() // a cell that stops early ends what its fault started too
 	if c.channel == "" {
 		c.channel = harness.OpsChannel
 	}
@@ -114,12 +117,12 @@ func runCell(t *testing.T, op operation, f fault) result {
 	}
 	healthy := make(chan error, 1)
 	go func() { healthy <- w.healthy(ctx, randomName("ok")) }()
-	rec, err := w.drive(ctx, harness.Alice, c.channel, c.id, op.command(c.name), c.voted)
+	rec, err := w.drive(ctx, harness.Alice, c.channel, c.id, op.command(c.name))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, w.Logs())
 	}
 	rec = w.settled(t, c.id, rec)
-	close(c.done)
+	finished()
 	writes := op.writes(w, c.name) - before
 	defer func() {
 		if t.Failed() && op.kube != "" {
@@ -165,16 +168,16 @@ func (w *world) submit(t *testing.T, id, text string) *ops.Record {
 // submitIn is submit with the command typed in channel.
 func (w *world) submitIn(t *testing.T, channel, id, text string) *ops.Record {
 	t.Helper()
-	rec, err := w.drive(t.Context(), harness.Alice, channel, id, text, nil)
+	rec, err := w.drive(t.Context(), harness.Alice, channel, id, text)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, w.Logs())
 	}
 	return w.settled(t, id, rec)
 }
 
-// drive types the command as user in channel, votes as the leads other than user until policy is satisfied
-// (calling voted, when set, after each vote), and waits until the request is finished.
-func (w *world) drive(ctx context.Context, user, channel, id, text string, voted func()) (*ops.Record, error) {
+// drive types the command as user in channel, votes as the leads other than user until policy is satisfied, and
+// waits until the request is finished.
+func (w *world) drive(ctx context.Context, user, channel, id, text string) (*ops.Record, error) {
 	if _, err := w.Slash(ctx, user, channel, text+" request-id="+id); err != nil {
 		return nil, err
 	}
@@ -185,7 +188,7 @@ func (w *world) drive(ctx context.Context, user, channel, id, text string, voted
 		}
 	}
 	for {
-		rec, err := w.WaitPhase(ctx, 3*time.Minute, id, ops.PhaseSucceeded, ops.PhaseFailed, ops.PhaseInterrupted,
+		rec, err := w.WaitPhase(ctx, patience, id, ops.PhaseSucceeded, ops.PhaseFailed, ops.PhaseInterrupted,
 			ops.PhaseRejected, ops.PhaseAwaitingApproval, ops.PhaseCancelled, ops.PhaseDone)
 		if err != nil {
 			return rec, err
@@ -196,49 +199,101 @@ func (w *world) drive(ctx context.Context, user, channel, id, text string, voted
 		if len(voters) == 0 {
 			return rec, fmt.Errorf("%s still awaits approval after every lead voted", id)
 		}
-		received := rec.Approval.Received()
-		msg, err := w.WaitMessage(ctx, time.Minute, channel, func(m fakeslack.Message) bool {
+		msg, err := w.WaitMessage(ctx, patience, channel, func(m fakeslack.Message) bool {
 			return m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) && harness.HasButton(m, handlers.ActionApprove)
 		})
 		if err != nil {
 			return rec, err
 		}
-		// A vote made while Redis was cut is refused (fail closed); the voter, like a person, clicks again.
-		for try := 1; ; try++ {
-			views := len(w.Slack.Snapshot().Views)
-			if _, err := w.Click(ctx, voters[0], channel, msg.TS, handlers.ActionApprove); err != nil {
-				return rec, err
-			}
-			if rec.Request.Operation == kube.OpDeleteStorage {
-				if err := w.confirmDelete(ctx, voters[0], views, rec.Request.Params.String("name")); err != nil {
-					return rec, err
-				}
-			}
-			if voted != nil {
-				voted()
-			}
-			_, err := w.WaitRecord(ctx, 15*time.Second, id, func(r *ops.Record) bool {
-				return r.Phase != ops.PhaseAwaitingApproval || r.Approval.Received() > received
-			})
-			if err == nil {
-				break
-			}
-			if try == 4 {
-				return rec, err
-			}
+		if err := w.vote(ctx, voters[0], channel, msg.TS, rec); err != nil {
+			return rec, err
 		}
 		voters = voters[1:]
 	}
 }
 
+// vote approves the request as voter on its message at ts and waits until the vote counts. A vote the bot refuses
+// (made while the cell's fault holds Redis, it fails closed) is answered privately: the voter, like a person, clicks
+// again a moment later, for as long as the cell's patience lasts (a fault holds Redis for seconds, a loaded machine
+// may stretch that).
+func (w *world) vote(ctx context.Context, voter, channel, ts string, rec *ops.Record) error {
+	id := rec.ID()
+	received := rec.Approval.Received()
+	ctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	var last *ops.Record
+	fail := func(what string, err error, clicks int) error {
+		return fmt.Errorf("the vote of %s on %s %s (%d clicks in %s): %w; last record %s; %s was told privately:\n%s",
+			voter, id, what, clicks, patience, err, describeRecord(last), voter, ephemeralsTo(w, voter))
+	}
+	for clicks := 1; ; clicks++ {
+		answers := len(w.Slack.Ephemerals(voter))
+		views := len(w.Slack.Snapshot().Views)
+		if _, err := w.Click(ctx, voter, channel, ts, handlers.ActionApprove); err != nil {
+			return fail("could not be made", err, clicks)
+		}
+		if rec.Request.Operation == kube.OpDeleteStorage {
+			if err := w.confirmDelete(ctx, voter, views, rec.Request.Params.String("name")); err != nil {
+				return fail("could not be confirmed", err, clicks)
+			}
+		}
+		counted := false
+		err := harness.Eventually(ctx, patience, func() (bool, error) {
+			if r, err := w.Store.Get(ctx, id); err == nil {
+				last = r
+				if counted = r.Phase != ops.PhaseAwaitingApproval || r.Approval.Received() > received; counted {
+					return true, nil
+				}
+			}
+			return len(w.Slack.Ephemerals(voter)) > answers, nil
+		})
+		switch {
+		case counted:
+			return nil
+		case err != nil:
+			return fail("never counted", err, clicks)
+		}
+		// Refused: a person reads the answer before clicking again (this paces the clicks; it waits for nothing).
+		select {
+		case <-ctx.Done():
+			return fail("never counted", ctx.Err(), clicks)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// patience is how long a cell waits for something the bot does: generous on a loaded machine, where a world's
+// bot shares two cores with seven others and the control plane.
+const patience = 3 * time.Minute
+
+func describeRecord(r *ops.Record) string {
+	if r == nil {
+		return "(none read)"
+	}
+	return fmt.Sprintf("phase %s, %d of %d approvals, errors %v, history%s", r.Phase, r.Approval.Received(),
+		r.Approval.Required, r.Errors, history(r))
+}
+
+func ephemeralsTo(w *world, user string) string {
+	var b strings.Builder
+	for _, e := range w.Slack.Ephemerals(user) {
+		fmt.Fprintf(&b, "- in %s: %q\n", e.Channel, e.Text)
+	}
+	if b.Len() == 0 {
+		return "(nothing)"
+	}
+	return b.String()
+}
+
 // confirmDelete types the claim's name into the confirmation modal the approve click of a delete opened (the
 // views after the first known ones).
 func (w *world) confirmDelete(ctx context.Context, voter string, known int, claim string) error {
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
 	snap, err := w.Slack.WaitFor(wctx, func(s fakeslack.Snapshot) bool { return len(s.Views) > known })
 	if err != nil {
-		return fmt.Errorf("the delete's confirmation modal never opened: %w", err)
+		return fmt.Errorf("the delete's confirmation modal never opened for %s: %w (%d views, none new); %s was told privately:\n%s",
+			voter, err, len(snap.Views), voter, ephemeralsTo(w, voter))
 	}
 	d, err := w.Slack.SubmitView(ctx, fakeslack.Submission{ViewID: snap.Views[known].ID, User: voter,
 		Values: map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(claim)}}})
@@ -254,12 +309,19 @@ func (w *world) confirmDelete(ctx context.Context, voter string, known int, clai
 func (w *world) settled(t *testing.T, id string, rec *ops.Record) *ops.Record {
 	t.Helper()
 	key := fmt.Sprintf("{%s}:reqtold:%s", w.Prefix, id)
-	err := harness.Eventually(t.Context(), time.Minute, func() (bool, error) {
+	told, last := -1, error(nil)
+	err := harness.Eventually(t.Context(), patience, func() (bool, error) {
 		n, err := w.RDB.Get(t.Context(), key).Int()
-		return err == nil && n >= len(rec.History), nil
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		told = n
+		return n >= len(rec.History), nil
 	})
 	if err != nil {
-		t.Errorf("%s: not every transition was told within a minute (%s): %v", id, key, err)
+		t.Errorf("%s: not every transition was told within %s (%s): %v; told %d of %d entries (last read error %v), history%s\nthe bot's log of it:\n%s",
+			id, patience, key, err, told, len(rec.History), last, history(rec), w.logOf(id))
 	}
 	return rec
 }
@@ -267,14 +329,14 @@ func (w *world) settled(t *testing.T, id string, rec *ops.Record) *ops.Record {
 // healthy is a request on another scope while the cell's fault is on: it must succeed and be told.
 func (w *world) healthy(ctx context.Context, name string) error {
 	id := "req-" + name
-	rec, err := w.drive(ctx, harness.Lead2, harness.OpsChannel, id, "storage create name="+name+" size=1Gi storage-class="+harness.StorageClass, nil)
+	rec, err := w.drive(ctx, harness.Lead2, harness.OpsChannel, id, "storage create name="+name+" size=1Gi storage-class="+harness.StorageClass)
 	if err != nil {
 		return err
 	}
 	if rec.Phase != ops.PhaseSucceeded {
 		return fmt.Errorf("%s ended %s: %v\nhistory:%s\nthe bot's log of it:\n%s", id, rec.Phase, rec.Errors, history(rec), w.logOf(id))
 	}
-	_, err = w.WaitText(ctx, time.Minute, harness.OpsChannel, "succeeded (request "+id+")")
+	_, err = w.WaitText(ctx, patience, harness.OpsChannel, "succeeded (request "+id+")")
 	return err
 }
 
@@ -303,7 +365,7 @@ func (w *world) checkRecord(t *testing.T, rec *ops.Record, channel string) {
 
 func (w *world) approvableOr(t *testing.T, channel, id string) fakeslack.Message {
 	t.Helper()
-	msg, err := w.WaitMessage(t.Context(), time.Minute, channel, func(m fakeslack.Message) bool {
+	msg, err := w.WaitMessage(t.Context(), patience, channel, func(m fakeslack.Message) bool {
 		return m.ThreadTS == "" && strings.Contains(harness.MessageText(m), id) && harness.HasButton(m, handlers.ActionStop)
 	})
 	if err != nil {
@@ -408,8 +470,8 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how tel
 		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)) && strings.HasSuffix(m.Text, "(request "+rec.ID()+")")
 	}
 	// The message is settled after the entries are told: give it the time a person would.
-	if _, err := w.WaitMessage(t.Context(), 30*time.Second, channel, settledAs); err != nil {
-		m, _ := snap.Message(channel, plan.TS)
+	if _, err := w.WaitMessage(t.Context(), patience, channel, settledAs); err != nil {
+		m, _ := w.Slack.Snapshot().Message(channel, plan.TS)
 		t.Errorf("%s: the plan message never showed %s: %v (it shows %q)", rec.ID(), rec.Phase, err, m.Text)
 		verdict = "message stale"
 	}

@@ -1,15 +1,15 @@
 package faults
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hyperops/hyperops/e2e/harness"
+	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
@@ -32,9 +32,9 @@ var slackFaults = []fault{
 	plainRetry("slack: chat.update msg_too_long once", "msg_too_long"),
 	plainRetry("slack: chat.update invalid_blocks once", "invalid_blocks"),
 	channelRefusing("slack: request's channel archived once approved (is_archived)",
-		func(w *world) { w.Slack.ArchiveChannel(TeamChannel) }),
+		func(c fakeslack.Change) { c.ArchiveChannel(TeamChannel) }),
 	channelRefusing("slack: bot removed from the request's channel once approved (not_in_channel)",
-		func(w *world) { w.Slack.RemoveMember(TeamChannel, botUser) }),
+		func(c fakeslack.Change) { c.RemoveMember(TeamChannel, botUser) }),
 	auditArchived,
 }
 
@@ -65,23 +65,21 @@ func plainRetry(name, code string) fault {
 	return f
 }
 
-// channelRefusing makes the request's channel refuse everything for good right after the vote that approved the
-// request (or as soon as policy approved it): what was told before stays in the thread, every later entry reaches the requester by a direct message
+// channelRefusing makes the request's channel refuse everything for good from the telling of its approval on (by
+// the vote that approved it, or by policy): the fake Slack archives the channel (or removes the bot) right before
+// it serves the first thread reply that tells the approval, however early or late the bot gets to it. What was
+// told before stays in the thread; the approval and every later entry reach the requester by a direct message
 // saying it could not be posted there, and the change is made once all the same.
-func channelRefusing(name string, refuse func(*world)) fault {
+func channelRefusing(name string, refuse func(fakeslack.Change)) fault {
 	return fault{name: name, want: ops.PhaseSucceeded, wantWrites: 1, channel: TeamChannel, telling: telling{undeliverable: true},
 		arm: func(t *testing.T, w *world, c *run) {
-			var once sync.Once
-			c.voted = func() { once.Do(func() { refuse(w) }) }
-			c.fired = func() int { return len(notices(w.Slack.Snapshot(), c.id)) }
-			// A request that needs no vote is approved by policy: refuse once it is.
-			go func() {
-				if _, err := w.WaitRecord(t.Context(), 3*time.Minute, c.id, func(r *ops.Record) bool {
-					return r.Phase != ops.PhaseReceived && r.Phase != ops.PhasePlanned && r.Phase != ops.PhaseAwaitingApproval
-				}); err == nil {
-					once.Do(func() { refuse(w) })
+			refused := w.Slack.OnCall(fakeslack.CallHook{Match: tellsApproval(TeamChannel, c.id), Do: refuse})
+			c.fired = func() int {
+				if refused() == 0 {
+					return 0
 				}
-			}()
+				return len(notices(w.Slack.Snapshot(), c.id))
+			}
 		},
 		check: func(t *testing.T, w *world, c *run, rec *ops.Record) string {
 			snap := w.Slack.Snapshot()
@@ -94,6 +92,29 @@ func channelRefusing(name string, refuse func(*world)) fault {
 			}
 			return ""
 		}}
+}
+
+// tellsApproval matches the bot's thread reply in channel that tells the approval of request id: its own, or a
+// backlog's with a line for it. The outbox tells a request's entries in order, so it is the first reply of any
+// entry from the approval on.
+func tellsApproval(channel, id string) func(fakeslack.Call) bool {
+	approved := id + ": " + phrase(ops.PhaseApproved)
+	return func(call fakeslack.Call) bool {
+		if call.Method != "chat.postMessage" || call.Channel != channel || call.ThreadTS == "" || call.Metadata == nil ||
+			call.Metadata.EventType != handlers.TellEventType {
+			return false
+		}
+		var p tellPayload
+		if json.Unmarshal(call.Metadata.EventPayload, &p) != nil || p.Request != id {
+			return false
+		}
+		for line := range strings.Lines(call.Text) {
+			if strings.TrimRight(handlers.Unaddressed(line), "\n") == approved {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // auditArchived: the audit channel refuses every audit line; the request is told as usual, and its thread says
@@ -127,27 +148,42 @@ func auditNotices(w *world, id string) int {
 	return n
 }
 
-// redisReadOnly points the bot's Redis at a replica once the write was accepted, for five seconds: every write
-// of the bot answers READONLY (a master demoted under it), reads still work. Nothing may be written twice, and
-// the record must end truthful once the master is back.
+// redisReadOnly points the bot's Redis at a replica right after the master answered the script that records
+// "change accepted" (the proxy switches once that answer reached the bot), for five seconds and until a write of
+// the bot was answered READONLY: every write of the bot answers READONLY (a master demoted under it), reads still
+// work. Nothing may be written twice, and the record must end truthful once the master is back.
 var redisReadOnly = fault{name: "redis: READONLY for 5s after the write (upstream a replica)", want: ops.PhaseSucceeded,
 	wantWrites: 1, world: worldOptions{replica: true},
 	arm: func(t *testing.T, w *world, c *run) {
-		var switched atomic.Int32
-		c.fired = func() int { return int(switched.Load()) }
-		go func() {
-			if _, err := w.WaitRecord(t.Context(), 3*time.Minute, c.id, writeAccepted); err != nil {
-				return
-			}
+		readonly := w.redisProxy.Answers(faultproxy.Contains("-READONLY"))
+		c.fired = readonly
+		w.redisProxy.AfterAnswer(faultproxy.Contains(c.id, "change accepted"), 1, func() {
 			w.redisProxy.SetUpstream(w.replica.Addr())
-			switched.Add(1)
-			select {
-			case <-time.After(5 * time.Second):
-			case <-c.done:
-			}
-			w.redisProxy.SetUpstream(w.Redis.Addr())
-		}()
+			go func() {
+				defer w.redisProxy.SetUpstream(w.Redis.Addr())
+				outage(t, c, 5*time.Second, readonly)
+			}()
+		})
 	}}
+
+// outage holds a fault the proxy switched on for at least d and then until struck says it struck the bot (or the
+// cell is over, or minutes passed: the cell's fired check then says it never struck), so a cell cannot pass with a
+// fault that struck nothing because the bot happened to be elsewhere for d.
+func outage(t *testing.T, c *run, d time.Duration, struck func() int) {
+	select {
+	case <-time.After(d):
+	case <-c.done:
+		return
+	}
+	_ = harness.Eventually(t.Context(), 3*time.Minute, func() (bool, error) {
+		select {
+		case <-c.done:
+			return true, nil
+		default:
+		}
+		return struck() > 0, nil
+	})
+}
 
 // redisFailover fails Redis over in the middle of the script that records "change accepted": the master ran it
 // and its answer is lost, the proxy refuses connections, the replica (which has the script's effect) is

@@ -87,21 +87,19 @@ func redisDropOnStep(note string, want ops.Phase, writes int) fault {
 	}}
 }
 
-// redisCutWhile cuts the bot's Redis for outage once the request's record satisfies cond.
-func redisCutWhile(name string, outage time.Duration, cond func(*ops.Record) bool, want ops.Phase, writes int) fault {
+// redisCutAfter cuts the bot's Redis right after the master answered the script that records the step note of the
+// request (the proxy cuts once that answer reached the bot), for outage and until the bot was refused at least
+// once: the bot heard its step recorded, then loses Redis.
+func redisCutAfter(name, note string, outageFor time.Duration, want ops.Phase, writes int) fault {
 	return fault{name: name, want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
-		go func() {
-			_, err := w.WaitRecord(t.Context(), 3*time.Minute, c.id, cond)
-			if err != nil {
-				return
-			}
+		c.fired = w.redisProxy.Refused
+		w.redisProxy.AfterAnswer(faultproxy.Contains(c.id, note), 1, func() {
 			w.redisProxy.Cut()
-			select {
-			case <-time.After(outage):
-			case <-c.done:
-			}
-			w.redisProxy.Restore()
-		}()
+			go func() {
+				defer w.redisProxy.Restore()
+				outage(t, c, outageFor, w.redisProxy.Refused)
+			}()
+		})
 	}}
 }
 
@@ -113,15 +111,11 @@ func awsFault(name string, f fakeaws.Fault, want ops.Phase, writes int) fault {
 	}}
 }
 
-func writeAccepted(r *ops.Record) bool {
-	return r.Execution != nil && !r.Execution.WriteAccepted.IsZero()
-}
-
 var (
 	none         = fault{name: "none", want: ops.PhaseSucceeded, wantWrites: 1}
 	redisLatency = fault{name: "redis: +50ms a chunk", want: ops.PhaseSucceeded, wantWrites: 1,
 		arm: func(t *testing.T, w *world, c *run) { w.redisProxy.SetLatency(50 * time.Millisecond) }}
-	redisCutAwait = redisCutWhile("redis: cut 5s after the write", 5*time.Second, writeAccepted, ops.PhaseSucceeded, 1)
+	redisCutAwait = redisCutAfter("redis: cut 5s after the write", "change accepted", 5*time.Second, ops.PhaseSucceeded, 1)
 	redisDropAcc  = redisDropOnStep("change accepted", ops.PhaseSucceeded, 1)
 
 	kube429        = kubeFault("kube: 429 Retry-After 1 on the write", faultproxy.Answer, http.StatusTooManyRequests, 1, 1, ops.PhaseSucceeded, 1)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hyperops/hyperops/e2e/harness"
 	"github.com/hyperops/hyperops/internal/fakeaws"
@@ -42,7 +41,7 @@ func runReportCell(t *testing.T, f fault) result {
 	isReport := func(m fakeslack.Message) bool {
 		return m.ThreadTS == "" && strings.HasPrefix(m.Text, "Capacity report: "+harness.Cluster)
 	}
-	if _, err := w.WaitMessage(ctx, 2*time.Minute, harness.OpsChannel, isReport); err != nil {
+	if _, err := w.WaitMessage(ctx, patience, harness.OpsChannel, isReport); err != nil {
 		t.Fatalf("the report was never posted: %v\n%s", err, tail(w.log.String(), 30))
 	}
 	res := result{op: "capacity report", fault: f.name, phase: reportPosted, told: "once"}

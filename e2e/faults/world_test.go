@@ -95,7 +95,7 @@ func (s *syncBuffer) String() string {
 // newWorld starts a cell's world and its bot; everything stops when the test ends.
 func newWorld(t *testing.T, opts worldOptions) *world {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
 	w := &world{World: &harness.World{T: t, Plane: plane, Dir: t.TempDir(), Prefix: "faults-" + suffix()}, log: &syncBuffer{}}
 	w.Redis = redistest.Start(t)
@@ -253,14 +253,14 @@ func (w *world) startBot(ctx context.Context, cfg *config.Config) {
 			if err != nil && !strings.Contains(err.Error(), "context canceled") {
 				t.Errorf("the bot stopped with %v", err)
 			}
-		case <-time.After(time.Minute):
-			t.Errorf("the bot did not stop within a minute of its context ending")
+		case <-time.After(patience):
+			t.Errorf("the bot did not stop within %s of its context ending", patience)
 		}
 		if t.Failed() {
 			t.Logf("=== bot log (tail)\n%s", tail(w.log.String(), 60))
 		}
 	})
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	wctx, wcancel := context.WithTimeout(ctx, patience)
 	defer wcancel()
 	if _, err := w.Slack.WaitFor(wctx, func(s fakeslack.Snapshot) bool {
 		for _, c := range s.Connections {

@@ -64,9 +64,9 @@ func (w *World) ApproveDeletion(ctx context.Context, user, channel, ts, claim st
 		return err
 	}
 	var view fakeslack.View
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, Patience)
 	defer cancel()
-	_, err := w.Slack.WaitFor(wctx, func(s fakeslack.Snapshot) bool {
+	snap, err := w.Slack.WaitFor(wctx, func(s fakeslack.Snapshot) bool {
 		for _, v := range s.Views {
 			if v.User == user && !v.Closed && v.CallbackID == "hp_confirm_delete" {
 				view = v
@@ -76,7 +76,11 @@ func (w *World) ApproveDeletion(ctx context.Context, user, channel, ts, claim st
 		return false
 	})
 	if err != nil {
-		return fmt.Errorf("no confirmation modal opened for %s: %w", user, err)
+		var seen []string
+		for _, v := range snap.Views {
+			seen = append(seen, fmt.Sprintf("%s for %s (closed %v)", v.CallbackID, v.User, v.Closed))
+		}
+		return fmt.Errorf("no confirmation modal opened for %s: %w; views: %v", user, err, seen)
 	}
 	d, err := w.Slack.SubmitView(ctx, fakeslack.Submission{ViewID: view.ID, User: user,
 		Values: map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(claim)}}})

@@ -75,10 +75,10 @@ func (w *World) Slash(ctx context.Context, user, channel, text string) (fakeslac
 }
 
 // Click presses a button on a message as user and waits for the ack; the Delivery says which connection (and so
-// which replica, see ReplicaOf) handled it. Like a person, it first waits (up to 30 s) until the message shows the
-// button: messages are told asynchronously, so the record may be ahead of what Slack shows.
+// which replica, see ReplicaOf) handled it. Like a person, it first waits (up to Patience) until the message shows
+// the button: messages are told asynchronously, so the record may be ahead of what Slack shows.
 func (w *World) Click(ctx context.Context, user, channel, ts, action string) (fakeslack.Delivery, error) {
-	if _, err := w.WaitMessage(ctx, 30*time.Second, channel, func(m fakeslack.Message) bool {
+	if _, err := w.WaitMessage(ctx, Patience, channel, func(m fakeslack.Message) bool {
 		return m.TS == ts && HasButton(m, action)
 	}); err != nil {
 		return fakeslack.Delivery{}, fmt.Errorf("click %s: the button never showed: %w", action, err)

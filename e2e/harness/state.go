@@ -60,6 +60,10 @@ func history(r *ops.Record) string {
 	return s
 }
 
+// Patience is how long the harness waits, unless told otherwise, for something a bot does: generous on a loaded
+// machine (two cores shared by bots, the control plane and other tests), where seconds are not enough.
+const Patience = 2 * time.Minute
+
 // ErrTimeout is wrapped by Eventually when the condition never held.
 var ErrTimeout = errors.New("condition not met in time")
 

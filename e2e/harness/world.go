@@ -30,7 +30,7 @@ type Options struct {
 	GPUNodes int
 	// TransitionDelay is the fake AWS's delay before an accepted change moves nodes (default 2s).
 	TransitionDelay time.Duration
-	// ReadyTimeout bounds each replica's start (default 60s).
+	// ReadyTimeout bounds each replica's start (default Patience).
 	ReadyTimeout time.Duration
 	// ReportSchedule is the cron schedule (UTC) of the capacity report posted to ReportChannel (default
 	// DefaultReportSchedule).
@@ -69,9 +69,10 @@ func Start(t testing.TB, plane *controlplane.ControlPlane, bin string, opts Opti
 		opts.GPUNodes = 1
 	}
 	if opts.ReadyTimeout == 0 {
-		opts.ReadyTimeout = 60 * time.Second
+		opts.ReadyTimeout = Patience
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	// Every replica may take ReadyTimeout to start, after the plane's nodes and the config check.
+	ctx, cancel := context.WithTimeout(t.Context(), Patience+time.Duration(opts.Replicas)*opts.ReadyTimeout)
 	defer cancel()
 	w := &World{T: t, Plane: plane, Dir: t.TempDir(), bin: bin, Prefix: "e2e-" + randomSuffix()}
 	w.Redis = redistest.Start(t)
@@ -197,7 +198,7 @@ func (w *World) ReplicaOf(connID string) (*Replica, bool) {
 
 func (w *World) stopReplicas() {
 	for _, r := range w.Replicas {
-		if err := r.Stop(10 * time.Second); err != nil {
+		if err := r.Stop(Patience); err != nil {
 			w.T.Errorf("stop %s: %v", r.Name, err)
 		}
 	}
@@ -265,7 +266,7 @@ func (w *World) waitNodesReady(ctx context.Context) error {
 // removeNodes deletes the nodes of this world's HyperPod cluster from the shared plane, so the next scenario
 // starts with only its own.
 func (w *World) removeNodes() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	nodes, err := w.Plane.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "sagemaker.amazonaws.com/cluster-name=" + HyperPod})
 	if err != nil {
@@ -297,7 +298,7 @@ func (w *World) ClusterNodes(ctx context.Context) ([]string, error) {
 // Logs returns what the people saw privately (ephemerals) and every replica's log tail, for failure messages.
 func (w *World) Logs() string {
 	var b strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b.WriteString("=== requests in redis\n")
 	if recs, err := w.Store.List(ctx, ops.ListQuery{Limit: 50}); err != nil {

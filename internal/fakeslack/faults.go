@@ -65,9 +65,7 @@ func (s *Server) ClearFaults() {
 func (s *Server) ArchiveChannel(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ch := s.channels[id]; ch != nil {
-		ch.archived = true
-	}
+	s.archiveLocked(id)
 }
 
 // RemoveMember takes user (the bot's user, typically) out of a channel: its posts there are answered
@@ -75,8 +73,106 @@ func (s *Server) ArchiveChannel(id string) {
 func (s *Server) RemoveMember(channel, user string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.removeMemberLocked(channel, user)
+}
+
+func (s *Server) archiveLocked(id string) {
+	if ch := s.channels[id]; ch != nil {
+		ch.archived = true
+	}
+}
+
+func (s *Server) removeMemberLocked(channel, user string) {
 	if ch := s.channels[channel]; ch != nil {
 		ch.members = slices.DeleteFunc(ch.members, func(m string) bool { return m == user })
+	}
+}
+
+// Call is a Web API call as the fake received it, before serving it: what a CallHook matches on.
+type Call struct {
+	Method string
+	// By is the user the call's token speaks for: the bot user for the bot token, "" for the app token.
+	By       string
+	Channel  string // the channel argument ("" when the call has none)
+	ThreadTS string // thread_ts: set for a thread reply
+	TS       string // ts: the message a chat.update or chat.delete is for
+	Text     string
+	// Blocks is the blocks argument as sent (JSON text), "" when the call carries none.
+	Blocks string
+	// Metadata is the message metadata the call carries, nil when it carries none (or none Slack would take).
+	Metadata *Metadata
+}
+
+// CallHook changes the fake right before it serves the first Web API call that Match accepts, as part of serving
+// that call: the call, and every call served after it, meet what Do changed, and no other call is served in
+// between. It is how a test makes Slack change under the bot at an exact point of what the bot tells (archive a
+// channel just before the first reply that tells an approval), however late or early the bot gets there.
+//
+// Only calls Slack would serve are offered to Match: one answered 429 by a rate limit or a Throttle is not (its
+// retry is). Hooks are checked before injected faults, so an injected fault on the same call still answers it.
+type CallHook struct {
+	// Match says whether the call is the one. It runs with the fake locked: it must not call the Server.
+	Match func(Call) bool
+	// Do makes the change, through what Change offers (the fake is locked meanwhile).
+	Do func(Change)
+}
+
+// Change is what a CallHook may change of the fake while the call it fired on waits to be served.
+type Change struct{ s *Server }
+
+// ArchiveChannel is Server.ArchiveChannel, from inside a hook.
+func (c Change) ArchiveChannel(id string) { c.s.archiveLocked(id) }
+
+// RemoveMember is Server.RemoveMember, from inside a hook.
+func (c Change) RemoveMember(channel, user string) { c.s.removeMemberLocked(channel, user) }
+
+// armedHook is a CallHook waiting for its call.
+type armedHook struct {
+	CallHook
+	fired int
+}
+
+// OnCall arms h: it fires once, on the first Web API call it matches. It returns a function that says whether
+// it fired yet (0 or 1), so a test can tell the change was made and when it cannot have been.
+func (s *Server) OnCall(h CallHook) (fired func() int) {
+	a := &armedHook{CallHook: h}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.callHooks = append(s.callHooks, a)
+	return func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return a.fired
+	}
+}
+
+// runHooksLocked fires the hooks that match a call about to be served, in the order they were armed.
+func (s *Server) runHooksLocked(method string, id identity, p params) {
+	if len(s.callHooks) == 0 {
+		return
+	}
+	c := Call{Method: method, By: id.user, Channel: p.get("channel"), ThreadTS: p.get("thread_ts"), TS: p.get("ts"),
+		Text: p.get("text"), Blocks: p.get("blocks")}
+	if raw := p.get("metadata"); raw != "" {
+		c.Metadata, _ = readMetadata(raw)
+	}
+	kept := s.callHooks[:0]
+	var fire []*armedHook
+	for _, h := range s.callHooks {
+		if h.Match(c) {
+			fire = append(fire, h)
+			continue
+		}
+		kept = append(kept, h)
+	}
+	clear(s.callHooks[len(kept):])
+	s.callHooks = kept
+	for _, h := range fire {
+		h.fired++
+		h.Do(Change{s: s})
+	}
+	if len(fire) > 0 {
+		s.notifyLocked()
 	}
 }
 

@@ -2,8 +2,11 @@ package fakeslack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,5 +250,198 @@ func TestMetadataFindsALostPost(t *testing.T) {
 	msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C0OPS", Timestamp: root})
 	if err != nil || len(msgs) != 2 || msgs[1].Metadata.EventType != "" {
 		t.Errorf("replies without include_all_metadata = %+v, %v; want no metadata", msgs, err)
+	}
+}
+
+// tellMeta is the metadata the bot's outbox posts a part with.
+func tellMeta(request string, entry int) slack.MsgOption {
+	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "hyperops_tell",
+		EventPayload: map[string]any{"request": request, "entry": entry, "part": "reply"}})
+}
+
+// unlimited is testOptions without rate limits: a test posting many times in one channel (limits are tested
+// elsewhere).
+func unlimited() Options {
+	opts := testOptions()
+	opts.RateLimits = &RateLimits{Disabled: true}
+	return opts
+}
+
+// replyOf matches a thread reply in channel whose tell metadata names request at entry from on.
+func replyOf(channel, request string, from int) func(Call) bool {
+	return func(c Call) bool {
+		if c.Method != "chat.postMessage" || c.Channel != channel || c.ThreadTS == "" || c.Metadata == nil {
+			return false
+		}
+		var p struct {
+			Request string `json:"request"`
+			Entry   int    `json:"entry"`
+		}
+		return json.Unmarshal(c.Metadata.EventPayload, &p) == nil && p.Request == request && p.Entry >= from
+	}
+}
+
+// A hook archives the channel right before the first call it matches is served: what came before was posted,
+// that call and every later one in the channel are refused is_archived, and the hook fired once.
+func TestCallHookArchivesBeforeTheMatchingCall(t *testing.T) {
+	ctx := testContext(t)
+	srv := newServer(t, unlimited())
+	api := webClient(srv, botToken)
+	fired := srv.OnCall(CallHook{Match: replyOf("C0OPS", "r1", 2), Do: func(c Change) { c.ArchiveChannel("C0OPS") }})
+	root, err := post(ctx, api, "C0OPS", "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := func(text, request string, entry int) error {
+		_, _, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText(text, false), slack.MsgOptionTS(root),
+			tellMeta(request, entry))
+		return err
+	}
+	if err := reply("r1 entry 1", "r1", 1); err != nil {
+		t.Fatalf("a reply before the hook's: %v", err)
+	}
+	if err := reply("r2 entry 5", "r2", 5); err != nil {
+		t.Fatalf("another request's reply: %v", err)
+	}
+	if _, err := post(ctx, api, "C0QUIET", "elsewhere"); err != nil {
+		t.Fatalf("a post in another channel: %v", err)
+	}
+	if fired() != 0 {
+		t.Fatalf("the hook fired on a call it does not match")
+	}
+	var se slack.SlackErrorResponse
+	if err := reply("r1 entry 2", "r1", 2); !errors.As(err, &se) || se.Err != "is_archived" {
+		t.Fatalf("the matching reply: %v, want is_archived (the channel archived before it was served)", err)
+	}
+	if fired() != 1 {
+		t.Fatalf("fired %d times, want 1", fired())
+	}
+	if _, err := post(ctx, api, "C0OPS", "later"); !errors.As(err, &se) || se.Err != "is_archived" {
+		t.Errorf("a later post: %v, want is_archived", err)
+	}
+	if err := reply("r1 entry 3", "r1", 3); err == nil {
+		t.Error("a later matching reply was posted in the archived channel")
+	}
+	if fired() != 1 {
+		t.Errorf("fired %d times after more matching calls, want once", fired())
+	}
+	for _, text := range []string{"r1 entry 2", "later", "r1 entry 3"} {
+		if countText(srv, "C0OPS", text) != 0 {
+			t.Errorf("%q was posted in the archived channel", text)
+		}
+	}
+	for _, text := range []string{"root", "r1 entry 1", "r2 entry 5"} {
+		if countText(srv, "C0OPS", text) != 1 {
+			t.Errorf("%q, posted before the hook fired, is not in the channel", text)
+		}
+	}
+}
+
+// A hook can take the bot out of the channel; Match sees the call's method, channel, ts, text, blocks and who
+// its token speaks for. A call for which the hook does not fire is served as usual.
+func TestCallHookRemovesTheBotAndSeesTheCall(t *testing.T) {
+	ctx := testContext(t)
+	srv := newServer(t, unlimited())
+	api := webClient(srv, botToken)
+	root, err := post(ctx, api, "C0OPS", "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []Call
+	fired := srv.OnCall(CallHook{
+		Match: func(c Call) bool {
+			seen = append(seen, c)
+			return c.Method == "chat.update" && c.TS == root && strings.Contains(c.Text, "approved")
+		},
+		Do: func(c Change) { c.RemoveMember("C0OPS", "U0BOT") },
+	})
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C0OPS", root, slack.MsgOptionText("planned", false)); err != nil {
+		t.Fatalf("an update the hook does not match: %v", err)
+	}
+	blocks := slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*approved*", false, false), nil, nil))
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C0OPS", root, slack.MsgOptionText("approved", false), blocks); err != nil {
+		t.Fatalf("the matching update: %v", err)
+	}
+	if fired() != 1 {
+		t.Fatalf("fired %d times, want 1", fired())
+	}
+	if len(seen) != 2 {
+		t.Fatalf("Match saw %d calls, want 2 (none once it fired): %+v", len(seen), seen)
+	}
+	if c := seen[1]; c.Method != "chat.update" || c.Channel != "C0OPS" || c.TS != root || c.By != "U0BOT" ||
+		!strings.Contains(c.Blocks, "*approved*") || seen[0].Blocks != "" {
+		t.Errorf("Match saw %+v, then %+v", seen[0], c)
+	}
+	var se slack.SlackErrorResponse
+	if _, err := post(ctx, api, "C0OPS", "after"); !errors.As(err, &se) || se.Err != "not_in_channel" {
+		t.Errorf("a post after the hook removed the bot: %v, want not_in_channel", err)
+	}
+	if _, err := post(ctx, api, "C0QUIET", "elsewhere"); err != nil {
+		t.Errorf("a post in another channel: %v", err)
+	}
+}
+
+// A call Slack answers 429 (a throttle, a rate limit) is not served, so it fires no hook: its retry does.
+func TestCallHookSkipsRateLimitedCalls(t *testing.T) {
+	ctx := testContext(t)
+	clock := clockwork.NewFakeClock()
+	opts := testOptions()
+	opts.Clock = clock
+	srv := newServer(t, opts)
+	api := webClient(srv, botToken)
+	fired := srv.OnCall(CallHook{Match: func(c Call) bool { return c.Method == "chat.postMessage" },
+		Do: func(c Change) { c.ArchiveChannel("C0OPS") }})
+	srv.Throttle(time.Minute)
+	var rl *slack.RateLimitedError
+	if _, err := post(ctx, api, "C0OPS", "throttled"); !errors.As(err, &rl) {
+		t.Fatalf("a post under a throttle: %v, want 429", err)
+	}
+	if fired() != 0 {
+		t.Fatal("a call answered 429 fired the hook")
+	}
+	clock.Advance(time.Minute)
+	var se slack.SlackErrorResponse
+	if _, err := post(ctx, api, "C0OPS", "retried"); !errors.As(err, &se) || se.Err != "is_archived" {
+		t.Fatalf("the retry: %v, want is_archived", err)
+	}
+	if fired() != 1 {
+		t.Errorf("fired %d times, want 1", fired())
+	}
+}
+
+// Under concurrent calls the change lands between two served calls: every call served before the matching one
+// was posted, it and every call after were refused, whatever order they raced in.
+func TestCallHookUnderConcurrentCalls(t *testing.T) {
+	ctx := testContext(t)
+	srv := newServer(t, unlimited())
+	api := webClient(srv, botToken)
+	fired := srv.OnCall(CallHook{Match: func(c Call) bool { return c.Method == "chat.postMessage" && c.Text == "go" },
+		Do: func(c Change) { c.ArchiveChannel("C0OPS") }})
+	var wg sync.WaitGroup
+	for i := range 24 {
+		text := "other"
+		if i%3 == 0 {
+			text = "go"
+		}
+		wg.Go(func() { _, _ = post(ctx, api, "C0OPS", text) })
+	}
+	wg.Wait()
+	if fired() != 1 {
+		t.Fatalf("fired %d times, want 1", fired())
+	}
+	if n := countText(srv, "C0OPS", "go"); n != 0 {
+		t.Errorf("%d matching posts were posted, want none: the first archived the channel", n)
+	}
+	refused := false
+	for _, c := range srv.APICalls("chat.postMessage") {
+		switch {
+		case c.Error == "is_archived":
+			refused = true
+		case refused:
+			t.Errorf("a post was served after the channel was archived: %+v", c)
+		}
+	}
+	if !refused {
+		t.Error("no post was refused")
 	}
 }

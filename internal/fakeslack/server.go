@@ -54,6 +54,8 @@ type Server struct {
 	throttledUntil time.Time
 	// faults are the injected faults still to answer, in the order injected.
 	faults []*armedFault
+	// callHooks are the armed CallHooks that have not fired yet, in the order armed.
+	callHooks []*armedHook
 
 	ephemerals []Ephemeral
 	files      map[string]*fileRecord

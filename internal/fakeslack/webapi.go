@@ -109,6 +109,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, errCode("ratelimited").body())
 		return
 	}
+	s.runHooksLocked(name, id, p)
 	f := s.faultLocked(name, p)
 	if f != nil && !f.After && !f.onlyDelay() {
 		s.recordCallLocked(name, id.kind, f.status(), f.code())

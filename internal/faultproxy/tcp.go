@@ -20,8 +20,25 @@ type TCP struct {
 	cut      bool
 	latency  time.Duration
 	drops    []*drop
+	afters   []*after
+	watches  []*answerWatch
+	refused  int
 	conns    map[*link]struct{}
 	closed   bool
+}
+
+// after runs do once the upstream's answer to the next chunks that match reached the client.
+type after struct {
+	match func([]byte) bool
+	left  int
+	ran   int
+	do    func()
+}
+
+// answerWatch counts the upstream's answers that match.
+type answerWatch struct {
+	match func([]byte) bool
+	seen  int
 }
 
 // drop loses the connection of the next chunks (client to upstream) that match, after forwarding them; with cut,
@@ -40,6 +57,10 @@ type link struct {
 	// answered is set while a drop is under way: the upstream's answers are thrown away, and it is closed at
 	// the first one, so the connection is cut only once the upstream has acted.
 	answered chan struct{}
+	// pending are the AfterAnswer hooks of a command forwarded on this link, to run once its answer is through.
+	pending []*after
+	// gate, while AfterAnswer hooks run on this link, holds what the client sends next until they are done.
+	gate chan struct{}
 }
 
 // NewTCP listens on a free port of 127.0.0.1 and forwards to upstream (host:port).
@@ -112,6 +133,47 @@ func (p *TCP) arm(d *drop) func() int {
 	}
 }
 
+// AfterAnswer arms a hook on the clients' commands: the next times chunks from a client that match are forwarded,
+// the upstream's answer reaches the client, and then do runs, before that connection carries anything more (a
+// client that waits for each answer, as go-redis does outside pipelines, has sent nothing else meanwhile; what it
+// sends once it has the answer waits until do returned). do runs on the proxy's goroutine and may Cut or
+// SetUpstream, which closes that connection too: the client already has its answer. It returns a function that
+// says how many times the hook fired: it counts from the moment the answer goes out, so a client that has its
+// answer finds it counted.
+func (p *TCP) AfterAnswer(match func(chunk []byte) bool, times int, do func()) (ran func() int) {
+	a := &after{match: match, left: times, do: do}
+	p.mu.Lock()
+	p.afters = append(p.afters, a)
+	p.mu.Unlock()
+	return func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return a.ran
+	}
+}
+
+// Answers counts, from now on, the upstream's answers (chunks to a client) that match, e.g. Contains("-READONLY"):
+// how a test tells that a client met a fault.
+func (p *TCP) Answers(match func(chunk []byte) bool) (seen func() int) {
+	w := &answerWatch{match: match}
+	p.mu.Lock()
+	p.watches = append(p.watches, w)
+	p.mu.Unlock()
+	return func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return w.seen
+	}
+}
+
+// Refused is how many connections the proxy refused (accepted, then closed at once) while it was cut: a client
+// that tried to talk during a Cut.
+func (p *TCP) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}
+
 // Contains is a match for DropAfterForward: the chunk holds every part.
 func Contains(parts ...string) func([]byte) bool {
 	return func(b []byte) bool {
@@ -124,10 +186,10 @@ func Contains(parts ...string) func([]byte) bool {
 	}
 }
 
-// ClearFaults ends latency, cuts and armed drops.
+// ClearFaults ends latency, cuts, armed drops and AfterAnswer hooks not yet run.
 func (p *TCP) ClearFaults() {
 	p.mu.Lock()
-	p.cut, p.latency, p.drops = false, 0, nil
+	p.cut, p.latency, p.drops, p.afters = false, 0, nil, nil
 	p.mu.Unlock()
 }
 
@@ -163,6 +225,9 @@ func (p *TCP) accept() {
 		}
 		p.mu.Lock()
 		cut, upstream := p.cut || p.closed, p.upstream
+		if p.cut && !p.closed {
+			p.refused++
+		}
 		p.mu.Unlock()
 		if cut {
 			_ = c.Close()
@@ -206,7 +271,10 @@ func (p *TCP) pipe(l *link, up bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			lat, d := p.onChunk(chunk, up)
+			if up {
+				l.wait()
+			}
+			lat, d := p.onChunk(l, chunk, up)
 			if lat > 0 {
 				time.Sleep(lat)
 			}
@@ -216,7 +284,13 @@ func (p *TCP) pipe(l *link, up bool) {
 				answered = l.mute()
 			}
 			if up || !l.swallowed() {
-				if _, werr := dst.Write(chunk); werr != nil {
+				var hooks []*after
+				if !up {
+					hooks = p.takePending(l)
+				}
+				_, werr := dst.Write(chunk)
+				l.runHooks(hooks)
+				if werr != nil {
 					return
 				}
 			}
@@ -241,11 +315,25 @@ func (p *TCP) pipe(l *link, up bool) {
 const answerWait = 5 * time.Second
 
 // onChunk says how long to hold a chunk and, when its connection is to be dropped once it is forwarded, the drop.
-func (p *TCP) onChunk(chunk []byte, up bool) (time.Duration, *drop) {
+// A command an AfterAnswer hook matches is noted on its link; an answer is counted by the watches it matches.
+func (p *TCP) onChunk(l *link, chunk []byte, up bool) (time.Duration, *drop) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !up {
+		for _, w := range p.watches {
+			if w.match(chunk) {
+				w.seen++
+			}
+		}
 		return p.latency, nil
+	}
+	for _, a := range p.afters {
+		if a.left > 0 && a.match(chunk) {
+			a.left--
+			l.mu.Lock()
+			l.pending = append(l.pending, a)
+			l.mu.Unlock()
+		}
 	}
 	for _, d := range p.drops {
 		if d.left > 0 && d.match(chunk) {
@@ -255,6 +343,50 @@ func (p *TCP) onChunk(chunk []byte, up bool) (time.Duration, *drop) {
 		}
 	}
 	return p.latency, nil
+}
+
+// takePending takes the AfterAnswer hooks of the command whose answer is about to reach the client on l: they
+// count as run from now on, and the client's next chunks wait until they did (runHooks).
+func (p *TCP) takePending(l *link) []*after {
+	l.mu.Lock()
+	hooks := l.pending
+	l.pending = nil
+	if len(hooks) > 0 {
+		l.gate = make(chan struct{})
+	}
+	l.mu.Unlock()
+	if len(hooks) > 0 {
+		p.mu.Lock()
+		for _, a := range hooks {
+			a.ran++
+		}
+		p.mu.Unlock()
+	}
+	return hooks
+}
+
+// runHooks runs the hooks takePending took, once the answer was written, and lets the client's next chunks go.
+func (l *link) runHooks(hooks []*after) {
+	if len(hooks) == 0 {
+		return
+	}
+	for _, a := range hooks {
+		a.do()
+	}
+	l.mu.Lock()
+	close(l.gate)
+	l.gate = nil
+	l.mu.Unlock()
+}
+
+// wait holds a chunk from the client while AfterAnswer hooks run on l.
+func (l *link) wait() {
+	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 }
 
 // mute starts throwing the upstream's answers away; the channel closes at the first one.
