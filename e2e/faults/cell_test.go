@@ -467,7 +467,8 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how tel
 		return verdict // the plan message can no longer be updated: it stays as it was
 	}
 	settledAs := func(m fakeslack.Message) bool {
-		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)) && strings.HasSuffix(m.Text, "(request "+rec.ID()+")")
+		// "— succeeded (request id)", then, for a request whose workloads are watched, " · name: state" of each.
+		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)+" (request "+rec.ID()+")")
 	}
 	// The message is settled after the entries are told: give it the time a person would.
 	if _, err := w.WaitMessage(t.Context(), patience, channel, settledAs); err != nil {
