@@ -296,7 +296,8 @@ func (e *Engine) recordRevocation(ctx context.Context, g Grant) error {
 // when none does, when the request cannot be approved by a grant (critical risk, more than one approval, over
 // budget, asked for approval, an operation that asks a typed confirmation) or when the grants cannot be read (the
 // request then waits for votes as usual).
-func (e *Engine) grantsFor(ctx context.Context, req Request, p *Plan, appr Approval) []Grant {
+func (e *Engine) grantsFor(ctx context.Context, rec *Record) []Grant {
+	req, p, appr := rec.Request, rec.Plan, rec.Approval
 	if e.opts.Grants == nil || p == nil || appr.Required != 1 || appr.NoGrants || appr.OverBudget || req.RequiresApproval || p.Risk.Level >= RiskCritical {
 		return nil
 	}
@@ -309,18 +310,25 @@ func (e *Engine) grantsFor(ctx context.Context, req Request, p *Plan, appr Appro
 		e.report(req.ID, fmt.Errorf("read the grants (the request waits for votes): %w", err))
 		return nil
 	}
+	// A grant is its giver's standing vote: it approves only what the giver could approve now, by the rule this
+	// request falls under (its approver group may differ from the one the grant was given under), and never the
+	// giver's own request, whatever the rule says of self-approval.
 	var out []Grant
 	for _, g := range all {
-		if g.Live(now) && g.Misfit(req, p) == "" && g.GivenIn != req.ID {
-			out = append(out, g)
+		if !g.Live(now) || g.Misfit(req, p) != "" || g.GivenIn == req.ID || g.GivenBy.ID == req.Initiator.ID {
+			continue
 		}
+		if err := e.policy.CheckVoter(ctx, rec, g.GivenBy); err != nil {
+			continue
+		}
+		out = append(out, g)
 	}
 	return out
 }
 
 // grantNote is a dry run's word on the grant that would approve it, nil when none would.
 func (e *Engine) grantNote(ctx context.Context, rec *Record) *GrantNote {
-	gs := e.grantsFor(ctx, rec.Request, rec.Plan, rec.Approval)
+	gs := e.grantsFor(ctx, rec)
 	if len(gs) == 0 {
 		return nil
 	}
@@ -332,7 +340,7 @@ func (e *Engine) grantNote(ctx context.Context, rec *Record) *GrantNote {
 // is counted (idempotent per request id) and the record moves to approved with the grant on it. ok false: no grant
 // applied, and the request waits for votes (nothing held).
 func (e *Engine) approveByGrant(ctx context.Context, rec *Record) (*Record, bool, error) {
-	grants := e.grantsFor(ctx, rec.Request, rec.Plan, rec.Approval)
+	grants := e.grantsFor(ctx, rec)
 	if len(grants) == 0 {
 		return rec, false, nil
 	}

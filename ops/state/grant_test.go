@@ -76,7 +76,13 @@ type grantRig struct {
 
 func grantEngines(t *testing.T, grants func(s *state.Store) ops.GrantStore) grantRig {
 	t.Helper()
-	cfg, err := config.Parse([]byte(grantConfig), "grant.yaml")
+	return grantEnginesWith(t, grantConfig, grants)
+}
+
+// grantEnginesWith is grantEngines under another configuration.
+func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops.GrantStore) grantRig {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "grant.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,60 @@
+package state_test
+
+import (
+	"testing"
+
+	"github.com/hyperops/hyperops/ops"
+)
+
+// Two rules on one cluster: the ml namespace's requests are approved by leads, ml-x's by seniors (lead1 is not
+// one of them); self-approval is allowed in ml-dev's rule.
+const gateConfig = `
+slack: {channels: [C0OPS]}
+clusters: [{name: ml-prod-eks, namespaces: [ml, ml-x]}, {name: ml-dev, namespaces: [ml]}]
+approvals:
+  groups:
+    leads: {users: [U0LEAD1, U0LEAD2]}
+    seniors: {users: [U0LEAD2]}
+  rules:
+    - {namespace: [ml-x], approvers: seniors, required: 1}
+    - {cluster: [ml-dev], approvers: leads, required: 1, allowSelfApproval: true}
+    - {approvers: leads, required: 1}
+`
+
+// A grant is its giver's standing vote: it approves only what the giver could approve by the rule the new request
+// falls under. lead1 gives a grant on a request in ml (leads' rule); alice's next matching request in ml-x, whose
+// rule names seniors, is not approved by it (lead1's own Approve on it is refused too), while one in ml is.
+func TestGrantApprovesOnlyWhatItsGiverCould(t *testing.T) {
+	r := grantEnginesWith(t, gateConfig, nil)
+	g := give(t, r)
+	other := scaleReq("req-seniors", "ng-02", 5, alice)
+	other.Target.Namespace = "ml-x"
+	rec := submit(t, r.a, other)
+	wantWaits(t, rec)
+	if _, err := r.a.Approve(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash); err == nil {
+		t.Fatal("lead1 approved a request of the seniors' rule: the test's premise is wrong")
+	}
+	same := submit(t, r.b, scaleReq("req-leads", "ng-02", 5, alice))
+	wantGranted(t, same, g, 1)
+}
+
+// Never the giver's own request: under a rule that allows self-approval, a lead who approves their own request and
+// gives a grant on it is not approved by that grant later.
+func TestGrantNeverApprovesItsGiversRequests(t *testing.T) {
+	r := grantEnginesWith(t, gateConfig, nil)
+	own := scaleReq("req-own", "ng-01", 6, lead1)
+	own.Target.Cluster = "ml-dev"
+	rec := submit(t, r.a, own)
+	if rec.Phase != ops.PhaseAwaitingApproval {
+		t.Fatalf("lead1's request is %s, want awaiting approval", rec.Phase)
+	}
+	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
+		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
+	got, g, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
+	if err != nil || g == nil || got.Phase != ops.PhaseSucceeded {
+		t.Fatalf("approve own request and grant: %v, %+v, %v", err, g, got.Phase)
+	}
+	next := scaleReq("req-own-2", "ng-02", 5, lead1)
+	next.Target.Cluster = "ml-dev"
+	wantWaits(t, submit(t, r.b, next))
+}
