@@ -120,7 +120,9 @@ func TestViewLimitsRejected(t *testing.T) {
 		return string(b)
 	}
 	options := func(n int) map[string]any {
-		opts := repeatBlocks(n, func(i int) map[string]any { return map[string]any{"text": plain(fmt.Sprint(i)), "value": fmt.Sprint(i)} })
+		opts := repeatBlocks(n, func(i int) map[string]any {
+			return map[string]any{"text": plain(fmt.Sprint(i)), "value": fmt.Sprint(i)}
+		})
 		return map[string]any{"type": "input", "label": plain("pick"), "element": map[string]any{"type": "static_select", "action_id": "s", "options": opts}}
 	}
 	tests := []struct {
