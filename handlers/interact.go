@@ -211,12 +211,18 @@ func ValidateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionRespo
 }
 
 func (h *Handler) confirmed(ctx context.Context, cb slack.InteractionCallback) error {
-	if ValidateSubmission(cb) != nil {
-		return nil // refused in the ack; the modal stays open
-	}
+	return h.submitOutsideModal(ctx, cb)
+}
+
+// confirmSubmission reads the typed-name confirmation (checked already by ValidateSubmission): the approval, on the
+// plan the approver was shown, is refused under the typed name.
+func (h *Handler) confirmSubmission(cb slack.InteractionCallback) (submission, error) {
 	var meta confirmMeta
-	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
+		return submission{}, fmt.Errorf("read the confirmation form: %w", err)
+	}
 	voter := h.initiator(cb.User.ID, cb.User.Name)
-	rec, err := h.engine.Approve(ctx, meta.RequestID, voter, meta.PlanHash)
-	return h.answerClick(ctx, rec, err, meta.Channel, meta.TS, voter.ID)
+	return submission{block: confirmBlock, channel: meta.Channel, ts: meta.TS, decide: func(ctx context.Context) (*ops.Record, error) {
+		return h.engine.Approve(ctx, meta.RequestID, voter, meta.PlanHash)
+	}}, nil
 }

@@ -87,6 +87,9 @@ func (h *Handler) submission(cb slack.InteractionCallback) (submission, bool, er
 		return submission{}, false, nil
 	}
 	switch cb.View.CallbackID {
+	case ConfirmCallback:
+		s, err := h.confirmSubmission(cb)
+		return s, err == nil, err
 	case DenyCallback:
 		s, err := h.denySubmission(cb)
 		return s, err == nil, err
