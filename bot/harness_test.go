@@ -258,6 +258,7 @@ func startWith(t testing.TB, o harnessOptions) *harness {
 	}
 	srv := fakeslack.New(so)
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { driven.fromSlack(srv.Snapshot()) }) // what this test drove (inventory_test.go)
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	h := &harness{t: t, srv: srv, clock: clock, ops: map[string]*widgetOp{}, redis: rs,
 		prefix: "t" + strings.ReplaceAll(t.Name(), "/", "-"), opts: o}
@@ -351,6 +352,9 @@ func (h *harness) launch(o harnessOptions) *replica {
 	if err != nil {
 		cancel()
 		t.Fatal(err)
+	}
+	if o.mcp {
+		t.Cleanup(func() { driven.fromMCP(b.Metrics()) }) // the tools this test called (inventory_test.go)
 	}
 	r := &replica{bot: b, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 	if h.addr == "" {

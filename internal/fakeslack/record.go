@@ -134,6 +134,9 @@ type DeliveryInfo struct {
 	EventID      string
 	Acked        bool
 	Failed       bool
+	// Payload is the envelope's payload as sent (the slash command, the interaction, the event), shared: read it,
+	// never change it.
+	Payload json.RawMessage
 }
 
 // Snapshot is a consistent copy of everything the server recorded.

@@ -316,6 +316,7 @@ func (d *delivery) info() DeliveryInfo {
 	return DeliveryInfo{
 		EnvelopeID: d.spec.envID, ConnID: d.conn.id, Type: d.spec.typ, RetryAttempt: d.spec.attempt,
 		RetryReason: d.spec.reason, EventID: d.spec.eventID, Acked: d.ack != nil, Failed: d.err != nil,
+		Payload: d.spec.payload,
 	}
 }
 
