@@ -467,8 +467,9 @@ func (w *world) checkTold(t *testing.T, rec *ops.Record, channel string, how tel
 		return verdict // the plan message can no longer be updated: it stays as it was
 	}
 	settledAs := func(m fakeslack.Message) bool {
-		// "— succeeded (request id)", then, for a request whose workloads are watched, " · name: state" of each.
-		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)+" (request "+rec.ID()+")")
+		// "— interrupted: a person must decide (request id)", or "— succeeded (request id)" then, for a request whose
+		// workloads are watched, " · name: state" of each.
+		return m.TS == plan.TS && strings.Contains(m.Text, "— "+phrase(rec.Phase)) && strings.Contains(m.Text, "(request "+rec.ID()+")")
 	}
 	// The message is settled after the entries are told: give it the time a person would.
 	if _, err := w.WaitMessage(t.Context(), patience, channel, settledAs); err != nil {
