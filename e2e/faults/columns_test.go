@@ -153,7 +153,7 @@ func auditNotices(w *world, id string) int {
 // the bot was answered READONLY: every write of the bot answers READONLY (a master demoted under it), reads still
 // work. Nothing may be written twice, and the record must end truthful once the master is back.
 var redisReadOnly = fault{name: "redis: READONLY for 5s after the write (upstream a replica)", want: ops.PhaseSucceeded,
-	wantWrites: 1, world: worldOptions{replica: true},
+	wantWrites: 1, world: worldOptions{replica: true}, storeWide: true,
 	arm: func(t *testing.T, w *world, c *run) {
 		readonly := w.redisProxy.Answers(faultproxy.Contains("-READONLY"))
 		c.fired = readonly
@@ -190,7 +190,7 @@ func outage(t *testing.T, c *run, d time.Duration, struck func() int) {
 // promoted and the bot's wire moves to it. The old master becomes the new one's replica, so the test's own view
 // (which goes around the proxy, to the old master) follows the truth.
 var redisFailover = fault{name: "redis: failover during «change accepted» (promoted replica has it)", want: ops.PhaseSucceeded,
-	wantWrites: 1, world: worldOptions{replica: true},
+	wantWrites: 1, world: worldOptions{replica: true}, storeWide: true,
 	arm: func(t *testing.T, w *world, c *run) {
 		cuts := w.redisProxy.CutAfterForward(faultproxy.Contains(c.id, "change accepted"), 1)
 		c.fired = cuts

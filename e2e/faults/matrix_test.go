@@ -91,7 +91,7 @@ func redisDropOnStep(note string, want ops.Phase, writes int) fault {
 // request (the proxy cuts once that answer reached the bot), for outage and until the bot was refused at least
 // once: the bot heard its step recorded, then loses Redis.
 func redisCutAfter(name, note string, outageFor time.Duration, want ops.Phase, writes int) fault {
-	return fault{name: name, want: want, wantWrites: writes, arm: func(t *testing.T, w *world, c *run) {
+	return fault{name: name, want: want, wantWrites: writes, storeWide: true, arm: func(t *testing.T, w *world, c *run) {
 		c.fired = w.redisProxy.Refused
 		w.redisProxy.AfterAnswer(faultproxy.Contains(c.id, note), 1, func() {
 			w.redisProxy.Cut()
