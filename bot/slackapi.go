@@ -206,9 +206,11 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 		if spare > 0 && time.Now().After(yieldUntil) {
 			spare = 0
 		}
-		var ok bool
-		var wait time.Duration
-		awaited, err := false, error(nil)
+		var (
+			ok, awaited bool
+			wait        time.Duration
+			err         error
+		)
 		if background {
 			awaited, err = c.shared.Awaited(ctx, key)
 		}
