@@ -149,8 +149,9 @@ func (p *Policy) inUserGroups(ctx context.Context, groups []string, userID strin
 // only the requests it asked for. A person sees a request they asked for or own, and any request as an access
 // reader; otherwise they must be a member of the channel it was asked in (ChannelAnnotation; an agent's request
 // that needs approval is in the approvals channel) or of its approver group (the group that may approve, stop or
-// take it over — the first group the rules name when it needed no approval, as in CheckVoter). A membership that
-// cannot be read refuses, saying so.
+// take it over — the first group the rules name when it needed no approval, as in CheckVoter), or, once it was
+// escalated, of the group it was escalated to (who CheckVoter then lets vote). A membership that cannot be read
+// refuses, saying so.
 func (p *Policy) CheckView(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
 	switch p.kindOf(who) {
 	case ops.System:
@@ -183,6 +184,13 @@ func (p *Policy) checkViewer(ctx context.Context, rec *ops.Record, who ops.Initi
 	group := p.approverGroup(rec)
 	if g, ok := p.cfg.Approvals.Groups[group]; ok && check(p.inGroup(ctx, g, who.ID)) {
 		return nil
+	}
+	// Once escalated, the group it was escalated to votes too (CheckVoter): whoever the escalation asks must be able
+	// to open it and press its buttons.
+	if a := rec.Approval; a.Escalated && a.EscalateTo != "" && a.EscalateTo != group {
+		if g, ok := p.cfg.Approvals.Groups[a.EscalateTo]; ok && check(p.inGroup(ctx, g, who.ID)) {
+			return nil
+		}
 	}
 	if channel != "" && check(p.inChannel(ctx, channel, who.ID)) {
 		return nil
