@@ -40,11 +40,22 @@ func (p *Policy) Budgets(ctx context.Context, req ops.Request) ([]ops.BudgetLimi
 	return out, nil
 }
 
-// BudgetsOf returns every budget the viewer's requests count against on any cluster, for /hp budget.
+// BudgetsOf returns every budget the viewer's requests count against on any cluster, for /hp budget, the Home and
+// get_budget. An agent sees only those on the clusters its scope lets it target (agents[].scope.clusters): a
+// budget narrowed to another cluster counts nothing it may ask for, and its use is what others spend there.
+// Budgets are per cluster, never per namespace, so an agent scoped to namespaces still sees its clusters' budgets,
+// which count its requests too.
 func (p *Policy) BudgetsOf(ctx context.Context, who ops.Initiator) ([]ops.BudgetLimit, error) {
+	var scope *config.AgentScope
+	if a, ok := p.cfg.Agent(who.ID); ok {
+		scope = &a.Scope
+	}
 	var out []ops.BudgetLimit
 	for i := range p.cfg.Budgets {
 		b := &p.cfg.Budgets[i]
+		if scope != nil && b.Cluster != "" && !scope.AllowsCluster(b.Cluster) {
+			continue
+		}
 		ok, err := p.covers(ctx, b, who)
 		if err != nil {
 			return nil, err

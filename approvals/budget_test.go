@@ -85,3 +85,37 @@ func TestTeamBudgetsOfACluster(t *testing.T) {
 		t.Errorf("holders %q, %q (path %s); want the team and its cluster", got[0].Holder, got[1].Holder, got[0].Path)
 	}
 }
+
+// An agent's /hp budget, get_budget and Home list only the budgets of clusters its scope lets it target: a cluster's
+// budget, or its own narrowed to a cluster, outside its scope names a cluster it may not touch and what is spent
+// there (issue 32 point 3). Budgets on every cluster and those of its clusters stay; an unscoped agent and people
+// see every budget that covers them, as before.
+func TestBudgetsOfAnAgentStayInItsScope(t *testing.T) {
+	cfg, err := config.Parse([]byte(budgetConfig+`  - {name: agent-prod, agent: ops-agent, cluster: ml-prod-eks, limits: {cost: 900}}
+  - {name: dev-daily, cluster: ml-dev, limits: {cost: 300}}
+`), "test.yaml")
+	if err != nil {
+		t.Fatalf("budget config does not parse:\n%v", err)
+	}
+	agent, ctx := ops.Initiator{Kind: ops.Agent, ID: "U0AGENT"}, context.Background()
+	p := New(cfg, newDirectory(), clockwork.NewFakeClockAt(epoch))
+	for _, c := range []struct {
+		scope config.AgentScope
+		want  []string
+	}{
+		{config.AgentScope{}, []string{"agent-daily", "prod-monthly", "agent-prod", "dev-daily"}},
+		{config.AgentScope{Clusters: []string{"ml-dev"}}, []string{"agent-daily", "dev-daily"}},
+		{config.AgentScope{Clusters: []string{"ml-dev"}, Namespaces: []string{"ml-platform"}, ReadOnly: true}, []string{"agent-daily", "dev-daily"}},
+		{config.AgentScope{Clusters: []string{"ml-prod-eks"}}, []string{"agent-daily", "prod-monthly", "agent-prod"}},
+	} {
+		cfg.Agents[0].Scope = c.scope
+		got, err := p.BudgetsOf(ctx, agent)
+		if err != nil || !slices.Equal(names(got), c.want) {
+			t.Errorf("BudgetsOf(ops-agent scoped to %+v) = %q, %v; want %q", c.scope, names(got), err, c.want)
+		}
+	}
+	got, err := p.BudgetsOf(ctx, human("U0LEAD1"))
+	if want := []string{"research-weekly", "prod-monthly", "dev-daily"}; err != nil || !slices.Equal(names(got), want) {
+		t.Errorf("BudgetsOf(U0LEAD1) = %q, %v; want %q", names(got), err, want)
+	}
+}
