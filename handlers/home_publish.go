@@ -97,9 +97,14 @@ func (hs *Homes) fail(err error) {
 	}
 }
 
-// Opened handles app_home_opened: the viewer is remembered (failing soft) and their Home published.
+// Opened handles app_home_opened: their Home is published and, when they may use HyperOps (CheckAccess), the viewer
+// is remembered (failing soft) to be kept up to date. Anybody in the workspace can open the app's Home, and every
+// change of a request is resolved against every viewer remembered: who may use nothing is shown why, once per
+// opening, and never remembered.
 func (hs *Homes) Opened(ctx context.Context, user string) {
-	hs.fail(hs.viewers.HomeOpened(ctx, user))
+	if hs.h.access.CheckAccess(ctx, hs.h.initiator(user, "")) == nil {
+		hs.fail(hs.viewers.HomeOpened(ctx, user))
+	}
 	hs.refresh(user, homeRefresh{force: true})
 }
 
