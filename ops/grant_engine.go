@@ -220,6 +220,9 @@ func (e *Engine) mayRevoke(ctx context.Context, g Grant, who Initiator) error {
 	}
 	refuse := Errorf(CodeNotAuthorized, "", fmt.Sprintf("ask %s or a lead of %s", display(g.GivenBy), g.Approvers),
 		"only %s, who gave grant %s, or a lead who may approve requests like %s may revoke it", display(g.GivenBy), g.ID, g.GivenIn)
+	if g.Requester.ID != who.ID { // who may not see it learns nothing, not even that it exists (RevokeGrant's not-found)
+		refuse = Errorf(CodeNotFound, "id", "check the id with "+Ask("grants"), "no grant %s (it may have expired)", Echo(g.ID))
+	}
 	if e.policy == nil {
 		return refuse
 	}
