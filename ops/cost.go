@@ -33,6 +33,11 @@ type Cost struct {
 	Unknown []string `json:"unknown,omitempty"`
 	// Source says where the prices came from (table date and source, or the Pricing API).
 	Source string `json:"source,omitempty"`
+	// PricedAt says, in words a lead reads, which instance type GPUs are priced at and why: "priced at
+	// ml.p5.48xlarge, the most expensive type its pods may land on" (by price per GPU).
+	PricedAt string `json:"pricedAt,omitempty"`
+	// MayLandOn are the instance types the pods may land on, when there are several: PricedAt chose among them.
+	MayLandOn []string `json:"mayLandOn,omitempty"`
 }
 
 // AddHourly adds a line and its $/h to the delta, and refreshes the 30-day figure.
@@ -62,6 +67,12 @@ func (c Cost) String() string {
 	s := fmt.Sprintf("%s$%.2f/h, %s$%.2f/30 days (estimate)", sign(c.HourlyDelta), abs(c.HourlyDelta), sign(c.MonthlyDelta), abs(c.MonthlyDelta))
 	if c.Total != 0 {
 		s += fmt.Sprintf("; up to $%.2f %s", c.Total, c.TotalBasis)
+	}
+	if c.PricedAt != "" {
+		s += "; " + c.PricedAt
+	}
+	if len(c.MayLandOn) > 0 {
+		s += " (of " + strings.Join(c.MayLandOn, ", ") + ")"
 	}
 	return s
 }

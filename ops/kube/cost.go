@@ -1,102 +1,90 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hyperops/hyperops/ops"
 )
 
-// gpuNode is what one GPU node of a cluster costs and offers.
-type gpuNode struct {
-	instanceType string
-	gpus         int64
-	price        ops.Price
-	known        bool
-}
-
-// gpuNodeOf finds the instance type of a cluster's GPU nodes (the gpuNodes node selector's instance-type, else the
-// most common type among the nodes carrying GPUs that match the selector), its GPUs and its price.
-func (r *registry) gpuNodeOf(ctx context.Context, t target) (gpuNode, error) {
-	g := gpuNode{instanceType: t.cfg.GPUNodes.NodeSelector[LabelInstanceType], gpus: int64(t.cfg.GPUNodes.GPUsPerNode)}
-	if g.instanceType == "" || g.gpus == 0 {
-		nodes, err := t.baseNodes(ctx)
-		if err != nil {
-			return g, err
-		}
-		sel := labels.SelectorFromSet(t.cfg.GPUNodes.NodeSelector)
-		count := map[string]int{}
-		perType := map[string]int64{}
-		for _, n := range nodes {
-			q, ok := n.Status.Allocatable[ResourceGPU]
-			if !ok || q.Value() == 0 || !sel.Matches(labels.Set(n.Labels)) {
-				continue
-			}
-			it := n.Labels[LabelInstanceType]
-			count[it]++
-			perType[it] = max(perType[it], q.Value())
-		}
-		if g.instanceType == "" {
-			g.instanceType = mostCommon(count)
-		}
-		if g.gpus == 0 {
-			g.gpus = perType[g.instanceType]
-		}
-	}
-	if g.gpus == 0 {
-		if s, ok := ops.Shape(g.instanceType); ok {
-			g.gpus = int64(s.GPUs)
-		}
-	}
-	if g.instanceType == "" || r.pricer == nil {
-		return g, nil
-	}
-	p, ok, err := r.pricer.Price(ctx, t.cfg.Region, g.instanceType)
-	if err != nil {
-		return g, fmt.Errorf("price %s: %w", g.instanceType, err)
-	}
-	g.price, g.known = p, ok && g.gpus > 0
-	return g, nil
-}
-
-func mostCommon(count map[string]int) string {
-	keys := make([]string, 0, len(count))
-	for k := range count {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	best := ""
-	for _, k := range keys {
-		if best == "" || count[k] > count[best] {
-			best = k
-		}
-	}
-	return best
-}
-
-// addGPUCost adds the hourly cost of gpus (negative when released): the GPU share of a node × the node's price;
-// the GPUs themselves count in the plan's Cost.GPUs, which GPU and GPU-hour budgets charge.
-func addGPUCost(c *ops.Cost, g gpuNode, item string, gpus int64) {
+// addGPUCost adds the hourly cost of gpus GPUs held by pods of spec, podGPUs GPUs each (negative when released):
+// the GPU share of a node × the node's price. GPUs added are priced at the most expensive type per GPU the pods may
+// land on, since a budget must count the worst case; GPUs freed at the least expensive, so a saving is never
+// overstated. The GPUs themselves count in the plan's Cost.GPUs, which GPU and GPU-hour budgets charge.
+func (r *registry) addGPUCost(ctx context.Context, t target, c *ops.Cost, item string, spec corev1.PodSpec, podGPUs, gpus int64) error {
 	if gpus == 0 {
-		return
+		return nil
+	}
+	pl, err := r.placementOf(ctx, t, spec, podGPUs)
+	if err != nil {
+		return err
 	}
 	c.GPUs += int(gpus)
-	if !g.known {
-		name := g.instanceType
-		if name == "" {
-			name = "GPU nodes (instance type not found: set gpuNodes.nodeSelector " + LabelInstanceType + ")"
+	pl.addTo(c, item, gpus)
+	return nil
+}
+
+// addReleasedGPUCost adds the GPUs the live workload have frees when it is stopped or deleted.
+func (r *registry) addReleasedGPUCost(ctx context.Context, t target, c *ops.Cost, item string, have *unstructured.Unstructured) error {
+	spec, podGPUs := podSpecOf(have)
+	return r.addGPUCost(ctx, t, c, item, spec, podGPUs, -workloadGPUs(have))
+}
+
+// addTo prices gpus at the placement's worst case (see addGPUCost) and says which type that is. A type without a
+// price makes the estimate incomplete: the plan says so and risk treats it as expensive.
+func (pl placement) addTo(c *ops.Cost, item string, gpus int64) {
+	var known []gpuNode
+	for _, g := range pl.types {
+		if g.known {
+			known = append(known, g)
+		} else {
+			c.Unknown = append(c.Unknown, g.instanceType)
 		}
-		c.Unknown = append(c.Unknown, name)
+	}
+	if pl.unlabelled {
+		c.Unknown = append(c.Unknown, "GPU nodes without the "+LabelInstanceType+" label")
+	}
+	if len(known) == 0 {
+		if len(pl.types) == 0 && !pl.unlabelled {
+			c.Unknown = append(c.Unknown, "GPU nodes (none found: list the GPU types in instanceTypes or set gpuNodes.nodeSelector "+
+				LabelInstanceType+")")
+		}
 		return
+	}
+	byRate := func(a, b gpuNode) int { return cmp.Compare(a.perGPU(), b.perGPU()) }
+	g := slices.MaxFunc(known, byRate)
+	if gpus < 0 {
+		g = slices.MinFunc(known, byRate)
 	}
 	share := float64(gpus) / float64(g.gpus)
 	c.AddHourly(fmt.Sprintf("%s: %d GPU(s) of %s (%d GPUs a node)", item, gpus, g.instanceType, g.gpus), share, g.price.Hourly, "node-hour")
 	c.Source = g.price.Source
+	c.PricedAt = pl.pricedAt(g.instanceType, gpus < 0)
+	if len(pl.types) > 1 {
+		c.MayLandOn = make([]string, len(pl.types))
+		for i, t := range pl.types {
+			c.MayLandOn[i] = t.instanceType
+		}
+	}
+}
+
+// pricedAt says in words which type the estimate uses and why.
+func (pl placement) pricedAt(chosen string, frees bool) string {
+	switch {
+	case len(pl.types) == 1 && !pl.unlabelled && frees:
+		return "priced at " + chosen + ", the only GPU type its pods may run on"
+	case len(pl.types) == 1 && !pl.unlabelled:
+		return "priced at " + chosen + ", the only GPU type its pods may land on"
+	case frees:
+		return "priced at " + chosen + ", the least expensive type its pods may run on, so the saving is not overstated"
+	}
+	return "priced at " + chosen + ", the most expensive type its pods may land on"
 }
 
 // nodeList memoizes one LIST of a cluster's nodes: the builders of one plan (resource caps, GPU pricing) share it,

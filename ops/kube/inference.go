@@ -170,11 +170,9 @@ func (r *registry) buildInference(ctx context.Context, t target, req *ops.Reques
 	d.add(ResService, su)
 	d.watch = []ops.ObjectRef{ref(t.cfg.Name, ResDeployment, t.ns, name)}
 	d.applies = d.watch
-	g, err := r.gpuNodeOf(ctx, t)
-	if err != nil {
+	if err := r.addGPUCost(ctx, t, &d.cost, "inference "+name, tpl.Spec, gpus, gpus*replicas-beforeGPUs); err != nil {
 		return nil, err
 	}
-	addGPUCost(&d.cost, g, "inference "+name, gpus*replicas-beforeGPUs)
 	return d, nil
 }
 
@@ -358,11 +356,9 @@ func (r *registry) deleteInference() ops.Operation {
 		}
 		d.risk.Add(ops.RiskHigh, "deleting %s stops serving its traffic", name)
 		if dep != nil {
-			g, err := r.gpuNodeOf(ctx, t)
-			if err != nil {
+			if err := r.addReleasedGPUCost(ctx, t, &d.cost, "delete "+name, dep); err != nil {
 				return nil, err
 			}
-			addGPUCost(&d.cost, g, "delete "+name, -workloadGPUs(dep))
 		}
 		return d, nil
 	})

@@ -162,16 +162,19 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 		meta.Labels[LabelKueueQueue] = q
 	}
 	secs := int64(deadline / time.Second)
+	if kind == TrainingPyTorch {
+		k.name = "pytorch" // the training operator finds the container by this name
+	}
+	tpl := podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k)
 	var obj *unstructured.Unstructured
 	var err error
 	switch kind {
 	case TrainingJob:
-		obj, err = fromTyped(trainingBatchJob(meta, podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k), replicas, secs), ResJob)
+		obj, err = fromTyped(trainingBatchJob(meta, tpl, replicas, secs), ResJob)
 	case TrainingPyTorch:
-		k.name = "pytorch" // the training operator finds the container by this name
-		obj, err = pyTorchJob(meta, podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k), replicas, secs)
+		obj, err = pyTorchJob(meta, tpl, replicas, secs)
 	case TrainingHyperPod:
-		obj, err = hyperPodJob(meta, podTemplate(t.cfg, name, sa, corev1.RestartPolicyNever, k), replicas, gpus, secs)
+		obj, err = hyperPodJob(meta, tpl, replicas, gpus, secs)
 	}
 	if err != nil {
 		return nil, err
@@ -180,11 +183,9 @@ func (r *registry) buildTraining(ctx context.Context, t target, req *ops.Request
 		runsAs: runsAs(req.Profile, sa)}
 	d.add(res, obj)
 	d.watch = []ops.ObjectRef{ref(t.cfg.Name, res, t.ns, name)}
-	g, err := r.gpuNodeOf(ctx, t)
-	if err != nil {
+	if err := r.addGPUCost(ctx, t, &d.cost, "training "+name, tpl.Spec, gpus, gpus*replicas); err != nil {
 		return nil, err
 	}
-	addGPUCost(&d.cost, g, "training "+name, gpus*replicas)
 	if err := r.scheduleHealth(ctx, t, gpus > 0, d); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,11 +54,9 @@ func (r *registry) stopTrainingJob() ops.Operation {
 		d.summary = fmt.Sprintf("stop %s %s/%s (%s)", res.Kind, t.ns, name, state)
 		d.risk.Add(ops.RiskHigh, "stopping %s loses its progress since the last checkpoint", name)
 		if state == StateRunning || state == StatePending {
-			g, err := r.gpuNodeOf(ctx, t)
-			if err != nil {
+			if err := r.addReleasedGPUCost(ctx, t, &d.cost, "stop "+name, have); err != nil {
 				return nil, err
 			}
-			addGPUCost(&d.cost, g, "stop "+name, -workloadGPUs(have))
 		}
 		return d, nil
 	})
@@ -79,51 +79,68 @@ func objectState(res Resource, u *unstructured.Unstructured) (string, string) {
 
 // workloadGPUs counts the GPUs a workload asks for: replicas × GPU limits of its pod template(s).
 func workloadGPUs(u *unstructured.Unstructured) int64 {
-	perTemplate := func(tpl map[string]any) int64 {
-		cs, _, _ := unstructured.NestedSlice(tpl, "spec", "containers")
-		var n int64
-		for _, c := range cs {
-			m, _ := c.(map[string]any)
-			v, ok, _ := unstructured.NestedFieldNoCopy(m, "resources", "limits", string(ResourceGPU))
-			if !ok {
-				continue
-			}
-			if q, err := resource.ParseQuantity(fmt.Sprint(v)); err == nil {
-				n += q.Value()
-			}
-		}
-		return n
+	var total int64
+	for _, rt := range replicaTemplates(u) {
+		total += rt.replicas * templateGPUs(rt.template)
 	}
+	return total
+}
+
+// replicaTemplate is one pod template of a workload and how many pods it makes.
+type replicaTemplate struct {
+	replicas int64
+	template map[string]any
+}
+
+// replicaTemplates are a workload's pod templates, in a stable order, with their replicas.
+func replicaTemplates(u *unstructured.Unstructured) []replicaTemplate {
 	intAt := func(m map[string]any, def int64, path ...string) int64 {
 		if v, ok, _ := unstructured.NestedInt64(m, path...); ok {
 			return v
 		}
 		return def
 	}
-	var total int64
+	var out []replicaTemplate
 	switch u.GetKind() {
 	case ResJob.Kind:
 		tpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
-		total = intAt(u.Object, 1, "spec", "parallelism") * perTemplate(tpl)
+		out = append(out, replicaTemplate{intAt(u.Object, 1, "spec", "parallelism"), tpl})
 	case ResDeployment.Kind:
 		tpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
-		total = intAt(u.Object, 1, "spec", "replicas") * perTemplate(tpl)
+		out = append(out, replicaTemplate{intAt(u.Object, 1, "spec", "replicas"), tpl})
 	case ResPyTorchJob.Kind:
 		specs, _, _ := unstructured.NestedMap(u.Object, "spec", "pytorchReplicaSpecs")
-		for _, s := range specs {
-			m, _ := s.(map[string]any)
+		for _, role := range slices.Sorted(maps.Keys(specs)) {
+			m, _ := specs[role].(map[string]any)
 			tpl, _, _ := unstructured.NestedMap(m, "template")
-			total += intAt(m, 1, "replicas") * perTemplate(tpl)
+			out = append(out, replicaTemplate{intAt(m, 1, "replicas"), tpl})
 		}
 	case ResHyperPod.Kind:
 		specs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicaSpecs")
 		for _, s := range specs {
 			m, _ := s.(map[string]any)
 			tpl, _, _ := unstructured.NestedMap(m, "template")
-			total += intAt(m, 1, "replicas") * perTemplate(tpl)
+			out = append(out, replicaTemplate{intAt(m, 1, "replicas"), tpl})
 		}
 	}
-	return total
+	return out
+}
+
+// templateGPUs is the GPU limits of a pod template's containers: the GPUs one of its pods asks for.
+func templateGPUs(tpl map[string]any) int64 {
+	cs, _, _ := unstructured.NestedSlice(tpl, "spec", "containers")
+	var n int64
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		v, ok, _ := unstructured.NestedFieldNoCopy(m, "resources", "limits", string(ResourceGPU))
+		if !ok {
+			continue
+		}
+		if q, err := resource.ParseQuantity(fmt.Sprint(v)); err == nil {
+			n += q.Value()
+		}
+	}
+	return n
 }
 
 // trainingStatus is get-training-job's machine-readable answer.
