@@ -118,6 +118,13 @@ func costLines(c ops.Cost) string {
 	if c.HourlyDelta != 0 && c.Total == 0 {
 		lines = append(lines, "• "+signedMoney(c.HourlyDelta)+"/h, "+signedMoney(c.MonthlyDelta)+" per 30 days")
 	}
+	if c.PricedAt != "" {
+		l := "• " + escLine(c.PricedAt)
+		if len(c.MayLandOn) > 0 {
+			l += " (by price per GPU, of " + joinWords(escAll(c.MayLandOn)) + ")"
+		}
+		lines = append(lines, l)
+	}
 	if len(c.Unknown) > 0 {
 		lines = append(lines, "• no price for "+joinWords(escAll(c.Unknown)))
 	}

@@ -53,9 +53,18 @@ func sentence(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// costText is the figure that matters: a run's worst case when it has one, else $/h and $/month.
+// costText is the figure that matters: a run's worst case when it has one, else $/h and $/month; and, for GPUs
+// whose pods may land on several instance types, which one it is priced at.
 func costText(rec *ops.Record) string {
 	c := rec.Plan.Cost
+	s := costFigure(c)
+	if c.PricedAt != "" && c.Known() {
+		s += "\n_" + escLine(c.PricedAt) + "_"
+	}
+	return s
+}
+
+func costFigure(c ops.Cost) string {
 	switch {
 	case !c.Known():
 		return ":grey_question: price unknown for " + joinWords(escAll(c.Unknown))

@@ -27,6 +27,7 @@ func trainingRecord() *ops.Record {
 		Manifest: strings.Repeat("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: llm-ft\n", 11), Cost: ops.Cost{Source: ops.BuiltinPriceSource}}
 	p.Cost.AddHourly("training llm-ft: 16 GPUs of ml.p5.48xlarge", 2, 113.068, "node")
 	p.Cost.Total, p.Cost.TotalBasis = p.Cost.HourlyDelta*12, "if it runs its full deadline (max-hours)"
+	p.Cost.PricedAt, p.Cost.MayLandOn = "priced at ml.p5.48xlarge, the most expensive type its pods may land on", []string{"ml.g5.12xlarge", "ml.p5.48xlarge"}
 	p.Risk.Add(ops.RiskMedium, "adds $226.14/h (medium threshold $50/h)")
 	p.Risk.Add(ops.RiskHigh, "adds $226.14/h (medium threshold $50/h), on production cluster ml-prod-eks: one level up from medium")
 	rec := &ops.Record{Request: req, Phase: ops.PhaseAwaitingApproval, Version: 3, Plan: p, Owner: req.Initiator, CreatedAt: t0, UpdatedAt: t0}
