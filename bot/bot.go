@@ -201,7 +201,7 @@ func New(opts Options) (*Bot, error) {
 	log := opts.Log
 	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: ops.ConfigTargets(cfg),
-		Risk:  ops.RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High, Production: production(cfg)},
+		Risk:  ops.RiskPolicyFor(cfg),
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store, Grants: store,
 		OnError: func(id string, err error) {
@@ -294,13 +294,6 @@ func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
 	}
 	return handlers.Config{Command: cfg.Slack.Command, Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel,
 		AuditChannel: cfg.Slack.AuditChannel, Agents: agents, OnError: onErr}
-}
-
-func production(cfg *config.Config) func(cluster, namespace string) bool {
-	return func(cluster, _ string) bool {
-		cl, ok := cfg.Cluster(cluster)
-		return ok && cl.IsProduction()
-	}
 }
 
 // Engine returns the bot's engine.

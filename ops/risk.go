@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hyperops/hyperops/config"
 )
 
 // Level is a risk level; higher is riskier.
@@ -95,6 +97,16 @@ type RiskPolicy struct {
 	HighHourly   float64
 	// Production reports whether a cluster (and namespace) counts as production.
 	Production func(cluster, namespace string) bool
+}
+
+// RiskPolicyFor is the risk policy cfg configures: risk.hourlyCost's thresholds, and production as the clusters'
+// environments say.
+func RiskPolicyFor(cfg *config.Config) RiskPolicy {
+	return RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High,
+		Production: func(cluster, _ string) bool {
+			cl, ok := cfg.Cluster(cluster)
+			return ok && cl.IsProduction()
+		}}
 }
 
 // Assess completes a plan's risk with the rules every operation shares: cost thresholds, unknown prices,
