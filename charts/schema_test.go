@@ -30,6 +30,7 @@ var configConstraints = map[string]map[string]any{
 	"clusters":                                   {"minItems": 1},
 	"slack.channels":                             {"minItems": 1},
 	"clusters[].environment":                     {"enum": []any{"production", "staging", "development"}},
+	"clusters[].namespaceEnvironments.*":         {"enum": []any{"production", "staging", "development"}},
 	"clusters[].namespaces":                      {"minItems": 1},
 	"log.level":                                  {"enum": []any{"trace", "debug", "info", "warn", "error", ""}},
 	"log.format":                                 {"enum": []any{"json", "console", "auto", ""}},
@@ -175,6 +176,8 @@ func TestSchemaRejects(t *testing.T) {
 			[]string{"/config/clusters/0/limits/maxGPUsPerJob", "want integer"}},
 		{"unknown environment", "config: {clusters: [{name: a, namespaces: [x], environment: prod}]}",
 			[]string{"/config/clusters/0/environment", "'production', 'staging', 'development'"}},
+		{"unknown namespace environment", "config: {clusters: [{name: a, namespaces: [x, x-dev], namespaceEnvironments: {x-dev: dev}}]}",
+			[]string{"/config/clusters/0/namespaceEnvironments/x-dev", "'production', 'staging', 'development'"}},
 		{"no channel", "config: {slack: {channels: []}}", []string{"/config/slack/channels", "minItems"}},
 	}
 	c := loadChart(t)

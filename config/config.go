@@ -182,10 +182,11 @@ type RedisCluster struct {
 	Addrs []string `yaml:"addrs"`
 }
 
-// Environment is a cluster's environment; EnvProduction raises the risk of every operation on it by one level.
+// Environment is a cluster's or a namespace's environment; EnvProduction raises the risk of every change there by
+// one level.
 type Environment string
 
-// The environments a cluster can be in.
+// The environments a cluster or namespace can be in.
 const (
 	EnvProduction  Environment = "production"
 	EnvStaging     Environment = "staging"
@@ -202,7 +203,8 @@ type Cluster struct {
 	Context string `yaml:"context"`
 	// Region is the AWS region; empty means the AWS SDK's default chain.
 	Region string `yaml:"region"`
-	// Environment is production, staging or development (default production, the cautious choice).
+	// Environment is production, staging or development (default production, the cautious choice): the environment
+	// of the cluster as a whole and of each namespace NamespaceEnvironments does not list.
 	Environment Environment `yaml:"environment"`
 	// HyperPod names the SageMaker HyperPod cluster and the templates bootstrap-cluster may create it from.
 	HyperPod HyperPod `yaml:"hyperpod"`
@@ -212,6 +214,11 @@ type Cluster struct {
 	Namespaces []string `yaml:"namespaces"`
 	// DefaultNamespace is used when a request names none (default: the first of Namespaces).
 	DefaultNamespace string `yaml:"defaultNamespace"`
+	// NamespaceEnvironments gives some of Namespaces an environment of their own, e.g. {ml-dev: development} for a
+	// test namespace on a production cluster; a change there is then assessed as that environment's. A namespace it
+	// does not list has the cluster's Environment (default: none listed). A change to the cluster as a whole
+	// (capacity, bootstrap) always has the cluster's.
+	NamespaceEnvironments map[string]Environment `yaml:"namespaceEnvironments"`
 	// InstanceTypes are the instance types capacity may use; empty means none.
 	InstanceTypes []string `yaml:"instanceTypes"`
 	// Images are globs (path.Match) of the images workloads may run; empty means none.

@@ -28,7 +28,7 @@ reports:
 	}
 	// Output:
 	// hyperops.yaml:6: clusters[0].limits.maxNodesPerGroup: a limit must be ≥ 0 (0 forbids what it caps), got -1
-	// hyperops.yaml:7: clusters[0]["gpu nodes"]: unknown key "gpu nodes" (allowed here: context, defaultNamespace, eks, environment, gpuNodes, hyperpod, images, impersonate, instanceTypes, kubeconfig, kueue, limits, name, namespaces, profiles, region, requestTimeout, requiredLabels, storageClasses, verify)
+	// hyperops.yaml:7: clusters[0]["gpu nodes"]: unknown key "gpu nodes" (allowed here: context, defaultNamespace, eks, environment, gpuNodes, hyperpod, images, impersonate, instanceTypes, kubeconfig, kueue, limits, name, namespaceEnvironments, namespaces, profiles, region, requestTimeout, requiredLabels, storageClasses, verify)
 	// hyperops.yaml:9: reports[0].schedule: report "nightly": bad cron expression "0 0 9 * * *" (want 5 fields: minute hour day-of-month month day-of-week): expected exactly 5 fields, found 6: [0 0 9 * * *]
 }
 

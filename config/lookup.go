@@ -137,6 +137,15 @@ func (cl *Cluster) Template(name string) (Template, bool) {
 // IsProduction reports whether the cluster's environment raises risk.
 func (cl *Cluster) IsProduction() bool { return cl.Environment == EnvProduction }
 
+// EnvironmentOf is the environment of namespace on the cluster: its entry in NamespaceEnvironments, else the
+// cluster's Environment. The empty namespace is the cluster as a whole.
+func (cl *Cluster) EnvironmentOf(namespace string) Environment {
+	if env, ok := cl.NamespaceEnvironments[namespace]; ok && namespace != "" {
+		return env
+	}
+	return cl.Environment
+}
+
 // RoleARN returns the ARN of the role registered under name in aws.roles.
 func (c *Config) RoleARN(name string) (string, bool) {
 	arn, ok := c.AWS.Roles[name]

@@ -105,6 +105,11 @@ func TestClusterLookups(t *testing.T) {
 	if !cl.IsProduction() {
 		t.Error("ml-prod-eks is production")
 	}
+	for ns, want := range map[string]Environment{"ml-platform": EnvProduction, "ml-dev": EnvDevelopment, "": EnvProduction} {
+		if got := cl.EnvironmentOf(ns); got != want {
+			t.Errorf("EnvironmentOf(%q) = %s, want %s", ns, got, want)
+		}
+	}
 	if _, ok := cfg.RoleARN(""); ok {
 		t.Error("an empty role name resolved")
 	}

@@ -42,15 +42,14 @@ func (cl *Cluster) validate(l *problemList, at string, roles map[string]string, 
 	if cl.Region != "" && !awsRegion.MatchString(cl.Region) {
 		l.add(at+".region", "must be an AWS region such as us-west-2 (empty = the AWS SDK's default), got %q", cl.Region)
 	}
-	switch cl.Environment {
-	case EnvProduction, EnvStaging, EnvDevelopment:
-	default:
+	if !cl.Environment.known() {
 		l.add(at+".environment", "must be %s, %s or %s, got %q", EnvProduction, EnvStaging, EnvDevelopment, cl.Environment)
 	}
 	if cl.EKS.ClusterName != "" && !eksName.MatchString(cl.EKS.ClusterName) {
 		l.add(at+".eks.clusterName", "must be an EKS cluster name (letters, digits, '-', '_', at most 100), got %q", cl.EKS.ClusterName)
 	}
 	cl.validateNamespaces(l, at)
+	cl.validateNamespaceEnvironments(l, at)
 	for i, it := range cl.InstanceTypes {
 		checkInstanceType(l, indexPath(at+".instanceTypes", i), it)
 	}
@@ -82,6 +81,27 @@ func (cl *Cluster) validate(l *problemList, at string, roles map[string]string, 
 	if cl.RequestTimeout < Duration(time.Second) {
 		l.add(at+".requestTimeout", "must be at least 1s (0 means the default %s), got %s", time.Duration(DefaultRequestTimeout), time.Duration(cl.RequestTimeout))
 	}
+}
+
+// validateNamespaceEnvironments refuses an environment for a namespace the cluster does not allow (a misspelt name
+// would leave the namespace meant with the cluster's environment, silently) and an environment that does not exist.
+func (cl *Cluster) validateNamespaceEnvironments(l *problemList, at string) {
+	for _, ns := range sortedKeys(cl.NamespaceEnvironments) {
+		p := childPath(at+".namespaceEnvironments", ns)
+		if len(cl.Namespaces) > 0 && !slices.Contains(cl.Namespaces, ns) {
+			l.add(p, "must name one of the cluster's namespaces (%s), got %q: add it to %s.namespaces, or remove it here",
+				quoteList(cl.Namespaces), ns, at)
+		}
+		if env := cl.NamespaceEnvironments[ns]; !env.known() {
+			l.add(p, "must be %s, %s or %s, got %q; leave %s out to give it the cluster's environment (%s)",
+				EnvProduction, EnvStaging, EnvDevelopment, env, ns, cl.Environment)
+		}
+	}
+}
+
+// known reports whether e is one of the environments.
+func (e Environment) known() bool {
+	return e == EnvProduction || e == EnvStaging || e == EnvDevelopment
 }
 
 // validateVerify checks only an image set explicitly: the default may be disallowed by Images, which makes

@@ -55,15 +55,23 @@ func TestValidationRules(t *testing.T) {
 		{"namespaces are DNS-1123",
 			func(c *Config) { cluster(c).Namespaces = append(cluster(c).Namespaces, "team-b") },
 			func(c *Config) { cluster(c).Namespaces = append(cluster(c).Namespaces, "Team_B") },
-			"clusters[0].namespaces[2]", `a namespace must be a DNS-1123 label`},
+			"clusters[0].namespaces[3]", `a namespace must be a DNS-1123 label`},
 		{"at least one namespace", func(c *Config) {}, func(c *Config) { cluster(c).Namespaces = nil },
 			"clusters[0].namespaces", "must list at least one namespace"},
 		{"defaultNamespace is a listed namespace",
 			func(c *Config) { cluster(c).DefaultNamespace = "ml-research" },
 			func(c *Config) { cluster(c).DefaultNamespace = "kube-system" },
-			"clusters[0].defaultNamespace", `must be one of the cluster's namespaces ("ml-platform", "ml-research"), got "kube-system"`},
+			"clusters[0].defaultNamespace", `must be one of the cluster's namespaces ("ml-platform", "ml-research", "ml-dev"), got "kube-system"`},
 		{"environment", func(c *Config) { cluster(c).Environment = EnvStaging }, func(c *Config) { cluster(c).Environment = "prod" },
 			"clusters[0].environment", `must be production, staging or development, got "prod"`},
+		{"namespace environments name the cluster's namespaces",
+			func(c *Config) { cluster(c).NamespaceEnvironments["ml-research"] = EnvStaging },
+			func(c *Config) { cluster(c).NamespaceEnvironments["ml-test"] = EnvDevelopment },
+			"clusters[0].namespaceEnvironments.ml-test", `must name one of the cluster's namespaces ("ml-platform", "ml-research", "ml-dev"), got "ml-test": add it to clusters[0].namespaces, or remove it here`},
+		{"namespace environments exist",
+			func(c *Config) { cluster(c).NamespaceEnvironments["ml-dev"] = EnvProduction },
+			func(c *Config) { cluster(c).NamespaceEnvironments["ml-dev"] = "dev" },
+			"clusters[0].namespaceEnvironments.ml-dev", `must be production, staging or development, got "dev"; leave ml-dev out to give it the cluster's environment (production)`},
 		{"region", func(c *Config) { cluster(c).Region = "" }, func(c *Config) { cluster(c).Region = "uswest2" },
 			"clusters[0].region", `must be an AWS region such as us-west-2`},
 		{"limits are not negative", func(c *Config) { cluster(c).Limits.MaxGPUsPerJob = 0 }, func(c *Config) { cluster(c).Limits.MaxGPUsPerJob = -2 },
@@ -266,8 +274,8 @@ func TestValidationRules(t *testing.T) {
 			"agents[0].scope.clusters[0]", `must name a registered cluster ("ml-prod-eks"), got "ml-dev-eks"`},
 		{"scope namespaces are allowed on its clusters",
 			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research"} },
-			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research", "ml-dev"} },
-			"agents[0].scope.namespaces[1]", `must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research"), got "ml-dev"`},
+			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research", "ml-sandbox"} },
+			"agents[0].scope.namespaces[1]", `must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research", "ml-dev"), got "ml-sandbox"`},
 		{"scope namespaces are unique",
 			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research"} },
 			func(c *Config) { c.Agents[0].Scope.Namespaces = []string{"ml-research", "ml-research"} },
@@ -646,7 +654,7 @@ func TestExecutionTimeoutDefaults(t *testing.T) {
 // that does not exist is three problems in one answer: the namespace is checked against every registered cluster
 // when the scope's own are misspelt.
 func TestAgentScopeProblemsAtOnce(t *testing.T) {
-	text := strings.NewReplacer("      clusters: []", "      clusters: [ml-dev-eks]", "      namespaces: []", "      namespaces: [ml-dev]",
+	text := strings.NewReplacer("      clusters: []", "      clusters: [ml-dev-eks]", "      namespaces: []", "      namespaces: [ml-sandbox]",
 		"      maxRisk: critical", "      maxRisk: moderate").Replace(string(Example))
 	_, err := Parse([]byte(text), "hyperops.yaml")
 	if err == nil {
@@ -654,7 +662,7 @@ func TestAgentScopeProblemsAtOnce(t *testing.T) {
 	}
 	for _, want := range []string{
 		`agents[0].scope.clusters[0]: must name a registered cluster ("ml-prod-eks"), got "ml-dev-eks"`,
-		`agents[0].scope.namespaces[0]: must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research"), got "ml-dev"`,
+		`agents[0].scope.namespaces[0]: must be a namespace allowed on the scope's clusters (clusters[].namespaces: "ml-platform", "ml-research", "ml-dev"), got "ml-sandbox"`,
 		`agents[0].scope.maxRisk: must be one of low, medium, high, critical`,
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -95,23 +95,27 @@ type RiskPolicy struct {
 	// MediumHourly and HighHourly are $/h thresholds of the cost delta.
 	MediumHourly float64
 	HighHourly   float64
-	// Production reports whether a cluster (and namespace) counts as production.
+	// Production reports whether a namespace of a cluster counts as production; the empty namespace asks about the
+	// cluster as a whole.
 	Production func(cluster, namespace string) bool
 }
 
-// RiskPolicyFor is the risk policy cfg configures: risk.hourlyCost's thresholds, and production as the clusters'
-// environments say.
+// RiskPolicyFor is the risk policy cfg configures: risk.hourlyCost's thresholds, and production where the clusters'
+// environment and namespaceEnvironments say, so a test namespace marked development on a production cluster is
+// assessed as development.
 func RiskPolicyFor(cfg *config.Config) RiskPolicy {
 	return RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High,
-		Production: func(cluster, _ string) bool {
+		Production: func(cluster, namespace string) bool {
 			cl, ok := cfg.Cluster(cluster)
-			return ok && cl.IsProduction()
+			return ok && cl.EnvironmentOf(namespace) == config.EnvProduction
 		}}
 }
 
 // Assess completes a plan's risk with the rules every operation shares: cost thresholds, unknown prices,
-// agent-initiated mutations, the operation's own raises (RaiseOneLevel), and production raising one level. Operation-specific reasons (destructive, data
-// deletion, bootstrap) are added by the operation's Plan before this runs.
+// agent-initiated mutations, the operation's own raises (RaiseOneLevel), and production raising one level: a change
+// in a production namespace, or to a production cluster as a whole (spec.ClusterWide, whatever namespace the target
+// was filled in with). Operation-specific reasons (destructive, data deletion, bootstrap) are added by the
+// operation's Plan before this runs.
 func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
 	r := &plan.Risk
 	if spec.Baseline > RiskLow {
@@ -130,17 +134,32 @@ func (p RiskPolicy) Assess(req Request, spec Spec, plan *Plan) {
 		r.Add(RiskMedium, "mutation requested by agent %s", req.Initiator.Name)
 	}
 	r.applyRaises()
-	if p.Production != nil && p.Production(req.Target.Cluster, req.Target.Namespace) && spec.Mutates {
+	if where, ok := p.production(req.Target, spec); ok && spec.Mutates {
 		raised := r.Level.Up()
 		// The raised reason names what it raised, so the one reason a plan message shows says why in full.
-		text := fmt.Sprintf("production cluster %s: one level up from %s", req.Target.Cluster, r.Level)
+		text := fmt.Sprintf("%s: one level up from %s", where, r.Level)
 		for _, x := range r.Reasons {
 			if x.Level == r.Level {
-				text = fmt.Sprintf("%s, on production cluster %s: one level up from %s", x.Text, req.Target.Cluster, r.Level)
+				text = fmt.Sprintf("%s, on %s: one level up from %s", x.Text, where, r.Level)
 				break
 			}
 		}
 		r.Reasons = append(r.Reasons, Reason{Level: raised, Text: text})
 		r.Level = raised
 	}
+}
+
+// production reports whether the change is in production, and names where: the production cluster, or the
+// production namespace when the cluster as a whole is not.
+func (p RiskPolicy) production(t Target, spec Spec) (string, bool) {
+	if p.Production == nil {
+		return "", false
+	}
+	if p.Production(t.Cluster, "") && (spec.ClusterWide || t.Namespace == "" || p.Production(t.Cluster, t.Namespace)) {
+		return "production cluster " + t.Cluster, true
+	}
+	if !spec.ClusterWide && t.Namespace != "" && p.Production(t.Cluster, t.Namespace) {
+		return fmt.Sprintf("production namespace %s of cluster %s", t.Namespace, t.Cluster), true
+	}
+	return "", false
 }

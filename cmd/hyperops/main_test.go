@@ -95,8 +95,8 @@ func TestValidateConfigShowsTheScopeLadder(t *testing.T) {
 	}{
 		{"diagnose", map[string]string{"readOnly: false": "readOnly: true"},
 			"ops-agent (DM as U0AGENT, MCP): operations get-*, list-*, submit-training-job, deploy-inference, scale-inference; scope: read-only; clusters: all; namespaces: all; max risk: critical"},
-		{"a test namespace", map[string]string{"namespaces: []": "namespaces: [ml-research]", "maxRisk: critical": "maxRisk: medium"},
-			"scope: may change; clusters: all; namespaces: ml-research; max risk: medium"},
+		{"a test namespace", map[string]string{"namespaces: []": "namespaces: [ml-dev]", "maxRisk: critical": "maxRisk: medium"},
+			"scope: may change; clusters: all; namespaces: ml-dev; max risk: medium"},
 		{"production", nil,
 			"scope: may change; clusters: all; namespaces: all; max risk: critical"},
 	}
