@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 )
 
 // Undo is how to put back what a request replaced: the operation and parameters of the request that restores
@@ -45,8 +46,16 @@ func RevertRequestID(rec *Record) string {
 // priced, risk-rated and approved like any other (Submit), for ask's initiator and under the access rules that
 // apply to them. ask carries the initiator, origin, annotations and, optionally, the new request's id (default
 // RevertRequestID). The two records are linked: the new one's Request.Reverts, the old one's RevertedBy. A
-// revert already under way (or done) is returned as it stands, so asking twice asks once.
+// revert already under way (or done) is returned as it stands, so asking twice asks once — also when two people
+// ask at once, on two replicas: the asks for a revert of one request take turns (revertScope), and each reads
+// the link the one before it left. An agent is never answered with a revert another asked (it sees only its own
+// requests): it is told one is under way (E_LOCKED).
 func (e *Engine) Revert(ctx context.Context, id string, ask Request) (*Record, error) {
+	l, err := e.revertTurn(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = e.locks.Release(context.WithoutCancel(ctx), l) }()
 	orig, err := e.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -73,14 +82,41 @@ func (e *Engine) Revert(ctx context.Context, id string, ask Request) (*Record, e
 	return rec, err
 }
 
+// revertScope is the lock the asks for a revert of request id take turns under.
+func revertScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "revert", Name: id} }
+
+// revertTurn waits until no other caller, on any replica, is asking for a revert of request id, and takes the
+// turn: held at most PlanTTL (an ask plans its revert), so a caller that died leaves it to the next once it lapses.
+// A turn not had within PlanTTL is E_LOCKED.
+func (e *Engine) revertTurn(ctx context.Context, id string) (*Lock, error) {
+	owner := "revert@" + e.opts.Replica + "#" + randomID(4)
+	deadline := time.Now().Add(e.opts.PlanTTL)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		l, err := e.locks.Acquire(ctx, revertScope(id), owner, e.opts.PlanTTL)
+		var held *LockHeldError
+		switch {
+		case err == nil:
+			return l, nil
+		case !errors.As(err, &held):
+			return nil, stateError("take the turn to revert "+id, err)
+		case ctx.Err() != nil || time.Now().After(deadline):
+			return nil, Errorf(CodeLocked, "requestId", "see it with "+Ask("request show id="+id)+" and ask again in a minute",
+				"a revert of request %s is being asked right now", id)
+		}
+		sleep(ctx, wait)
+	}
+}
+
 // earlierRevert returns the revert of orig asked before when it is still under way, and refuses a second revert
 // of a request already reverted; a revert that ended without a change (denied, expired, rejected, failed) gives
-// way to a new one. The same ask sent again (its request id) gets the revert it made, whatever its phase.
+// way to a new one. The same ask sent again (its request id) gets the revert it made, whatever its phase. An agent
+// is refused rather than shown a revert another asked, and is told nothing of it.
 func (e *Engine) earlierRevert(ctx context.Context, orig *Record, ask Request) (*Record, error) {
 	if orig.RevertedBy == "" {
 		return nil, nil
 	}
 	prev, err := e.store.Get(ctx, orig.RevertedBy)
+	hidden := err == nil && ask.Initiator.Kind == Agent && prev.Request.Initiator.ID != ask.Initiator.ID
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil
@@ -88,6 +124,12 @@ func (e *Engine) earlierRevert(ctx context.Context, orig *Record, ask Request) (
 		return nil, stateError("read the earlier revert", err)
 	case ask.ID != "" && prev.Request.Initiator.ID == ask.Initiator.ID && (prev.ID() == ask.ID || prev.ID() == ScopedRequestID(ask.ID, ask.Initiator.ID)):
 		return prev, nil
+	case hidden && prev.Phase == PhaseSucceeded:
+		return nil, Errorf(CodeNotRevertible, "requestId", "to change it further, ask for the state you want as a new request",
+			"request %s was reverted already, by a request someone else asked", orig.ID())
+	case hidden && !prev.Phase.Terminal():
+		return nil, Errorf(CodeLocked, "requestId", "follow request "+orig.ID()+" and ask again if that revert ends without a change",
+			"request %s is being reverted already, by a request someone else asked", orig.ID())
 	case prev.Phase == PhaseSucceeded:
 		return nil, Errorf(CodeNotRevertible, "requestId",
 			fmt.Sprintf("to undo the revert, revert %s (%s)", prev.ID(), Ask("request revert id="+prev.ID())),
