@@ -158,11 +158,10 @@ func (e *Engine) mayBreakGlass(ctx context.Context, rec *Record, who Initiator) 
 			"%s offers no break-glass: its approval rule names no on-call group, or its requester was not on call when it was planned (%s)",
 			rec.ID(), rec.Approval.Rule)
 	}
-	bp, ok := e.policy.(BreakGlassPolicy)
-	if !ok || e.opts.Glass == nil {
+	if e.features.BreakGlass == nil || e.opts.Glass == nil {
 		return rec, Errorf(CodeNotAuthorized, "", "wait for its approvers", "break-glass is not available here")
 	}
-	return rec, bp.CheckBreakGlass(ctx, rec, who)
+	return rec, e.judge(ctx, rec, Decision{Path: ByBreakGlass, By: who})
 }
 
 // retried reports whether who broke glass on rec already and it went on: a retry (after a lost answer, say)
@@ -252,16 +251,18 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 		}
 		if rec, err = e.mayBreakGlass(ctx, rec, who); err != nil {
 			if reserved && !holdsBudget(rec.Phase) {
-				e.releaseBudget(ctx, id, 0)
+				e.releaseBudget(ctx, rec, 0)
 			}
 			return rec, false, err
 		}
-		if !reserved {
-			if err := e.reserve(ctx, rec); err != nil {
-				return rec, false, err
+		d := Decision{Path: ByBreakGlass, By: who}
+		if err := e.admit(ctx, rec, d); err != nil {
+			if reserved {
+				e.releaseBudget(ctx, rec, 0)
 			}
-			reserved = true
+			return rec, false, err
 		}
+		reserved = true
 		now := e.opts.Clock.Now()
 		group := rec.Approval.BreakGlass
 		note := fmt.Sprintf("BREAK-GLASS by %s (on call, %s): %s", display(who), group, reason)
@@ -271,6 +272,7 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 			r.Approval.Votes = append(r.Approval.Votes, Vote{Voter: who, Approve: true, At: now,
 				PlanHash: r.Approval.PlanHash, Reason: reason, BreakGlass: true})
 			r.BreakGlass = &BreakGlass{By: who, At: now, Reason: reason, Group: group, Entry: len(r.History)}
+			approvedBy(d)(r)
 		})
 		if errors.Is(err, ErrVersionConflict) {
 			continue
@@ -304,8 +306,8 @@ func (e *Engine) AcknowledgeBreakGlass(ctx context.Context, id string, who Initi
 			return rec, Errorf(CodeNotAuthorized, "", "ask "+leadsOf(rec.Approval),
 				"you broke glass on %s: a lead acknowledges it, not you", rec.ID())
 		}
-		bp, ok := e.policy.(BreakGlassPolicy)
-		if !ok {
+		bp := e.features.BreakGlass
+		if bp == nil {
 			return rec, Errorf(CodeNotAuthorized, "", "ask a platform admin", "break-glass is not available here")
 		}
 		if err := bp.CheckAcknowledge(ctx, rec, who); err != nil {

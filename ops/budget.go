@@ -171,6 +171,23 @@ func num(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
+// BudgetHold names what a budget reservation is for: one request, as created at Since (an id reused once its record
+// expired names another request), approved with the plan whose hash is Plan.
+type BudgetHold struct {
+	Request string
+	Since   time.Time
+	Plan    string
+}
+
+// HoldOf is the hold of rec's current plan.
+func HoldOf(rec *Record) BudgetHold {
+	h := BudgetHold{Request: rec.ID(), Since: rec.CreatedAt}
+	if rec.Plan != nil {
+		h.Plan = rec.Plan.Hash
+	}
+	return h
+}
+
 // Reservation is the ledger's answer to Reserve.
 type Reservation struct {
 	// Reserved is true when every charge is held for the request (now, or by an earlier call with its id).
@@ -184,17 +201,21 @@ type Reservation struct {
 // Ledger keeps what requests use of the budgets, shared by every replica (ops/state implements it in Redis with one
 // script that reserves and one that releases). Unreachable storage is an error matching ErrStateUnavailable.
 type Ledger interface {
-	// Used returns the current use of each charge's window, in order.
-	BudgetUsed(ctx context.Context, charges []Charge) ([]Amount, error)
-	// Reserve holds every charge for requestID in one atomic step, unless one of them would take its window past a
-	// limit (force: hold them anyway, the request having been approved over budget). It is idempotent per request
-	// id: a request reserved before is answered Reserved without adding anything, so a retry after a lost answer
-	// never holds twice.
-	ReserveBudget(ctx context.Context, requestID string, charges []Charge, force bool) (Reservation, error)
-	// Release settles requestID's reservation: each window keeps used (0..1) of the cost and GPU-hours reserved, as
-	// the request ran, and gets the rest back; the GPUs held at once go back entirely. Releasing again, or a request
-	// never reserved, changes nothing.
-	ReleaseBudget(ctx context.Context, requestID string, used float64) error
+	// Used returns the current use of each charge's window, in order, without what except's request holds there
+	// (a plan made again for a request that holds its budget is placed beside the others, not beside itself); a
+	// zero except takes nothing out.
+	BudgetUsed(ctx context.Context, charges []Charge, except BudgetHold) ([]Amount, error)
+	// Reserve holds every charge for hold in one atomic step, unless one of them would take its window past a
+	// limit (force: hold them anyway, the request having been approved over budget). It is idempotent per hold: the
+	// same request and plan held before is answered Reserved without adding anything, so a retry after a lost answer
+	// never holds twice. The same request holding for another plan gives the old plan's hold back first; a hold
+	// released before (the request lost a race, went back to approval) is held anew; a hold left by another request
+	// with the same id (its record expired) keeps what it counted and is never inherited.
+	ReserveBudget(ctx context.Context, hold BudgetHold, charges []Charge, force bool) (Reservation, error)
+	// Release settles hold's request's reservation, whichever plan it holds for: each window keeps used (0..1) of
+	// the cost and GPU-hours reserved, as the request ran, and gets the rest back; the GPUs held at once go back
+	// entirely. Releasing again, a request never reserved, or another request that had the same id, changes nothing.
+	ReleaseBudget(ctx context.Context, hold BudgetHold, used float64) error
 	// Usage returns the use of the named windows (Charge.Key), for reports; missing windows are zero.
 	BudgetUsage(ctx context.Context, keys []string) ([]Amount, error)
 }

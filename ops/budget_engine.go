@@ -11,11 +11,10 @@ import (
 // budgetsOf returns the charges of plan against the budgets that apply to req, at now; nil when the engine counts
 // no budgets or the plan uses nothing.
 func (e *Engine) budgetsOf(ctx context.Context, req Request, plan *Plan) ([]Charge, error) {
-	bp, ok := e.policy.(BudgetPolicy)
-	if e.opts.Ledger == nil || !ok || plan == nil {
+	if e.opts.Ledger == nil || e.features.Budgets == nil || plan == nil {
 		return nil, nil
 	}
-	limits, err := bp.Budgets(ctx, req)
+	limits, err := e.features.Budgets.Budgets(ctx, req)
 	if err != nil || len(limits) == 0 {
 		return nil, err
 	}
@@ -28,15 +27,16 @@ func (e *Engine) budgetsOf(ctx context.Context, req Request, plan *Plan) ([]Char
 	return out, nil
 }
 
-// placeInBudget records on the plan where it stands in each budget that applies, from the ledger's current use.
+// placeInBudget records on the plan where it stands in each budget that applies, from the ledger's current use
+// without own's hold (the request's own, when its plan is made again before its write).
 // A plan that would take a budget past its limit is refused with E_BUDGET_EXCEEDED, or, when its approval rule
 // says overBudget, given that higher approval instead. The ledger unreachable refuses the request (fail closed).
-func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, appr Approval) (Approval, error) {
+func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, appr Approval, own BudgetHold) (Approval, error) {
 	charges, err := e.budgetsOf(ctx, req, plan)
 	if err != nil || len(charges) == 0 {
 		return appr, err
 	}
-	used, err := e.opts.Ledger.BudgetUsed(ctx, charges)
+	used, err := e.opts.Ledger.BudgetUsed(ctx, charges, own)
 	if err != nil {
 		return appr, budgetStateError(err)
 	}
@@ -51,7 +51,7 @@ func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, app
 	if over == nil {
 		return appr, nil
 	}
-	if ob, ok := e.policy.(OverBudgetApproval); ok {
+	if ob := e.features.OverBudget; ob != nil {
 		higher, ok, err := ob.OverBudget(ctx, req, plan)
 		if err != nil {
 			return appr, err
@@ -65,15 +65,17 @@ func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, app
 	return appr, BudgetExceeded(*over)
 }
 
-// reserve holds the budgets of an approved request in the ledger, atomically against every replica: a request that
+// reserve holds the budgets of rec's current plan in the ledger, atomically against every replica: a request that
 // no longer fits (others were approved since it was planned) is refused with E_BUDGET_EXCEEDED. A request
-// approved over budget (its approval is the overBudget one) is held past the limit. Idempotent per request id.
+// approved over budget (its approval is the overBudget one) is held past the limit. Idempotent per request and
+// plan (BudgetHold); holding for a new plan of the request gives its old plan's hold back. Only the gate (admit)
+// calls it.
 func (e *Engine) reserve(ctx context.Context, rec *Record) error {
 	charges, err := e.budgetsOf(ctx, rec.Request, rec.Plan)
 	if err != nil || len(charges) == 0 {
 		return err
 	}
-	res, err := e.opts.Ledger.ReserveBudget(ctx, rec.ID(), charges, rec.Approval.OverBudget)
+	res, err := e.opts.Ledger.ReserveBudget(ctx, HoldOf(rec), charges, rec.Approval.OverBudget)
 	if err != nil {
 		return budgetStateError(err)
 	}
@@ -98,12 +100,12 @@ func budgetStateError(err error) error {
 // releaseBudget gives back what the request did not use of its reservation: used is the share (0..1) of the
 // reserved cost and GPU-hours it used. Failures are reported, not returned: the reservation then lapses with its
 // window, which errs towards refusing, never towards overspending.
-func (e *Engine) releaseBudget(ctx context.Context, id string, used float64) {
+func (e *Engine) releaseBudget(ctx context.Context, rec *Record, used float64) {
 	if e.opts.Ledger == nil {
 		return
 	}
-	if err := e.opts.Ledger.ReleaseBudget(context.WithoutCancel(ctx), id, used); err != nil {
-		e.report(id, fmt.Errorf("release the spend budget: %w", err))
+	if err := e.opts.Ledger.ReleaseBudget(context.WithoutCancel(ctx), HoldOf(rec), used); err != nil {
+		e.report(rec.ID(), fmt.Errorf("release the spend budget: %w", err))
 	}
 }
 
@@ -126,7 +128,7 @@ func (e *Engine) SettleRun(ctx context.Context, id string, endedAt time.Time) er
 		started = rec.Execution.WriteAccepted
 	}
 	used := min(max(endedAt.Sub(started).Hours()/rec.Plan.Cost.RunHours(), 0), 1)
-	if err := e.opts.Ledger.ReleaseBudget(ctx, id, used); err != nil {
+	if err := e.opts.Ledger.ReleaseBudget(ctx, HoldOf(rec), used); err != nil {
 		return stateError("release the spend budget", err)
 	}
 	return nil
@@ -171,8 +173,8 @@ type BudgetViewer interface {
 // BudgetsOf returns who's budgets and their use in the current windows, for /hp budget and the agents' budget tool;
 // nil when no budget applies to who. The ledger unreachable is E_STATE_UNAVAILABLE.
 func (e *Engine) BudgetsOf(ctx context.Context, who Initiator) ([]BudgetUse, error) {
-	bv, ok := e.policy.(BudgetViewer)
-	if !ok || e.opts.Ledger == nil {
+	bv := e.features.BudgetViews
+	if bv == nil || e.opts.Ledger == nil {
 		return nil, nil
 	}
 	limits, err := bv.BudgetsOf(ctx, who)
@@ -191,8 +193,8 @@ type TeamBudgetLister interface {
 // TeamSpend returns the teams' budgets on cluster and their use in the current windows, for the capacity report's
 // spend per team; nil when none applies. The ledger unreachable is E_STATE_UNAVAILABLE.
 func (e *Engine) TeamSpend(ctx context.Context, cluster string) ([]BudgetUse, error) {
-	tl, ok := e.policy.(TeamBudgetLister)
-	if !ok || e.opts.Ledger == nil {
+	tl := e.features.TeamBudgets
+	if tl == nil || e.opts.Ledger == nil {
 		return nil, nil
 	}
 	limits, err := tl.TeamBudgets(ctx, cluster)

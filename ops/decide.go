@@ -37,7 +37,7 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 		if rec.Phase != PhaseAwaitingApproval {
 			if reserved && !holdsBudget(rec.Phase) {
 				// Reserved for a vote that lost its race to a Deny or a Cancel: nothing will run.
-				e.releaseBudget(ctx, id, 0)
+				e.releaseBudget(ctx, rec, 0)
 			}
 			return e.notAwaiting(rec, approve)
 		}
@@ -63,8 +63,9 @@ func (e *Engine) decide(ctx context.Context, id string, voter Initiator, approve
 			return rec, nil
 		}
 		if approve && rec.Approval.Received()+1 >= rec.Approval.Required {
-			// The vote that reaches the quorum holds the budget first, atomically against every replica.
-			if err := e.reserve(ctx, rec); err != nil {
+			// The vote that reaches the quorum passes the gate: it holds the budget first, atomically against
+			// every replica.
+			if err := e.admit(ctx, rec, Decision{Path: ByVotes, By: voter}); err != nil {
 				if ue := AsError(err); ue.Code == CodeBudgetExceeded {
 					next, rerr := e.reject(ctx, rec, ue)
 					if errors.Is(rerr, ErrVersionConflict) {
@@ -174,7 +175,12 @@ func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve
 		to = PhaseApproved
 	}
 	note := fmt.Sprintf("approved by %s (%d/%d)", display(voter), got, rec.Approval.Required)
-	return e.move(ctx, rec, to, voter, note, func(r *Record) { r.Approval.Votes = append(r.Approval.Votes, v) })
+	return e.move(ctx, rec, to, voter, note, func(r *Record) {
+		r.Approval.Votes = append(r.Approval.Votes, v)
+		if to == PhaseApproved {
+			approvedBy(Decision{Path: ByVotes, By: voter})(r)
+		}
+	})
 }
 
 func display(i Initiator) string {
@@ -198,11 +204,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, who Initiator) (*Record,
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			next, err := e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
-			if err == nil && rec.Phase == PhaseApproved {
-				e.releaseBudget(ctx, id, 0)
-			}
-			return next, err
+			return e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
 		}
 		return rec, Errorf(CodeInvalidPhase, "", "a request can be cancelled only before it executes",
 			"request %s is %s", id, rec.Phase)
@@ -218,11 +220,7 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
-			if err == nil && rec.Phase == PhaseApproved {
-				e.releaseBudget(ctx, id, 0)
-			}
-			return next, err
+			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
 		case PhaseInterrupted:
 			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
 			if err == nil {
@@ -298,7 +296,7 @@ func (e *Engine) checkTakeOver(ctx context.Context, rec *Record, who Initiator) 
 	if e.policy == nil || rec.Owner.ID == who.ID {
 		return nil
 	}
-	if tp, ok := e.policy.(TakeOverPolicy); ok {
+	if tp := e.features.TakeOver; tp != nil {
 		return tp.CheckTakeOver(ctx, rec, who)
 	}
 	err := e.policy.CheckVoter(ctx, rec, who)

@@ -68,7 +68,9 @@ type Engine struct {
 	store   Store
 	locks   Locker
 	policy  Policy
-	opts    EngineOptions
+	// features are the policy's optional parts, read once.
+	features PolicyFeatures
+	opts     EngineOptions
 	// observing counts this replica's executions that only observe (Observing).
 	observing atomic.Int64
 }
@@ -96,7 +98,11 @@ func NewEngine(catalog *Catalog, store Store, locks Locker, policy Policy, opts 
 	if opts.Replica == "" {
 		opts.Replica = "replica-" + randomID(4)
 	}
-	return &Engine{catalog: catalog, store: store, locks: locks, policy: policy, opts: opts}
+	e := &Engine{catalog: catalog, store: store, locks: locks, policy: policy, opts: opts}
+	if policy != nil {
+		e.features = policy.Features()
+	}
+	return e
 }
 
 // Catalog returns the engine's catalog.
@@ -299,6 +305,14 @@ func (e *Engine) existing(ctx context.Context, op Operation, stored *Record, req
 	if stored.Phase == PhaseReceived && e.opts.Clock.Since(stored.UpdatedAt) >= receivedGrace {
 		return e.planOnce(ctx, op, stored, false)
 	}
+	// A planned record whose next step's answer was lost (its grant's approval, say) was left behind: it goes on.
+	if stored.Phase == PhasePlanned && e.opts.Clock.Since(stored.UpdatedAt) >= receivedGrace {
+		next, err := e.proceed(ctx, stored)
+		if errors.Is(err, ErrVersionConflict) {
+			return e.Get(ctx, stored.ID())
+		}
+		return next, err
+	}
 	return stored, nil
 }
 
@@ -343,16 +357,24 @@ func (e *Engine) plan(ctx context.Context, op Operation, rec *Record) (*Record, 
 	p, err := e.makePlan(ctx, op, rec.Request)
 	if err == nil {
 		var appr Approval
-		if appr, err = e.requirement(ctx, rec.Request, p); err == nil {
-			if appr, err = e.placeInBudget(ctx, rec.Request, p, appr); err == nil {
-				return e.planned(ctx, rec, p, appr)
-			}
+		if appr, err = e.approvalFor(ctx, rec, p); err == nil {
+			return e.planned(ctx, rec, p, appr)
 		}
 	}
 	if ctx.Err() != nil {
 		return e.planTimedOut(ctx, rec, err)
 	}
 	return e.reject(ctx, rec, err)
+}
+
+// approvalFor is the approval plan p of rec needs: its rule's, placed in its budgets beside every other request's
+// hold (over one, the overBudget rule's approval, or E_BUDGET_EXCEEDED).
+func (e *Engine) approvalFor(ctx context.Context, rec *Record, p *Plan) (Approval, error) {
+	appr, err := e.requirement(ctx, rec.Request, p)
+	if err != nil {
+		return appr, err
+	}
+	return e.placeInBudget(ctx, rec.Request, p, appr, HoldOf(rec))
 }
 
 // planned stores a finished plan and moves the request on to done, awaiting-approval or execution.
@@ -362,6 +384,14 @@ func (e *Engine) planned(ctx context.Context, rec *Record, p *Plan, appr Approva
 	if err != nil {
 		return nil, stateError("store the plan", err)
 	}
+	return e.proceed(ctx, rec)
+}
+
+// proceed moves a planned request on to done, awaiting-approval or execution. A request left planned (the answer of
+// its next step lost) is moved on by the next call: a grant's use and the budget hold are idempotent per request.
+func (e *Engine) proceed(ctx context.Context, rec *Record) (*Record, error) {
+	appr := rec.Approval
+	var err error
 	switch {
 	case rec.Request.DryRun:
 		var note *GrantNote
@@ -379,10 +409,11 @@ func (e *Engine) planned(ctx context.Context, rec *Record, p *Plan, appr Approva
 		}
 		rec, err = e.move(ctx, rec, PhaseAwaitingApproval, systemActor, fmt.Sprintf("needs %d approval(s)", appr.Required), nil)
 	default:
-		if err := e.reserve(ctx, rec); err != nil {
+		d := Decision{Path: ByPolicy, By: systemActor}
+		if err := e.admit(ctx, rec, d); err != nil {
 			return e.reject(ctx, rec, err)
 		}
-		rec, err = e.move(ctx, rec, PhaseApproved, systemActor, "no approval required by policy", nil)
+		rec, err = e.move(ctx, rec, PhaseApproved, systemActor, "no approval required by policy", approvedBy(d))
 		if err == nil {
 			return e.dispatch(ctx, rec)
 		}
@@ -506,6 +537,9 @@ func (e *Engine) moveAt(ctx context.Context, rec *Record, to Phase, by Initiator
 	ev := NewAuditEvent(next, t)
 	if err := e.store.Update(ctx, next, rec.Version, ev); err != nil {
 		return nil, err
+	}
+	if releasesHold(rec.Phase, next) {
+		e.releaseBudget(ctx, next, 0)
 	}
 	e.notify(ctx, next, t)
 	return next, nil

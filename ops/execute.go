@@ -355,16 +355,14 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 	if rec.Plan != nil && p.Hash == rec.Plan.Hash {
 		return rec, outcomeFinished, nil
 	}
-	appr, err := e.requirement(ctx, rec.Request, p)
+	// The new plan is placed in its budgets as a new request's is: over a budget it needs the overBudget rule's
+	// approval, or it is refused.
+	appr, err := e.approvalFor(ctx, rec, p)
 	if err != nil {
 		return x.refuse(ctx, rec, err)
 	}
 	if appr.Required == 0 {
-		next, err := x.step(ctx, "plan refreshed", func(r *Record) { r.Plan = p })
-		if err != nil {
-			return rec, outcomeRetry, stateError("store the new plan", err)
-		}
-		return next, outcomeFinished, nil
+		return x.replanned(ctx, rec, p, appr)
 	}
 	old := ""
 	if rec.Plan != nil {
@@ -383,6 +381,27 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 		return back, outcomeRetry, stateError("store the new plan", err)
 	}
 	return back, outcomeFinished, stale
+}
+
+// replanned goes on with the new plan p, which needs no approval, once it passed the gate: the budget is held for
+// the new plan (the old plan's hold given back in the same step) or the request fails, nothing written.
+func (x *executor) replanned(ctx context.Context, rec *Record, p *Plan, appr Approval) (*Record, outcome, error) {
+	e := x.e
+	d := Decision{Path: ByReplan, By: systemActor}
+	candidate := rec.Clone()
+	candidate.Plan, candidate.Approval = p, appr
+	candidate.Approval.DecidedBy = d.Path
+	if err := e.admit(ctx, candidate, d); err != nil {
+		return x.refuse(ctx, rec, err)
+	}
+	next, err := x.step(ctx, "plan refreshed", func(r *Record) {
+		r.Plan, r.Approval = p, appr
+		approvedBy(d)(r)
+	})
+	if err != nil {
+		return rec, outcomeRetry, stateError("store the new plan", err)
+	}
+	return next, outcomeFinished, nil
 }
 
 // refuse ends, before its write, an execution whose contract check failed: failed with the cause, unless the
@@ -597,9 +616,6 @@ func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Reco
 	if err != nil {
 		// Still executing in the store: the lease lapses and another replica resumes from the recorded steps.
 		return next, outcomeRetry, errors.Join(runErr, stateError("record the result", err))
-	}
-	if to == PhaseFailed && (next.Execution == nil || next.Execution.WriteStarted.IsZero()) {
-		x.e.releaseBudget(ctx, next.ID(), 0) // its write was never sent, nothing runs: the reservation goes back
 	}
 	if ue != nil {
 		return next, outcomeFinished, ue

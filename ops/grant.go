@@ -50,8 +50,10 @@ type Grant struct {
 	// channel and thread of that request's message), where each use is told.
 	GivenIn string            `json:"givenIn"`
 	Thread  map[string]string `json:"thread,omitempty"`
-	// Approvers is the approver group of the request it was given on: who else may revoke it.
+	// Approvers is the approver group of the request it was given on: who else may revoke it. Rule is that
+	// request's approval rule: the grant approves only requests under the same rule.
 	Approvers string `json:"approvers,omitempty"`
+	Rule      string `json:"rule,omitempty"`
 
 	// Used is how many requests it approved so far (from the store).
 	Used      int        `json:"used"`

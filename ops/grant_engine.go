@@ -158,6 +158,8 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 			return rec, nil, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+id),
 				"request %s was decided without your approval: no grant was given", id)
 		}
+	} else if err := e.policy.CheckVoter(ctx, rec, who); e.policy != nil && err != nil {
+		return rec, nil, err // approved by a vote of who's, who may no longer approve such requests
 	} else if ge := mayGrant(rec); ge != nil {
 		return rec, nil, ge // approved by a vote of who's, but no grant may be given on it
 	} else if errs := ValidateGrant(spec, rec); len(errs) > 0 {
@@ -167,7 +169,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 	g := Grant{ID: GrantID(id), Operation: rec.Request.Operation, Cluster: rec.Request.Target.Cluster, Target: spec.Target,
 		Requester: rec.Request.Initiator, MaxSize: spec.MaxSize, MaxHourly: spec.MaxHourly, MaxTotal: spec.MaxTotal,
 		Uses: spec.Uses, ExpiresAt: now.Add(time.Duration(spec.Hours * float64(time.Hour))).Truncate(time.Second),
-		GivenBy: who, GivenAt: now, GivenIn: id, Thread: spec.Thread, Approvers: rec.Approval.Approvers}
+		GivenBy: who, GivenAt: now, GivenIn: id, Thread: spec.Thread, Approvers: rec.Approval.Approvers, Rule: rec.Approval.Rule}
 	stored, _, err := e.opts.Grants.CreateGrant(ctx, g)
 	if err != nil {
 		return rec, nil, stateError("record the grant (the request is approved; give the grant again)", err)
@@ -313,15 +315,14 @@ func (e *Engine) grantsFor(ctx context.Context, rec *Record) []Grant {
 		e.report(req.ID, fmt.Errorf("read the grants (the request waits for votes): %w", err))
 		return nil
 	}
-	// A grant is its giver's standing vote: it approves only what the giver could approve now, by the rule this
-	// request falls under (its approver group may differ from the one the grant was given under), and never the
-	// giver's own request, whatever the rule says of self-approval.
+	// A grant is its giver's standing vote: the gate admits it only for what the giver could approve now, under
+	// the rule the grant was given under, never on the giver's own request.
 	var out []Grant
 	for _, g := range all {
-		if !g.Live(now) || g.Misfit(req, p) != "" || g.GivenIn == req.ID || g.GivenBy.ID == req.Initiator.ID {
+		if !g.Live(now) || g.Misfit(req, p) != "" || g.GivenIn == req.ID {
 			continue
 		}
-		if err := e.policy.CheckVoter(ctx, rec, g.GivenBy); err != nil {
+		if err := e.judge(ctx, rec, Decision{Path: ByGrant, By: g.GivenBy, Grant: &g}); err != nil {
 			continue
 		}
 		out = append(out, g)
@@ -339,40 +340,43 @@ func (e *Engine) grantNote(ctx context.Context, rec *Record) *GrantNote {
 }
 
 // approveByGrant approves rec, planned and about to await approval, with the first grant that fits and still has
-// a use: the budget is held first (E_BUDGET_EXCEEDED rejects the request, as a quorum's vote would), then one use
-// is counted (idempotent per request id) and the record moves to approved with the grant on it. ok false: no grant
-// applied, and the request waits for votes (nothing held).
+// a use: the grant passes the gate (which holds the budget; E_BUDGET_EXCEEDED rejects the request, as a quorum's
+// vote would), then one use is counted (idempotent per request id) and the record moves to approved with the grant
+// on it. A grant whose use is refused (its last use taken, revoked meanwhile) gives the hold back before the next
+// is tried. ok false: no grant applied, nothing is held, and the request waits for votes.
 func (e *Engine) approveByGrant(ctx context.Context, rec *Record) (*Record, bool, error) {
-	grants := e.grantsFor(ctx, rec)
-	if len(grants) == 0 {
-		return rec, false, nil
-	}
-	if err := e.reserve(ctx, rec); err != nil {
-		if ue := AsError(err); ue.Code == CodeBudgetExceeded {
-			next, rerr := e.reject(ctx, rec, ue)
-			return next, true, rerr
+	for _, g := range e.grantsFor(ctx, rec) {
+		d := Decision{Path: ByGrant, By: g.GivenBy, Grant: &g}
+		if err := e.admit(ctx, rec, d); err != nil {
+			if ue := AsError(err); ue.Code == CodeBudgetExceeded {
+				next, rerr := e.reject(ctx, rec, ue)
+				return next, true, rerr
+			}
+			e.report(rec.ID(), fmt.Errorf("grant %s (the request waits for votes): %w", g.ID, gateRefusal(d, err)))
+			continue
 		}
-		e.report(rec.ID(), fmt.Errorf("hold the budget for a grant (the request waits for votes): %w", err))
-		return rec, false, nil
-	}
-	for _, g := range grants {
 		res, err := e.opts.Grants.UseGrant(ctx, g.ID, rec.ID(), e.opts.Clock.Now())
-		if err != nil {
-			// The use may have been counted with its answer lost: it errs towards fewer uses, never more.
-			e.report(rec.ID(), fmt.Errorf("use grant %s (the request waits for votes): %w", g.ID, err))
-			break
-		}
-		if !res.OK {
+		if err != nil || !res.OK {
+			// A lost answer may have counted the use: it errs towards fewer uses, never more.
+			e.releaseBudget(ctx, rec, 0)
+			if err != nil {
+				e.report(rec.ID(), fmt.Errorf("use grant %s (the request waits for votes): %w", g.ID, err))
+				break
+			}
 			continue
 		}
 		use := GrantUse{Grant: g.ID, GivenBy: g.GivenBy, GivenIn: g.GivenIn, Use: res.Use, Uses: g.Uses, Thread: g.Thread}
 		note := fmt.Sprintf("approved by grant %s, given by %s (%d of %d used)", g.ID, display(g.GivenBy), res.Use, g.Uses)
-		next, err := e.move(ctx, rec, PhaseApproved, systemActor, note, func(r *Record) { r.Grant = &use })
+		next, err := e.move(ctx, rec, PhaseApproved, systemActor, note, func(r *Record) {
+			r.Grant = &use
+			approvedBy(d)(r)
+		})
 		if err != nil {
+			// Still planned in the store, the use counted and the budget held: the sweep finds it planned and
+			// plans it again, which finds the use counted (UseGrant is idempotent per request).
 			return rec, true, stateError("record the grant's approval", err)
 		}
 		return next, true, nil
 	}
-	e.releaseBudget(ctx, rec.ID(), 0)
 	return rec, false, nil
 }

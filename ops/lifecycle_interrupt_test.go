@@ -124,6 +124,13 @@ func (p leads) CheckVoter(_ context.Context, rec *ops.Record, v ops.Initiator) e
 	}
 	return nil
 }
+func (p leads) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+	if d.Path == ops.ByPolicy || d.Path == ops.ByReplan {
+		return nil
+	}
+	return p.CheckVoter(ctx, rec, d.By)
+}
+func (p leads) Features() ops.PolicyFeatures { return ops.PolicyFeatures{TakeOver: p} }
 func (p leads) CheckTakeOver(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
 	if p.operators[who.ID] {
 		return nil
@@ -161,6 +168,9 @@ func newStepKit(t *testing.T, op func(ops.Operation) ops.Operation, opts ops.Eng
 
 // votersOnly is a policy without a TakeOverPolicy: whoever may vote may take over (the engine's default rule).
 type votersOnly struct{ ops.Policy }
+
+// Features offers nothing beyond voting: the engine's default take-over rule decides.
+func (votersOnly) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
 
 // newStepKitPolicy is newStepKit; plain leaves the operators out, so the engine's default take-over rule decides.
 func newStepKitPolicy(t *testing.T, op func(ops.Operation) ops.Operation, opts ops.EngineOptions, plain bool) *stepKit {

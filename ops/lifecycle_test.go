@@ -46,6 +46,10 @@ func (onePerson) CheckVoter(_ context.Context, rec *ops.Record, v ops.Initiator)
 	}
 	return nil
 }
+func (p onePerson) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+	return p.CheckVoter(ctx, rec, d.By)
+}
+func (onePerson) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
 
 var alice, lee = ops.Initiator{Kind: ops.Human, ID: "U0ALICE"}, ops.Initiator{Kind: ops.Human, ID: "U0LEE"}
 

@@ -53,8 +53,8 @@ func (e *Engine) nudge(ctx context.Context, rec *Record, now time.Time) (*Record
 // pendingVoters are who may vote on rec and have not voted on its current plan, without its requester: nil when
 // the policy cannot say.
 func (e *Engine) pendingVoters(ctx context.Context, rec *Record) []string {
-	r, ok := e.policy.(ApproverResolver)
-	if !ok {
+	r := e.features.Approvers
+	if r == nil {
 		return nil
 	}
 	voters, err := r.Voters(ctx, rec)

@@ -29,6 +29,8 @@ func (p nudging) Requirement(ctx context.Context, req ops.Request, plan *ops.Pla
 
 func (p nudging) Voters(context.Context, *ops.Record) ([]string, error) { return p.voters, nil }
 
+func (p nudging) Features() ops.PolicyFeatures { return ops.PolicyFeatures{Approvers: p} }
+
 // losing stores every change but loses the answer of the first one of kind lose: the change is stored, the caller
 // hears an error, as when Redis's reply is cut after the script ran.
 type losing struct {

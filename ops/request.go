@@ -154,6 +154,9 @@ type Approval struct {
 	// NoGrants says the rule forbids standing grants (its grants: false): none is given on the request, none
 	// approves it.
 	NoGrants bool `json:"noGrants,omitempty"`
+	// DecidedBy is the path that approved the request (votes, grant, break-glass, policy, re-plan); empty until
+	// it is approved.
+	DecidedBy DecisionPath `json:"decidedBy,omitempty"`
 }
 
 // Received counts approving votes for the current plan hash.

@@ -60,6 +60,14 @@ type Policy interface {
 	Requirement(ctx context.Context, req Request, plan *Plan) (Approval, error)
 	// CheckVoter reports whether voter may approve or deny the request now (E_NOT_AUTHORIZED, E_SELF_APPROVAL).
 	CheckVoter(ctx context.Context, rec *Record, voter Initiator) error
+	// Admit is the gate every path to approved passes (Decision): whether d may approve rec, with its current plan,
+	// now. The decider may approve this request under this request's own rule (group, channel, self-approval,
+	// risk; for a grant its giver, under the rule the grant was given under, never on the giver's own request;
+	// for break-glass the on-call requester), and an agent's plan is within the agent's scope. The budget is the
+	// engine's half of the gate.
+	Admit(ctx context.Context, rec *Record, d Decision) error
+	// Features are the optional parts the policy offers (budgets, break-glass, take-over, reminders).
+	Features() PolicyFeatures
 }
 
 // Notifier is told about every stored transition, after it is stored. Surfaces (Slack) implement it.

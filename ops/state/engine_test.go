@@ -97,6 +97,15 @@ func (p quorumPolicy) CheckVoter(_ context.Context, rec *ops.Record, voter ops.I
 	return nil
 }
 
+func (p quorumPolicy) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+	if d.Path == ops.ByPolicy || d.Path == ops.ByReplan {
+		return nil
+	}
+	return p.CheckVoter(ctx, rec, d.By)
+}
+
+func (quorumPolicy) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
+
 // cluster is a real redis-server shared by engines ("replicas") that each have their own connection.
 type cluster struct {
 	srv *redistest.Server

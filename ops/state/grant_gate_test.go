@@ -58,3 +58,27 @@ func TestGrantNeverApprovesItsGiversRequests(t *testing.T) {
 	next.Target.Cluster = "ml-dev"
 	wantWaits(t, submit(t, r.b, next))
 }
+
+// A grant approves only under the rule it was given under: the same requester's matching request in a namespace
+// whose rule names the same approvers is another rule, and waits for votes (lead1's own Approve on it would count).
+func TestGrantApprovesOnlyUnderItsRule(t *testing.T) {
+	r := grantEnginesWith(t, `
+slack: {channels: [C0OPS]}
+clusters: [{name: ml-prod-eks, namespaces: [ml, ml-x]}]
+approvals:
+  groups:
+    leads: {users: [U0LEAD1, U0LEAD2]}
+  rules:
+    - {namespace: [ml-x], approvers: leads, required: 1, expiresAfter: 30m}
+    - {approvers: leads, required: 1}
+`, nil)
+	g := give(t, r)
+	other := scaleReq("req-other-rule", "ng-02", 5, alice)
+	other.Target.Namespace = "ml-x"
+	rec := submit(t, r.a, other)
+	wantWaits(t, rec)
+	if rec, err := r.a.Approve(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash); err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("lead1's own approval under the other rule: %v, %v", err, rec.Phase)
+	}
+	wantGranted(t, submit(t, r.b, scaleReq("req-same-rule", "ng-03", 5, alice)), g, 1)
+}

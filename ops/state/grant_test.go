@@ -72,6 +72,7 @@ type grantRig struct {
 	a, b  *ops.Engine
 	s     *state.Store
 	clock *clockwork.FakeClock
+	srv   *redistest.Server
 }
 
 func grantEngines(t *testing.T, grants func(s *state.Store) ops.GrantStore) grantRig {
@@ -80,7 +81,7 @@ func grantEngines(t *testing.T, grants func(s *state.Store) ops.GrantStore) gran
 }
 
 // grantEnginesWith is grantEngines under another configuration.
-func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops.GrantStore) grantRig {
+func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops.GrantStore, extra ...ops.Operation) grantRig {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "grant.yaml")
 	if err != nil {
@@ -91,7 +92,10 @@ func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops
 	engine := func(replica string) (*ops.Engine, *state.Store) {
 		catalog := ops.NewCatalog()
 		catalog.Register(scaleTestOp{})
-		s := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "grant"})
+		for _, op := range extra {
+			catalog.Register(op)
+		}
+		s := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "grant", Clock: clock})
 		var gs ops.GrantStore = s
 		if grants != nil {
 			gs = grants(s)
@@ -99,7 +103,7 @@ func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops
 		p := approvals.New(cfg, glassDirectory{}, clock)
 		return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, Clock: clock, Ledger: s, Grants: gs}), s
 	}
-	r := grantRig{clock: clock}
+	r := grantRig{clock: clock, srv: srv}
 	r.a, r.s = engine("r1")
 	r.b, _ = engine("r2")
 	return r
