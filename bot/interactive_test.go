@@ -162,8 +162,8 @@ func TestInterruptedRequestFromHomeAndTheMenu(t *testing.T) {
 	h.clickHome(userLead1, handlers.ActionResume, "home:yours:int-1")
 	h.waitPhase("int-1", ops.PhaseSucceeded)
 	h.waitAll(
-		check{"int-1's thread telling the lead started it again, then its success", func(s fakeslack.Snapshot) bool {
-			return replyIn(s, chOps, "int-1", `Approved by \u003c@U0LEAD1\u003e: starting`) && replyIn(s, chOps, "int-1", "int-1: succeeded")
+		check{"int-1's thread telling the lead resumed it, then its success", func(s fakeslack.Snapshot) bool {
+			return replyIn(s, chOps, "int-1", `*Resumed* by \u003c@U0LEAD1\u003e`, "int-1: resumed") && replyIn(s, chOps, "int-1", "int-1: succeeded")
 		}},
 		check{"int-1's message saying succeeded", func(s fakeslack.Snapshot) bool {
 			return len(mentioningAll(topLevel(s, chOps), "(request int-1)", "succeeded")) == 1
@@ -201,6 +201,15 @@ func TestInterruptedRequestFromHomeAndTheMenu(t *testing.T) {
 	h.planOf(chOps, "int-3", func(m fakeslack.Message) bool {
 		return strings.Contains(m.Text, "succeeded") && !hasButton(m, handlers.ActionResume)
 	})
+	s := h.waitFor("int-3's thread telling alice resumed it", func(s fakeslack.Snapshot) bool {
+		return replyIn(s, chOps, "int-3", `*Resumed* by \u003c@U0ALICE\u003e`)
+	})
+	// A resume is nobody's approval: the thread never says the request was approved when it was resumed.
+	for _, id := range []string{"int-1", "int-3"} {
+		if replyIn(s, chOps, id, "Approved by") {
+			t.Errorf("%s's thread tells its resume as an approval", id)
+		}
+	}
 	m = interrupted("int-4")
 	h.choose(userLead1, chOps, m, handlers.ActionStop)
 	h.waitPhase("int-4", ops.PhaseCancelled)

@@ -563,6 +563,7 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 		return Msg{}, false
 	}
 	s := phaseEmoji[t.To] + " "
+	word := phrase(string(t.To)) // what the notification says happened
 	by := ""
 	if t.By.Kind != ops.System && t.By.ID != "" {
 		by = " by " + person(t.By)
@@ -581,6 +582,11 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 		// Told without a mention: a grant's uses are not the lead's to hear of at every one (its thread says them).
 		g := rec.Grant
 		s += fmt.Sprintf("Approved by grant %s (given by %s, %d of %d used): starting", code(g.Grant), escLine(display(g.GivenBy)), g.Use, g.Uses)
+	case t.To == ops.PhaseApproved && t.From == ops.PhaseInterrupted:
+		// Resume: the owner chose to go on; nobody approved anything anew, and the plan is checked again first.
+		s = ":arrow_forward: *Resumed*" + by + ": checking the plan against what is there now, then starting " +
+			"(it asks for approval again if anything changed)"
+		word = "resumed"
 	case t.To == ops.PhaseApproved:
 		s += "Approved" + by + ": starting"
 	case needsRequester(t.To):
@@ -591,7 +597,7 @@ func TransitionReply(rec *ops.Record, t ops.Transition) (Msg, bool) {
 			s = phaseEmoji[t.To] + " *" + phaseWords[t.To] + "*" + by
 		}
 	}
-	return Msg{Text: escText(fmt.Sprintf("%s: %s", rec.ID(), phrase(string(t.To)))), Blocks: []slack.Block{section(s)}}, true
+	return Msg{Text: escText(fmt.Sprintf("%s: %s", rec.ID(), word)), Blocks: []slack.Block{section(s)}}, true
 }
 
 // ProgressReply renders a step an execution reported.

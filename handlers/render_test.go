@@ -127,6 +127,8 @@ func TestGoldenMessages(t *testing.T) {
 	interruptedAgent.Owner, interruptedAgent.Approval.ApproverUsers = interruptedAgent.Request.Initiator, []string{"U0LEAD1", "U0LEAD2"}
 	interruptedAgent.Result = &ops.Result{Summary: "gpu-workers at 3 of 4 instances"}
 	interruptedReply, _ := TransitionReply(interruptedAgent, ops.Transition{From: ops.PhaseExecuting, To: ops.PhaseInterrupted, By: ops.Initiator{Kind: ops.System}, Kind: ops.KindPhase})
+	resumedReply, _ := TransitionReply(interrupted, ops.Transition{From: ops.PhaseInterrupted, To: ops.PhaseApproved, At: t0,
+		By: ops.Initiator{Kind: ops.Human, ID: "U0LEAD2"}, Note: "resumed by lead2", Kind: ops.KindPhase})
 	agentExpired := sampleRecord(ops.PhaseExpired)
 	agentExpired.Request.Initiator = agentRec.Request.Initiator
 	agentExpired.Owner = agentRec.Owner
@@ -165,6 +167,7 @@ func TestGoldenMessages(t *testing.T) {
 		"transition_reply_denied":      {Msg: deniedReply},
 		"transition_reply_failed":      {Msg: failedReply},
 		"transition_reply_interrupted": {Msg: interruptedReply},
+		"transition_reply_resumed":     {Msg: resumedReply},
 		"watch_reply_failed_requester": {Msg: failedWorkloadReply(ran, jobFailure)},
 		"agent_reply_expired":          {Msg: AgentReply(agentapi.InTerms(agentapi.NewBody(agentExpired, agentExpired.ID(), nil), agentapi.NewSteps(opSpecs.Specs()), agentapi.DM))},
 		"plan_training":                PlanMessage(opSpecs, trainingRecord()),
