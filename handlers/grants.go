@@ -137,8 +137,12 @@ func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Moda
 		input(grantTargetBlock, "Target pattern", grantPattern(ops.GrantSubject(req)), "e.g. ng-*",
 			"matched against the request's group (node or instance group), else its namespace; * and ? are wildcards", false)}
 	if sized {
-		blocks = append(blocks, input(grantSizeBlock, "Size cap (nodes or replicas added or removed)", strconv.Itoa(max(size, 1)), "e.g. 2",
-			"each request may change the count by at most this", false))
+		hint := "each request may change the count by at most this"
+		if _, counts := ops.GrantSizeCounts(rec.Plan); !counts {
+			hint = "each request may change at most this many objects"
+		}
+		blocks = append(blocks, input(grantSizeBlock, "Size cap ("+ops.GrantSizeUnit(rec.Plan)+")", strconv.Itoa(max(size, 1)), "e.g. 2",
+			hint, false))
 	}
 	blocks = append(blocks,
 		input(grantHourlyBlock, "$/h cap", strconv.FormatFloat(hourly, 'f', -1, 64), "e.g. 100", "each request may add at most this per hour", false),

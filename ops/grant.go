@@ -34,7 +34,8 @@ type Grant struct {
 	Target string `json:"target"`
 	// Requester is the one person or agent whose requests it approves, by initiator id.
 	Requester Initiator `json:"requester"`
-	// MaxSize caps the change's size (GrantSize: how many nodes or replicas it adds or removes); 0 none.
+	// MaxSize caps the change's size (GrantSize: how many nodes or replicas it adds or removes, else how many
+	// objects it changes); 0 none (grants given before every change had a size).
 	MaxSize int `json:"maxSize,omitempty"`
 	// MaxHourly caps the plan's $/h (0: only plans that add nothing per hour); a plan whose price is unknown
 	// never fits.
@@ -111,8 +112,32 @@ func GrantSubject(req Request) string {
 }
 
 // GrantSize is the size of a plan's change: how far its first field moves (|to − from|, e.g. the nodes a scale adds
-// or removes), when the plan changes one number; ok false when it changes none.
+// or removes) when the plan changes one number; else how many objects it changes (the nodes a reboot takes, the
+// workloads a rollout restarts), so a grant given on a one-node reboot does not approve a twenty-node one. ok false
+// when it changes nothing.
 func GrantSize(p *Plan) (size int, ok bool) {
+	if size, ok := countMoved(p); ok {
+		return size, true
+	}
+	if p == nil || len(p.Changes) == 0 {
+		return 0, false
+	}
+	return len(p.Changes), true
+}
+
+// GrantSizeUnit says what GrantSize counts for p, for the grant form's label.
+func GrantSizeUnit(p *Plan) string {
+	if _, ok := countMoved(p); ok {
+		return "nodes or replicas added or removed"
+	}
+	return "objects it changes: nodes, workloads"
+}
+
+// GrantSizeCounts is how far p moves a count, ok false when its size is the objects it changes instead.
+func GrantSizeCounts(p *Plan) (int, bool) { return countMoved(p) }
+
+// countMoved is how far the first field of p's first change moves, when it is a number.
+func countMoved(p *Plan) (int, bool) {
 	if p == nil || len(p.Changes) == 0 || len(p.Changes[0].Fields) == 0 {
 		return 0, false
 	}

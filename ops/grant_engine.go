@@ -47,8 +47,8 @@ func ValidateGrantOn(spec GrantSpec, subject string, sized bool) []*Error {
 	}
 	if sized {
 		if spec.MaxSize < 1 {
-			bad("maxSize", "give the largest change a request may make, e.g. 2 (nodes or replicas added or removed)",
-				"the size cap must be at least 1: this operation changes a count")
+			bad("maxSize", "give the largest change a request may make, e.g. 2 (nodes or replicas added or removed, or objects changed)",
+				"the size cap must be at least 1: every request this grant approves is held to a size")
 		}
 	} else if spec.MaxSize < 0 {
 		bad("maxSize", "leave it empty", "the size cap cannot be negative")
