@@ -83,22 +83,51 @@ func (b BudgetLimit) Period() string {
 	return "today"
 }
 
-// Charge is what one request uses of one budget's current window.
+// Charge is what one request uses of one window of a budget: the window it is approved in, or a later one its run
+// goes on into.
 type Charge struct {
 	Budget BudgetLimit `json:"budget"`
-	Start  time.Time   `json:"start"`
-	End    time.Time   `json:"end"`
-	Amount Amount      `json:"amount"`
+	// Start and End are the window's.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Amount is the run's cost and GPU-hours in this window; GPUs is what it holds at once, on the charge of the
+	// window it is approved in only (GPUs at once are not counted per window).
+	Amount Amount `json:"amount"`
+	// RunFrom and RunUntil are the run the request is counted for: from when it is charged to its end at the
+	// latest (a bounded run's hours; one window's length for a change without an end). Its GPUs at once are held
+	// until RunUntil unless it ends sooner, and an early end keeps the earliest windows' part of it.
+	RunFrom  time.Time `json:"runFrom"`
+	RunUntil time.Time `json:"runUntil"`
 }
 
 // Key names the budget's window in the ledger, e.g. "ops-agent-daily:20261203T0000Z".
 func (c Charge) Key() string { return c.Budget.Name + ":" + c.Start.UTC().Format("20060102T1504Z") }
 
+// Later reports whether the window starts after the run does: a window the request's run goes on into. A charge
+// that names no run (recorded before runs were charged by window) is of the window it was approved in.
+func (c Charge) Later() bool { return !c.RunFrom.IsZero() && c.Start.After(c.RunFrom) }
+
+// Period names the window in words: "today", "this week", "this month", or for a later window its date ("on Fri 4
+// Dec", "the week of Mon 7 Dec", "in January 2027").
+func (c Charge) Period() string {
+	if !c.Later() {
+		return c.Budget.Period()
+	}
+	start := c.Start.In(c.Budget.location())
+	switch c.Budget.Window {
+	case WindowWeek:
+		return "the week of " + start.Format("Mon 2 Jan")
+	case WindowMonth:
+		return "in " + start.Format("January 2006")
+	}
+	return "on " + start.Format("Mon 2 Jan")
+}
+
 // BudgetPlace is where a plan stands in one budget: what the window has used before it and what this request adds.
 type BudgetPlace struct {
 	Charge
 	// Used is the window's use before this request (approved and running requests at their worst case, finished
-	// ones as run).
+	// ones as run), and the GPUs held at once when it is charged.
 	Used Amount `json:"used"`
 	// Over names the measures this request would take past the limit ("cost", "GPU-hours", "GPUs"); empty when it
 	// fits.
@@ -118,13 +147,13 @@ func (p BudgetPlace) Sentence() string {
 	l, left := p.Budget.Limit, p.Left()
 	if l.Cost > 0 {
 		parts = append(parts, fmt.Sprintf("uses %s of %s's %s %s; %s", Dollars(p.Amount.Cost), p.Budget.Holder,
-			Dollars(l.Cost), p.Budget.Period(), leftText(Dollars(math.Abs(left.Cost)), left.Cost)))
+			Dollars(l.Cost), p.Period(), leftText(Dollars(math.Abs(left.Cost)), left.Cost)))
 	}
 	if l.GPUHours > 0 {
 		parts = append(parts, fmt.Sprintf("%s of %s GPU-hours; %s", num(p.Amount.GPUHours), num(l.GPUHours),
 			leftText(num(math.Abs(left.GPUHours))+" GPU-hours", left.GPUHours)))
 	}
-	if l.GPUs > 0 {
+	if l.GPUs > 0 && !p.Later() {
 		parts = append(parts, fmt.Sprintf("%s of %s GPUs at once (%s held)", num(p.Amount.GPUs), num(l.GPUs), num(p.Used.GPUs)))
 	}
 	s := strings.Join(parts, "; ")
@@ -199,11 +228,14 @@ type Reservation struct {
 }
 
 // Ledger keeps what requests use of the budgets, shared by every replica (ops/state implements it in Redis with one
-// script that reserves and one that releases). Unreachable storage is an error matching ErrStateUnavailable.
+// script that reserves and one that releases). Each window of a budget counts the cost and GPU-hours of the runs
+// charged to it; the GPUs held at once are counted per budget, whatever the window, from RunFrom to RunUntil of each
+// run that holds them unless it is released sooner. Unreachable storage is an error matching ErrStateUnavailable.
 type Ledger interface {
 	// Used returns the current use of each charge's window, in order, without what except's request holds there
 	// (a plan made again for a request that holds its budget is placed beside the others, not beside itself); a
-	// zero except takes nothing out.
+	// zero except takes nothing out. The GPUs are those held at once at the charge's RunFrom, on the charge of the
+	// current window (Later false); a later window's are 0.
 	BudgetUsed(ctx context.Context, charges []Charge, except BudgetHold) ([]Amount, error)
 	// Reserve holds every charge for hold in one atomic step, unless one of them would take its window past a
 	// limit (force: hold them anyway, the request having been approved over budget). It is idempotent per hold: the
@@ -212,12 +244,14 @@ type Ledger interface {
 	// released before (the request lost a race, went back to approval) is held anew; a hold left by another request
 	// with the same id (its record expired) keeps what it counted and is never inherited.
 	ReserveBudget(ctx context.Context, hold BudgetHold, charges []Charge, force bool) (Reservation, error)
-	// Release settles hold's request's reservation, whichever plan it holds for: each window keeps used (0..1) of
-	// the cost and GPU-hours reserved, as the request ran, and gets the rest back; the GPUs held at once go back
-	// entirely. Releasing again, a request never reserved, or another request that had the same id, changes nothing.
+	// Release settles hold's request's reservation, whichever plan it holds for: the run used used (0..1) of the
+	// run it was charged for, its earliest part, so each window keeps the cost and GPU-hours of that part that fell
+	// in it and gets the rest back; the GPUs held at once go back entirely. Releasing again, a request never
+	// reserved, or another request that had the same id, changes nothing.
 	ReleaseBudget(ctx context.Context, hold BudgetHold, used float64) error
-	// Usage returns the use of the named windows (Charge.Key), for reports; missing windows are zero.
-	BudgetUsage(ctx context.Context, keys []string) ([]Amount, error)
+	// Usage returns the use of each window (Start names it) and the GPUs held at once at RunFrom, for /hp budget
+	// and reports; missing windows are zero.
+	BudgetUsage(ctx context.Context, windows []Charge) ([]Amount, error)
 }
 
 // BudgetPolicy says which budgets apply to a request (approvals implements it: initiator, team, cluster).
@@ -231,37 +265,81 @@ type OverBudgetApproval interface {
 	OverBudget(ctx context.Context, req Request, plan *Plan) (Approval, bool, error)
 }
 
-// Charges computes what plan uses of each budget at now: its bounded cost (a run's maximum, Cost.Total) or, for a
-// change without an end, its added $/h until the window resets; GPU-hours alike; and the GPUs it adds. A plan that
-// adds nothing (a scale-down, a read) is charged nothing.
+// maxWindows bounds the windows one charge spans; a longer run counts its rest in the last of them. maxRunHours
+// keeps a run's end a time.Time can hold (a run's hours are capped far lower by clusters[].limits).
+const (
+	maxWindows  = 64
+	maxRunHours = 100 * 365 * 24
+)
+
+// Charges computes what plan uses of each budget from now, window by window. A run with an end (Cost.Total, over
+// Cost.RunHours) is charged to each window in proportion to its overlap with the window; a change without an end
+// (its added $/h) is counted as if it ran one whole window from now (24 h on a daily budget), charged by overlap
+// alike, so one approved at 23:58 counts 2 minutes today and the rest of a day tomorrow, whatever the hour it is
+// approved at. GPU-hours alike; the GPUs it adds are held at once for the run, on the charge of the current window.
+// A plan that adds nothing (a scale-down, a read) is charged nothing.
 func Charges(budgets []BudgetLimit, plan *Plan, now time.Time) []Charge {
 	out := make([]Charge, 0, len(budgets))
 	for _, b := range budgets {
-		start, end := b.Span(now)
-		out = append(out, Charge{Budget: b, Start: start, End: end, Amount: planAmount(plan, end.Sub(now).Hours())})
+		out = append(out, budgetCharges(b, plan, now)...)
 	}
 	return out
 }
 
-func planAmount(p *Plan, hoursLeft float64) Amount {
-	if p == nil {
-		return Amount{}
+// budgetCharges splits plan's run from now over the windows of b it overlaps, in order.
+func budgetCharges(b BudgetLimit, plan *Plan, now time.Time) []Charge {
+	start, end := b.Span(now)
+	var c Cost
+	if plan != nil {
+		c = plan.Cost
 	}
-	c := p.Cost
-	hours := c.RunHours()
+	hours := min(c.RunHours(), maxRunHours)
 	if hours == 0 {
-		hours = hoursLeft
+		hours = end.Sub(start).Hours()
 	}
+	until := now.Add(time.Duration(hours * float64(time.Hour)))
+	var out []Charge
+	for i := 0; start.Before(until); i++ {
+		from, to := later(start, now), end
+		if i == maxWindows-1 || !until.After(end) {
+			to = until
+		}
+		share := to.Sub(from).Hours() / hours
+		if !to.Before(until) && len(out) == 0 {
+			share = 1 // the whole run in one window: exactly its worst case
+		}
+		a := runAmount(c, hours, share)
+		if len(out) > 0 {
+			a.GPUs = 0
+		}
+		out = append(out, Charge{Budget: b, Start: start, End: end, Amount: a, RunFrom: now, RunUntil: until})
+		if !to.Before(until) {
+			break
+		}
+		start, end = b.Span(end)
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// runAmount is share (0..1) of a run of hours at c: of its bounded total, or of its added $/h over the hours.
+func runAmount(c Cost, hours, share float64) Amount {
 	var a Amount
 	if c.HourlyDelta > 0 {
-		a.Cost = c.HourlyDelta * hours
+		a.Cost = c.HourlyDelta * hours * share
 		if c.Total > 0 {
-			a.Cost = c.Total
+			a.Cost = c.Total * share
 		}
 	}
 	if c.GPUs > 0 {
 		a.GPUs = float64(c.GPUs)
-		a.GPUHours = float64(c.GPUs) * hours
+		a.GPUHours = float64(c.GPUs) * hours * share
 	}
 	return a
 }
@@ -290,16 +368,19 @@ func BudgetExceeded(p BudgetPlace) *Error {
 	for _, m := range p.Over {
 		switch m {
 		case "cost":
-			used = append(used, fmt.Sprintf("%s of %s used %s, this needs %s", Dollars(p.Used.Cost), Dollars(l.Cost), p.Budget.Period(), Dollars(p.Amount.Cost)))
+			used = append(used, fmt.Sprintf("%s of %s used %s, this needs %s", Dollars(p.Used.Cost), Dollars(l.Cost), p.Period(), Dollars(p.Amount.Cost)))
 		case "GPU-hours":
-			used = append(used, fmt.Sprintf("%s of %s GPU-hours used, this needs %s", num(p.Used.GPUHours), num(l.GPUHours), num(p.Amount.GPUHours)))
+			used = append(used, fmt.Sprintf("%s of %s GPU-hours used %s, this needs %s", num(p.Used.GPUHours), num(l.GPUHours), p.Period(), num(p.Amount.GPUHours)))
 		case "GPUs":
 			used = append(used, fmt.Sprintf("%s of %s GPUs held at once, this needs %s", num(p.Used.GPUs), num(l.GPUs), num(p.Amount.GPUs)))
 		}
 	}
-	frees := p.End.In(p.Budget.location()).Format("2006-01-02 15:04 MST")
+	wait := fmt.Sprintf("wait until %s, when the budget resets (running requests that end early give back what they did not use sooner)",
+		p.End.In(p.Budget.location()).Format("2006-01-02 15:04 MST"))
+	if len(p.Over) == 1 && p.Over[0] == "GPUs" {
+		wait = "wait for running requests to give their GPUs back when they end (GPUs at once do not reset with the window)"
+	}
 	return Errorf(CodeBudgetExceeded, "budget",
-		fmt.Sprintf("wait until %s, when the budget resets (running requests that end early give back what they did not use sooner), make a smaller request, or ask a platform admin to raise %s.limits",
-			frees, p.Budget.Path),
+		fmt.Sprintf("%s, make a smaller request, or ask a platform admin to raise %s.limits", wait, p.Budget.Path),
 		"over budget %s (%s's %s budget): %s", p.Budget.Name, p.Budget.Holder, p.Budget.Window, strings.Join(used, "; "))
 }

@@ -110,8 +110,9 @@ func (e *Engine) releaseBudget(ctx context.Context, rec *Record, used float64) {
 }
 
 // SettleRun settles the budget of a request whose run ended at endedAt (the watcher saw its training job complete,
-// fail or go away): the run counts the hours it ran, from when its write was accepted, and the rest of its
-// worst case goes back. Requests without a bounded run, and requests settled before, are left as they are.
+// fail or go away): the run counts the hours it ran, from when its write was accepted, in the windows its first
+// hours were charged to, and the rest of its worst case goes back, with its GPUs. Requests without a bounded run,
+// and requests settled before, are left as they are.
 func (e *Engine) SettleRun(ctx context.Context, id string, endedAt time.Time) error {
 	if e.opts.Ledger == nil {
 		return nil
@@ -149,13 +150,13 @@ func (e *Engine) BudgetUsage(ctx context.Context, limits []BudgetLimit) ([]Budge
 	}
 	now := e.opts.Clock.Now()
 	out := make([]BudgetUse, len(limits))
-	keys := make([]string, len(limits))
+	windows := make([]Charge, len(limits))
 	for i, b := range limits {
 		start, end := b.Span(now)
 		out[i] = BudgetUse{Budget: b, Start: start, End: end}
-		keys[i] = Charge{Budget: b, Start: start}.Key()
+		windows[i] = Charge{Budget: b, Start: start, End: end, RunFrom: now, RunUntil: now}
 	}
-	used, err := e.opts.Ledger.BudgetUsage(ctx, keys)
+	used, err := e.opts.Ledger.BudgetUsage(ctx, windows)
 	if err != nil {
 		return nil, stateError("read the spend budgets", err)
 	}

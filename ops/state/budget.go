@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,26 +14,70 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// Spend budgets: each budget window is a hash {p}:budget:<name>:<window start> with fields cost, gpuh and gpus, the
-// use of every request reserved in it. Each reserved request has {p}:budget-req:<id>, a JSON object naming the
-// request (since: when its record was created) and the plan it holds for, the windows it holds and what it holds in
-// each, and whether it was released. Both scripts run atomically in Redis, so replicas reserving at once see each
-// other's reservations, and both are idempotent per hold (a retry after a lost answer changes nothing).
+// Spend budgets: each budget window is a hash {p}:budget:<name>:<window start> with fields cost and gpuh, the use of
+// every run charged to it (a run that goes on past a window's end is charged to each window by overlap). The GPUs
+// held at once are counted per budget, not per window: {p}:budget-gpus:<name> is a sorted set of the runs holding
+// them, member "<since>|<request id>|<GPUs>", scored by when the run ends at the latest (ms), so a run whose end
+// nobody saw stops counting at its deadline. Each reserved request has {p}:budget-req:<id>, a JSON object naming the
+// request (since: when its record was created) and the plan it holds for, the windows it holds (key, cost, gpuh, and
+// from..to: the window's part of the run, as shares of it), its GPUs' members (atOnce) and whether it was released
+// (used: the share of its run it kept). Both scripts run atomically in Redis, so replicas reserving at once see each
+// other's reservations, and both are idempotent per hold (a retry after a lost answer changes nothing). A window's
+// gpus field and a window entry's gpus are those of holds made before GPUs were kept apart: still counted and given
+// back.
 
-// reserveScript: KEYS request key, window keys…; ARGV force (0/1), request ttl ms, window ttl ms, since, plan, then
-// per window cost, GPU-hours, GPUs, their limits (0 = none) and the window's key. Returns {1, uses…} when the request
-// holds every window for this plan (now, or since an earlier call), {0, index, uses…} when window index (1-based)
-// would pass a limit; uses are each window's cost, GPU-hours and GPUs as strings. The same request's hold for
-// another plan is given back first (and marked released, so nothing gives it back twice); a released hold is held
-// anew; another request's hold under the same id (since differs) keeps its windows as they are.
-var reserveScript = redis.NewScript(`
-local n = #KEYS - 1
-local since, plan = ARGV[4], ARGV[5]
+// settleLua gives back what hold r does not keep: used (0..1) is the share of its run it used, its earliest part,
+// so each window keeps the part of its charge that fell within it; its GPUs at once go back entirely.
+const settleLua = `
+local function settle(r, used)
+  for _, w in ipairs(r.windows) do
+    if redis.call('EXISTS', w.key) == 1 then
+      local from, to = tonumber(w.from or '0'), tonumber(w.to or '1')
+      local keep = 0
+      if to > from then keep = math.min(math.max((used - from) / (to - from), 0), 1) end
+      redis.call('HINCRBYFLOAT', w.key, 'cost', -(1 - keep) * tonumber(w.cost))
+      redis.call('HINCRBYFLOAT', w.key, 'gpuh', -(1 - keep) * tonumber(w.gpuh))
+      if w.gpus then redis.call('HINCRBYFLOAT', w.key, 'gpus', -tonumber(w.gpus)) end
+    end
+  end
+  for _, g in ipairs(r.atOnce or {}) do
+    redis.call('ZREM', g.key, g.member)
+  end
+  r.released = true
+  r.used = used
+end
+`
+
+// reserveScript: KEYS request key, then per charge its window key and its budget's GPUs key; ARGV force (0/1), ttl
+// ms (of the request key, the windows and the GPUs keys), since, plan, now (ms), request id, then per charge
+// cost, GPU-hours, GPUs, their limits (0 = none), the window's part of the run (from, to: shares of it), the run's
+// end (ms) and whether it is the window the run starts in (1/0: only there are GPUs at once counted and checked).
+// Returns {1, uses…} when the request holds every window for this plan (now, or since an earlier call), {0, index,
+// uses…} when charge index (1-based) would pass a limit; uses are each window's cost, GPU-hours and GPUs held at
+// once (0 for a later window) as strings. The same request's hold for another plan is given back first (and marked
+// released, so nothing gives it back twice); a released hold is held anew; another request's hold under the same id
+// (since differs) keeps its windows and GPUs as they are.
+var reserveScript = redis.NewScript(settleLua + `
+local n = (#KEYS - 1) / 2
+local since, plan, now = ARGV[3], ARGV[4], ARGV[5]
+local function arg(i, j) return ARGV[6 + (i-1)*10 + j] end
+local function atOnce(i)
+  local sum = tonumber(redis.call('HGET', KEYS[2*i], 'gpus') or '0')
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2*i+1], '(' .. now, '+inf')) do
+    sum = sum + tonumber(string.match(m, '|([^|]*)$'))
+  end
+  return sum
+end
+local function use(i)
+  local v = redis.call('HMGET', KEYS[2*i], 'cost', 'gpuh')
+  local gpus = 0
+  if arg(i, 10) == '1' then gpus = atOnce(i) end
+  return {tonumber(v[1] or '0'), tonumber(v[2] or '0'), gpus}
+end
 local function uses()
   local out = {}
   for i = 1, n do
-    local v = redis.call('HMGET', KEYS[i+1], 'cost', 'gpuh', 'gpus')
-    for j = 1, 3 do out[#out+1] = v[j] or '0' end
+    for _, x in ipairs(use(i)) do out[#out+1] = tostring(x) end
   end
   return out
 end
@@ -45,27 +90,17 @@ if raw then
       table.insert(out, 1, 1)
       return out
     end
-    for _, w in ipairs(r.windows) do
-      if redis.call('EXISTS', w.key) == 1 then
-        redis.call('HINCRBYFLOAT', w.key, 'cost', -tonumber(w.cost))
-        redis.call('HINCRBYFLOAT', w.key, 'gpuh', -tonumber(w.gpuh))
-        redis.call('HINCRBYFLOAT', w.key, 'gpus', -tonumber(w.gpus))
-      end
-    end
-    r.released = true
-    r.used = 0
+    settle(r, 0)
     redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
   end
 end
 local force = ARGV[1] == '1'
 local eps = 0.000001
 for i = 1, n do
-  local a = 5 + (i-1)*7
-  local v = redis.call('HMGET', KEYS[i+1], 'cost', 'gpuh', 'gpus')
+  local used = use(i)
   for j = 1, 3 do
-    local limit = tonumber(ARGV[a+3+j])
-    local used = tonumber(v[j] or '0')
-    if not force and limit > 0 and used + tonumber(ARGV[a+j]) > limit + eps then
+    local limit = tonumber(arg(i, 3+j))
+    if not force and limit > 0 and used[j] + tonumber(arg(i, j)) > limit + eps then
       local out = uses()
       table.insert(out, 1, i)
       table.insert(out, 1, 0)
@@ -73,42 +108,46 @@ for i = 1, n do
     end
   end
 end
-local held = {}
+local windows, gpus = {}, {}
 for i = 1, n do
-  local a = 5 + (i-1)*7
-  redis.call('HINCRBYFLOAT', KEYS[i+1], 'cost', ARGV[a+1])
-  redis.call('HINCRBYFLOAT', KEYS[i+1], 'gpuh', ARGV[a+2])
-  redis.call('HINCRBYFLOAT', KEYS[i+1], 'gpus', ARGV[a+3])
-  redis.call('PEXPIRE', KEYS[i+1], ARGV[3])
-  held[i] = {key = KEYS[i+1], cost = ARGV[a+1], gpuh = ARGV[a+2], gpus = ARGV[a+3]}
+  local w = KEYS[2*i]
+  redis.call('HINCRBYFLOAT', w, 'cost', arg(i, 1))
+  redis.call('HINCRBYFLOAT', w, 'gpuh', arg(i, 2))
+  redis.call('PEXPIRE', w, ARGV[2])
+  windows[i] = {key = w, cost = arg(i, 1), gpuh = arg(i, 2), from = arg(i, 7), to = arg(i, 8)}
+  if tonumber(arg(i, 3)) > 0 then
+    local g, member = KEYS[2*i+1], since .. '|' .. ARGV[6] .. '|' .. arg(i, 3)
+    redis.call('ZREMRANGEBYSCORE', g, '-inf', now)
+    redis.call('ZADD', g, arg(i, 9), member)
+    if redis.call('PTTL', g) < tonumber(ARGV[2]) then redis.call('PEXPIRE', g, ARGV[2]) end
+    gpus[#gpus+1] = {key = g, member = member}
+  end
 end
-redis.call('SET', KEYS[1], cjson.encode({since = since, plan = plan, windows = held, released = false}), 'PX', ARGV[2])
+local rec = {since = since, plan = plan, windows = windows, released = false}
+if #gpus > 0 then rec.atOnce = gpus end
+redis.call('SET', KEYS[1], cjson.encode(rec), 'PX', ARGV[2])
 local out = uses()
 table.insert(out, 1, 1)
 return out
 `)
 
-// releaseScript: KEYS request key, then the window keys it holds (read from it first); ARGV the share (0..1) of the
-// cost and GPU-hours used, and since. Gives the rest back and every GPU, marks the request released and keeps its
-// ttl. Returns 1 when it released, 0 when it was released before, never reserved or reserved by another request
-// with the same id, -1 when the keys do not match its windows.
-var budgetReleaseScript = redis.NewScript(`
+// releaseScript: KEYS request key, then the window keys it holds and the GPUs keys it holds in (read from it
+// first); ARGV the share (0..1) of its run it used, and since. Settles it (settleLua), marks it released and keeps
+// its ttl. Returns 1 when it released, 0 when it was released before, never reserved or reserved by another
+// request with the same id, -1 when the keys do not match its own.
+var budgetReleaseScript = redis.NewScript(settleLua + `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local r = cjson.decode(raw)
 if r.released or r.since ~= ARGV[2] then return 0 end
-if #r.windows ~= #KEYS - 1 then return -1 end
-local used = tonumber(ARGV[1])
-for i, w in ipairs(r.windows) do
-  if w.key ~= KEYS[i+1] then return -1 end
-  if redis.call('EXISTS', w.key) == 1 then
-    redis.call('HINCRBYFLOAT', w.key, 'cost', -(1 - used) * tonumber(w.cost))
-    redis.call('HINCRBYFLOAT', w.key, 'gpuh', -(1 - used) * tonumber(w.gpuh))
-    redis.call('HINCRBYFLOAT', w.key, 'gpus', -tonumber(w.gpus))
-  end
+local keys = {}
+for _, w in ipairs(r.windows) do keys[#keys+1] = w.key end
+for _, g in ipairs(r.atOnce or {}) do keys[#keys+1] = g.key end
+if #keys ~= #KEYS - 1 then return -1 end
+for i, k in ipairs(keys) do
+  if k ~= KEYS[i+1] then return -1 end
 end
-r.released = true
-r.used = used
+settle(r, tonumber(ARGV[1]))
 redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
 return 1
 `)
@@ -121,26 +160,19 @@ const budgetRetention = 32 * 24 * time.Hour
 func (s *Store) budgetKey(window string) string { return s.key("budget", window) }
 func (s *Store) budgetReqKey(id string) string  { return s.key("budget-req", id) }
 
+// budgetGPUsKey is the sorted set of the runs holding GPUs at once in the named budget.
+func (s *Store) budgetGPUsKey(budget string) string { return s.key("budget-gpus", budget) }
+
 // Used reads the use of each charge's window, without what except's request holds in it (if it holds).
 func (s *Store) BudgetUsed(ctx context.Context, charges []ops.Charge, except ops.BudgetHold) ([]ops.Amount, error) {
-	keys := make([]string, len(charges))
-	for i, c := range charges {
-		keys[i] = c.Key()
-	}
-	used, err := s.BudgetUsage(ctx, keys)
-	if err != nil || except.Request == "" {
-		return used, err
-	}
-	held, err := s.held(ctx, except)
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range charges {
-		if h, ok := held[s.budgetKey(c.Key())]; ok {
-			used[i] = ops.Amount{Cost: used[i].Cost - h.Cost, GPUHours: used[i].GPUHours - h.GPUHours, GPUs: used[i].GPUs - h.GPUs}
+	var own *heldHold
+	if except.Request != "" {
+		var err error
+		if own, err = s.held(ctx, except); err != nil {
+			return nil, err
 		}
 	}
-	return used, nil
+	return s.usage(ctx, charges, own)
 }
 
 // heldHold is a reservation as reserveScript stores it.
@@ -151,12 +183,16 @@ type heldHold struct {
 		Key  string `json:"key"`
 		Cost string `json:"cost"`
 		GPUh string `json:"gpuh"`
-		GPUs string `json:"gpus"`
+		GPUs string `json:"gpus"` // of a hold made before GPUs were kept apart
 	} `json:"windows"`
+	AtOnce []struct {
+		Key    string `json:"key"`
+		Member string `json:"member"`
+	} `json:"atOnce"`
 }
 
-// held reads what hold's request holds in each window (by window key); none when it holds nothing.
-func (s *Store) held(ctx context.Context, hold ops.BudgetHold) (map[string]ops.Amount, error) {
+// held reads what hold's request holds; nil when it holds nothing.
+func (s *Store) held(ctx context.Context, hold ops.BudgetHold) (*heldHold, error) {
 	raw, err := s.rdb.Get(ctx, s.budgetReqKey(hold.Request)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -165,45 +201,88 @@ func (s *Store) held(ctx context.Context, hold ops.BudgetHold) (map[string]ops.A
 		return nil, unavailable("read the budget reservation of "+hold.Request, err)
 	}
 	var r heldHold
+	// cjson encodes an empty list as {}, which never happens here: a reservation holds at least one window, and
+	// atOnce is left out when it holds no GPUs.
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return nil, fmt.Errorf("state: budget reservation of %s: %w", hold.Request, err)
 	}
 	if r.Released || r.Since != sinceOf(hold) {
 		return nil, nil
 	}
-	out := make(map[string]ops.Amount, len(r.Windows))
-	for _, w := range r.Windows {
-		a, err := amountOf([]any{w.Cost, w.GPUh, w.GPUs})
-		if err != nil {
-			return nil, err
-		}
-		out[w.Key] = a
-	}
-	return out, nil
+	return &r, nil
 }
 
-// Usage reads the use of the named windows; a window nobody used is zero.
-func (s *Store) BudgetUsage(ctx context.Context, windows []string) ([]ops.Amount, error) {
+// Usage reads the use of the windows and the GPUs held at once at each's RunFrom; a window nobody used is zero.
+func (s *Store) BudgetUsage(ctx context.Context, windows []ops.Charge) ([]ops.Amount, error) {
+	return s.usage(ctx, windows, nil)
+}
+
+// usage reads each charge's window and, for the window a run starts in, its budget's GPUs held at once, without
+// what own holds.
+func (s *Store) usage(ctx context.Context, charges []ops.Charge, own *heldHold) ([]ops.Amount, error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(windows))
-	for i, w := range windows {
-		cmds[i] = pipe.HMGet(ctx, s.budgetKey(w), "cost", "gpuh", "gpus")
+	windows := make([]*redis.SliceCmd, len(charges))
+	runs := make([]*redis.StringSliceCmd, len(charges))
+	for i, c := range charges {
+		windows[i] = pipe.HMGet(ctx, s.budgetKey(c.Key()), "cost", "gpuh", "gpus")
+		if !c.Later() {
+			runs[i] = pipe.ZRangeByScore(ctx, s.budgetGPUsKey(c.Budget.Name),
+				&redis.ZRangeBy{Min: "(" + strconv.FormatInt(c.RunFrom.UnixMilli(), 10), Max: "+inf"})
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("read budgets", err)
 	}
-	out := make([]ops.Amount, len(windows))
-	for i, c := range cmds {
-		v := c.Val()
-		strs := make([]any, 3)
-		copy(strs, v)
-		a, err := amountOf(strs)
+	mine := map[string]bool{}
+	ownWindows := map[string][3]any{}
+	if own != nil {
+		for _, g := range own.AtOnce {
+			mine[g.Member] = true
+		}
+		for _, w := range own.Windows {
+			ownWindows[w.Key] = [3]any{w.Cost, w.GPUh, w.GPUs}
+		}
+	}
+	out := make([]ops.Amount, len(charges))
+	for i, c := range charges {
+		v := make([]any, 3)
+		copy(v, windows[i].Val())
+		a, err := amountOf(v)
 		if err != nil {
+			return nil, err
+		}
+		if w, ok := ownWindows[s.budgetKey(c.Key())]; ok {
+			h, err := amountOf(w[:])
+			if err != nil {
+				return nil, err
+			}
+			a = ops.Amount{Cost: a.Cost - h.Cost, GPUHours: a.GPUHours - h.GPUHours, GPUs: a.GPUs - h.GPUs}
+		}
+		if c.Later() {
+			a.GPUs = 0
+		} else if a.GPUs, err = runGPUs(runs[i].Val(), mine, a.GPUs); err != nil {
 			return nil, err
 		}
 		out[i] = a
 	}
 	return out, nil
+}
+
+// runGPUs adds to legacy (what a window counts from holds made before GPUs were kept apart) the GPUs of the runs
+// holding them now, but those of mine.
+func runGPUs(members []string, mine map[string]bool, legacy float64) (float64, error) {
+	sum := legacy
+	for _, m := range members {
+		if mine[m] {
+			continue
+		}
+		g, err := strconv.ParseFloat(m[strings.LastIndexByte(m, '|')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("state: GPUs held by %q: %w", m, err)
+		}
+		sum += g
+	}
+	return sum, nil
 }
 
 // Reserve holds every charge for hold in one atomic step unless one would pass its limit (force: anyway).
@@ -212,25 +291,31 @@ func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges 
 	if len(charges) == 0 {
 		return ops.Reservation{Reserved: true}, nil
 	}
-	now := time.Now()
-	keys := []string{s.budgetReqKey(id)}
+	now := charges[0].RunFrom
+	if now.IsZero() {
+		now = time.Now()
+	}
 	f := "0"
 	if force {
 		f = "1"
 	}
 	var last time.Time
 	for _, c := range charges {
-		if c.End.After(last) {
-			last = c.End
-		}
+		last = later(last, later(c.End, c.RunUntil))
 	}
-	// The request's record outlives its windows; each window's use is kept a while after it ends.
-	reqTTL := max(last.Sub(now)+budgetRetention, time.Minute)
-	args := []any{f, ms(reqTTL), ms(reqTTL), sinceOf(hold), hold.Plan}
+	// The request's record outlives its windows and its run; each window's use is kept a while after it ends.
+	ttl := max(last.Sub(now)+budgetRetention, time.Minute)
+	keys := []string{s.budgetReqKey(id)}
+	args := []any{f, ms(ttl), sinceOf(hold), hold.Plan, now.UnixMilli(), id}
 	for _, c := range charges {
-		keys = append(keys, s.budgetKey(c.Key()))
-		l := c.Budget.Limit
-		args = append(args, fl(c.Amount.Cost), fl(c.Amount.GPUHours), fl(c.Amount.GPUs), fl(l.Cost), fl(l.GPUHours), fl(l.GPUs), c.Key())
+		keys = append(keys, s.budgetKey(c.Key()), s.budgetGPUsKey(c.Budget.Name))
+		l, first := c.Budget.Limit, "1"
+		if c.Later() {
+			l.GPUs, first = 0, "0"
+		}
+		from, to := runPart(c)
+		args = append(args, fl(c.Amount.Cost), fl(c.Amount.GPUHours), fl(c.Amount.GPUs), fl(l.Cost), fl(l.GPUHours), fl(l.GPUs),
+			fl(from), fl(to), c.RunUntil.UnixMilli(), first)
 	}
 	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -256,32 +341,47 @@ func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges 
 	return out, nil
 }
 
-// Release settles hold's request's reservation: used (0..1) of its cost and GPU-hours stays counted, the rest and
-// its GPUs go back. Idempotent; another request's reservation under the same id is left alone.
+// runPart is c's window's part of the run, as shares (0..1) of it: where the window's overlap with the run starts
+// and ends.
+func runPart(c ops.Charge) (from, to float64) {
+	run := c.RunUntil.Sub(c.RunFrom)
+	if run <= 0 {
+		return 0, 1
+	}
+	share := func(t time.Time) float64 {
+		return min(max(float64(t.Sub(c.RunFrom))/float64(run), 0), 1)
+	}
+	from, to = share(c.Start), share(c.End)
+	if !c.Later() {
+		from = 0
+	}
+	if !c.End.Before(c.RunUntil) {
+		to = 1
+	}
+	return from, to
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Release settles hold's request's reservation: the earliest used (0..1) of its run stays counted in the windows it
+// fell in, the rest and its GPUs go back. Idempotent; another request's reservation under the same id is left alone.
 func (s *Store) ReleaseBudget(ctx context.Context, hold ops.BudgetHold, used float64) error {
 	id := hold.Request
-	raw, err := s.rdb.Get(ctx, s.budgetReqKey(id)).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	if err != nil {
-		return unavailable("read the budget reservation of "+id, err)
-	}
-	var r struct {
-		Windows  []struct{ Key string } `json:"windows"`
-		Released bool                   `json:"released"`
-		Since    string                 `json:"since"`
-	}
-	// cjson encodes an empty list as {}, which never happens here: a reservation holds at least one window.
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return fmt.Errorf("state: budget reservation of %s: %w", id, err)
-	}
-	if r.Released || r.Since != sinceOf(hold) {
-		return nil
+	r, err := s.held(ctx, hold)
+	if err != nil || r == nil {
+		return err
 	}
 	keys := []string{s.budgetReqKey(id)}
 	for _, w := range r.Windows {
 		keys = append(keys, w.Key)
+	}
+	for _, g := range r.AtOnce {
+		keys = append(keys, g.Key)
 	}
 	n, err := budgetReleaseScript.Run(ctx, s.rdb, keys, fl(min(max(used, 0), 1)), sinceOf(hold)).Int64()
 	if err != nil {

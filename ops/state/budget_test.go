@@ -81,8 +81,8 @@ func budgetEngine(t *testing.T, srv *redistest.Server, replica string, required 
 
 func usedToday(t *testing.T, s *state.Store, clock clockwork.Clock) ops.Amount {
 	t.Helper()
-	start, _ := agentDaily.Span(clock.Now())
-	got, err := s.BudgetUsage(context.Background(), []string{ops.Charge{Budget: agentDaily, Start: start}.Key()})
+	start, end := agentDaily.Span(clock.Now())
+	got, err := s.BudgetUsage(context.Background(), []ops.Charge{{Budget: agentDaily, Start: start, End: end, RunFrom: clock.Now()}})
 	if err != nil {
 		t.Fatalf("budget usage: %v", err)
 	}
@@ -230,7 +230,8 @@ func TestBudgetReserveAndReleaseAreIdempotent(t *testing.T) {
 	job1 := ops.BudgetHold{Request: "job-1", Since: morning, Plan: "p1"}
 	s := state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "budget"})
 	start, end := agentDaily.Span(morning)
-	charge := []ops.Charge{{Budget: agentDaily, Start: start, End: end, Amount: ops.Amount{Cost: 400, GPUHours: 32, GPUs: 8}}}
+	charge := []ops.Charge{{Budget: agentDaily, Start: start, End: end, Amount: ops.Amount{Cost: 400, GPUHours: 32, GPUs: 8},
+		RunFrom: morning, RunUntil: morning.Add(4 * time.Hour)}}
 	for range 3 {
 		res, err := s.ReserveBudget(ctx, job1, charge, false)
 		if err != nil || !res.Reserved {
