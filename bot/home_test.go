@@ -1,13 +1,16 @@
 package bot
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
@@ -110,4 +113,70 @@ func TestHomeClickWhenBusy(t *testing.T) {
 	h.waitFor("the busy notice in the lead's Home", func(s fakeslack.Snapshot) bool {
 		return homeShows(s, userLead1, "your click was not recorded")
 	})
+}
+
+// A click in Home that is refused is told at the top of the clicker's Home (a view has no channel for an ephemeral
+// message), and the notice stays there, on both replicas, while changes the clicker did not make redraw their Home:
+// it goes with their next click in Home. Here a lead left the request's channel after their Home offered Approve on
+// it (Home is not redrawn for a membership change); Approve from Home is refused, since a vote counts only from a
+// member of the request's channel.
+func TestHomeNoticeStaysUntilTheNextClick(t *testing.T) {
+	h := startWith(t, harnessOptions{replica: "a"})
+	b := h.launch(harnessOptions{replica: "b"})
+	t.Cleanup(func() { b.stop(t) })
+	h.waitConnected(2)
+	for _, u := range []string{userAlice, userLead1, userLead2} {
+		h.openHome(u)
+	}
+	h.slash(userAlice, chOps, "widget scale name=note-1 count=1 request-id=note-1")
+	h.waitFor("note-1 waiting in the Home of lead2", func(s fakeslack.Snapshot) bool {
+		return strings.Contains(homeBlock(s, userLead2, "home:waiting:note-1"), handlers.ActionApprove)
+	})
+	h.srv.RemoveMember(chOps, userLead2)
+	h.clock.Advance(approvals.DefaultCacheTTL + time.Minute) // every replica reads the channel's members again
+
+	h.clickHome(userLead2, handlers.ActionApprove, "home:waiting:note-1")
+	const warning = ":warning: "
+	s := h.waitFor("the refusal at the top of lead2's Home", func(s fakeslack.Snapshot) bool { return homeShows(s, userLead2, warning) })
+	notice := noticeIn(s, userLead2)
+	if !strings.Contains(notice, "not a member of channel "+chOps) {
+		t.Errorf("lead2's notice %q does not say why the vote was refused", notice)
+	}
+	if got := h.record("note-1"); got.Phase != ops.PhaseAwaitingApproval || len(got.Approval.Votes) != 0 {
+		t.Fatalf("note-1 is %s with %d votes after a refused vote", got.Phase, len(got.Approval.Votes))
+	}
+
+	// The agent asks for a training job, which waits in the approvals channel for a lead: lead2's Home is redrawn,
+	// on whichever replica tells it, and still says why their last click was refused.
+	h.agentSays(strings.NewReplacer(`"dryRun": true`, `"dryRun": false`, "train-20250308-001", "note-2").Replace(seedAgentRequest))
+	s = h.waitFor("note-2 waiting in lead2's Home", func(s fakeslack.Snapshot) bool {
+		return strings.Contains(homeBlock(s, userLead2, "home:waiting:note-2"), handlers.ActionApprove)
+	})
+	if got := noticeIn(s, userLead2); got != notice {
+		t.Errorf("lead2's Home, redrawn for a change they did not make, lost the notice of their last click: %q, want %q", got, notice)
+	}
+	// lead2's next click in Home (an approval: nothing to tell) takes the notice away.
+	h.clickHome(userLead2, handlers.ActionApprove, "home:waiting:note-2")
+	h.waitPhase("note-2", ops.PhaseSucceeded)
+	h.waitFor("lead2's Home without the notice once they clicked again", func(s fakeslack.Snapshot) bool {
+		return homeBlock(s, userLead2, "home:waiting:note-2") == "" && !homeShows(s, userLead2, warning)
+	})
+}
+
+// noticeIn is the text of the notice at the top of user's Home, "" when there is none.
+func noticeIn(s fakeslack.Snapshot, user string) string {
+	home, ok := s.Homes[user]
+	if !ok {
+		return ""
+	}
+	var blocks []struct {
+		Text struct{ Text string } `json:"text"`
+	}
+	_ = json.Unmarshal(home.Blocks, &blocks)
+	for _, b := range blocks {
+		if strings.HasPrefix(b.Text.Text, ":warning: ") {
+			return b.Text.Text
+		}
+	}
+	return ""
 }

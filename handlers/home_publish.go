@@ -15,7 +15,8 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// HomeViewers remembers, across replicas, who opened their Home tab lately, where they paged it and what was last
+// HomeViewers remembers, across replicas, who opened their Home tab lately, what the Homes keep for each of them
+// (the "pages" string: where they paged it and the notice of their last click, homeMemo) and what was last
 // published to them (ops/state's Store implements it). It is a read-only surface's memory: the Homes fail soft
 // when it is unreachable, and nothing a request does waits on it.
 type HomeViewers interface {
@@ -76,8 +77,53 @@ type homeChange struct {
 // homeRefresh is a refresh waiting for a viewer.
 type homeRefresh struct {
 	// force sends the view even when it equals the last one published (Slack shows nothing until the first publish).
-	force  bool
+	force bool
+	// acted is set when the viewer clicked in Home or opened it again: the notice of their last click goes.
+	acted bool
+	// notice is why the viewer's click was refused, kept at the top of their Home until they act again.
 	notice string
+}
+
+// join adds a later refresh r to p: what the viewer did last decides the notice.
+func (p *homeRefresh) join(r homeRefresh) {
+	p.force = p.force || r.force
+	if r.acted {
+		p.acted, p.notice = true, ""
+	}
+	if r.notice != "" {
+		p.notice = r.notice
+	}
+}
+
+// homeMemo is what the Homes keep for one viewer between refreshes, in Redis (HomeViewers' "pages" string) so every
+// replica draws the same: where they paged each section, and the notice of their last click in Home. A refusal told
+// in Home stands in for the ephemeral message a click in a channel gets, which stays until the person moves on: so
+// the notice stays while changes they did not make redraw their Home, and goes when they click in Home again or
+// open it again.
+type homeMemo struct {
+	Pages  HomePages `json:"pages,omitempty"`
+	Notice string    `json:"notice,omitempty"`
+}
+
+func (m homeMemo) encode() string {
+	if len(m.Pages) == 0 && m.Notice == "" {
+		return ""
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// decodeHomeMemo reads a viewer's memo; a string kept before notices were (the pages alone) is read as such, and
+// anything unreadable is the first pages and no notice.
+func decodeHomeMemo(s string) homeMemo {
+	var raw struct {
+		Pages  json.RawMessage `json:"pages"`
+		Notice string          `json:"notice"`
+	}
+	if json.Unmarshal([]byte(s), &raw) == nil && (raw.Pages != nil || raw.Notice != "") {
+		return homeMemo{Pages: DecodeHomePages(string(raw.Pages)), Notice: raw.Notice}
+	}
+	return homeMemo{Pages: DecodeHomePages(s)}
 }
 
 // NewHomes returns the Home tabs of h's viewers.
@@ -100,18 +146,27 @@ func (hs *Homes) fail(err error) {
 // Opened handles app_home_opened: their Home is published and, when they may use HyperOps (CheckAccess), the viewer
 // is remembered (failing soft) to be kept up to date. Anybody in the workspace can open the app's Home, and every
 // change of a request is resolved against every viewer remembered: who may use nothing is shown why, once per
-// opening, and never remembered.
+// opening, and never remembered. A visit takes away the notice of their last click.
 func (hs *Homes) Opened(ctx context.Context, user string) {
 	if hs.h.access.CheckAccess(ctx, hs.h.initiator(user, "")) == nil {
 		hs.fail(hs.viewers.HomeOpened(ctx, user))
 	}
-	hs.refresh(user, homeRefresh{force: true})
+	hs.refresh(user, homeRefresh{force: true, acted: true})
 }
 
 // Notice shows the viewer a line (mrkdwn, escaped by the caller) at the top of their Home: why their click in Home
-// was refused, or that it was not recorded.
+// was refused, or that it was not recorded. It stays there, whichever replica redraws their Home, until they click
+// in Home or open it again. It returns at once: the Homes' workers keep it and publish it.
 func (hs *Homes) Notice(user, notice string) {
 	hs.refresh(user, homeRefresh{force: true, notice: notice})
+}
+
+// Clicked is told of every click in the viewer's Home, before it is handled: the notice of their previous click
+// goes, and their Home is drawn again, so a click on a button drawn before a change it missed (Approve on a request
+// decided meanwhile, which changes nothing) still shows them where things stand. A notice the click earns is
+// shown after it.
+func (hs *Homes) Clicked(user string) {
+	hs.refresh(user, homeRefresh{acted: true})
 }
 
 // page moves a section of the viewer's Home to offset and publishes it.
@@ -120,8 +175,9 @@ func (hs *Homes) page(ctx context.Context, user, metadata, value string) {
 	if sec, off, ok := parsePage(value); ok {
 		pages[sec] = off
 	}
-	hs.fail(hs.viewers.SetHomePages(ctx, user, EncodeHomePages(pages)))
-	hs.refresh(user, homeRefresh{force: true})
+	// A click: the memo keeps the pages and loses the notice of the viewer's previous click.
+	hs.fail(hs.viewers.SetHomePages(ctx, user, homeMemo{Pages: pages}.encode()))
+	hs.refresh(user, homeRefresh{force: true, acted: true})
 }
 
 // Changed asks for the refresh of every viewer whose Home the change of rec touches: those it showed rec to before
@@ -205,10 +261,7 @@ func (h *Handler) HomeTouches(ctx context.Context, rec *ops.Record, from ops.Pha
 func (hs *Homes) refresh(user string, r homeRefresh) {
 	hs.mu.Lock()
 	if p, ok := hs.pending[user]; ok {
-		p.force = p.force || r.force
-		if r.notice != "" {
-			p.notice = r.notice
-		}
+		p.join(r)
 		hs.mu.Unlock()
 		if hs.opts.OnCoalesce != nil {
 			hs.opts.OnCoalesce()
@@ -297,11 +350,23 @@ func (hs *Homes) round(ctx context.Context) bool {
 
 // publish draws user's Home from snap and sends it unless it equals the view last published to them.
 func (hs *Homes) publish(ctx context.Context, user string, r homeRefresh, snap *HomeSnapshot) {
-	pages, published, err := hs.viewers.HomeState(ctx, user)
+	kept, published, err := hs.viewers.HomeState(ctx, user)
 	hs.fail(err)
-	d := hs.h.HomeData(ctx, hs.h.initiator(user, ""), snap, DecodeHomePages(pages))
-	if r.notice != "" {
-		d.Notice = r.notice
+	memo := decodeHomeMemo(kept)
+	if r.acted || r.notice != "" {
+		if r.acted {
+			memo.Notice = ""
+		}
+		if r.notice != "" {
+			memo.Notice = r.notice
+		}
+		if next := memo.encode(); next != kept {
+			hs.fail(hs.viewers.SetHomePages(ctx, user, next))
+		}
+	}
+	d := hs.h.HomeData(ctx, hs.h.initiator(user, ""), snap, memo.Pages)
+	if memo.Notice != "" {
+		d.Notice = memo.Notice
 	}
 	v := HomeView(hs.h.catalog, d)
 	v.Blocks.BlockSet = withCommandBlocks(v.Blocks.BlockSet, hs.h.cfg.Command) // the workspace's own slash command

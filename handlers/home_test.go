@@ -272,6 +272,48 @@ func TestHomeApproveWorksAsInTheChannel(t *testing.T) {
 	}
 }
 
+// A click in Home on a view drawn before a change it missed (Approve on a request the lead approved in the channel
+// meanwhile, which changes nothing) redraws the clicker's Home; a refused click's notice stays through a redraw for
+// a change the viewer did not make, and goes with their next click or visit.
+func TestHomeClickOnAStaleViewAndItsNotice(t *testing.T) {
+	f, homes, v, pub := homeFixture(t)
+	ctx := context.Background()
+	homes.Opened(ctx, homeLead)
+	homes.Flush(ctx)
+	stale := ApproveValue(f.r(t))
+	if err := f.click(ctx, homeLead, ActionApprove); err != nil { // in the channel: nothing tells the Homes here
+		t.Fatal(err)
+	}
+	homes.Flush(ctx)
+	if got := pub.text(homeLead); !strings.Contains(got, "home:waiting:req-r") {
+		t.Fatalf("the lead's Home was redrawn without a change told: %s", got)
+	}
+	if err := f.homeClick(ctx, homeLead, ActionApprove, stale); err != nil {
+		t.Fatal(err)
+	}
+	homes.Flush(ctx)
+	if got := pub.text(homeLead); strings.Contains(got, "home:waiting:req-r") || strings.Contains(got, ":warning:") {
+		t.Errorf("after a click on a decided request the lead's Home still offers it, or warns: %s", got)
+	}
+
+	homes.Notice(homeLead, "E_TEST: refused")
+	homes.Flush(ctx)
+	homes.Changed(ctx, f.r(t), ops.PhaseExecuting)
+	homes.Clicked(homeBystander) // another viewer's click leaves the lead's notice alone
+	homes.Flush(ctx)
+	if got := pub.text(homeLead); !strings.Contains(got, ":warning: E_TEST: refused") {
+		t.Errorf("the notice went with a redraw the lead did not ask for: %s", got)
+	}
+	if got := decodeHomeMemo(v.pages[homeLead]); got.Notice != "E_TEST: refused" {
+		t.Errorf("the notice is not kept for the other replicas: memo %+v", got)
+	}
+	homes.Opened(ctx, homeLead)
+	homes.Flush(ctx)
+	if got := pub.text(homeLead); strings.Contains(got, "E_TEST") {
+		t.Errorf("the notice outlived the lead's next visit: %s", got)
+	}
+}
+
 func TestHomeChangeRepublishesOnlyTouchedViewers(t *testing.T) {
 	f, homes, _, pub := homeFixture(t)
 	ctx := context.Background()
@@ -316,7 +358,7 @@ func TestHomePaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	homes.Flush(ctx)
-	if got := DecodeHomePages(v.pages[homeLead]); got[HomeWaiting] != 8 || got[HomeYours] != 8 {
+	if got := decodeHomeMemo(v.pages[homeLead]).Pages; got[HomeWaiting] != 8 || got[HomeYours] != 8 {
 		t.Errorf("pages %v, want waiting and yours at 8", got)
 	}
 	if pub.total() != 1 {

@@ -40,6 +40,9 @@ var requestActions = []string{ActionDetails, ActionApprove, ActionDeny, ActionCa
 func (h *Handler) Interaction(ctx context.Context, cb slack.InteractionCallback) error {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
+		if cb.View.Type == slack.VTHomeTab && h.homes != nil {
+			h.homes.Clicked(cb.User.ID)
+		}
 		if err := h.admit(ctx, h.initiator(cb.User.ID, cb.User.Name), false); err != nil {
 			return h.tellClicker(ctx, cb.Channel.ID, cb.User.ID, ErrorMessage(err))
 		}
