@@ -242,7 +242,8 @@ type Ledger interface {
 	// same request and plan held before is answered Reserved without adding anything, so a retry after a lost answer
 	// never holds twice. The same request holding for another plan gives the old plan's hold back first; a hold
 	// released before (the request lost a race, went back to approval) is held anew; a hold left by another request
-	// with the same id (its record expired) keeps what it counted and is never inherited.
+	// with the same id (its record expired) keeps what it counted and is never inherited. With no charges (the plan
+	// uses nothing) it holds nothing and gives back the request's hold for another plan.
 	ReserveBudget(ctx context.Context, hold BudgetHold, charges []Charge, force bool) (Reservation, error)
 	// Release settles hold's request's reservation, whichever plan it holds for: the run used used (0..1) of the
 	// run it was charged for, its earliest part, so each window keeps the cost and GPU-hours of that part that fell

@@ -68,12 +68,15 @@ func (e *Engine) placeInBudget(ctx context.Context, req Request, plan *Plan, app
 // reserve holds the budgets of rec's current plan in the ledger, atomically against every replica: a request that
 // no longer fits (others were approved since it was planned) is refused with E_BUDGET_EXCEEDED. A request
 // approved over budget (its approval is the overBudget one) is held past the limit. Idempotent per request and
-// plan (BudgetHold); holding for a new plan of the request gives its old plan's hold back. Only the gate (admit)
-// calls it.
+// plan (BudgetHold); holding for a new plan of the request gives its old plan's hold back, also when the new plan
+// uses nothing (a stale scale-up planned again as a scale-down). Only the gate (admit) calls it.
 func (e *Engine) reserve(ctx context.Context, rec *Record) error {
 	charges, err := e.budgetsOf(ctx, rec.Request, rec.Plan)
-	if err != nil || len(charges) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(charges) == 0 && (e.opts.Ledger == nil || e.features.Budgets == nil) {
+		return nil
 	}
 	res, err := e.opts.Ledger.ReserveBudget(ctx, HoldOf(rec), charges, rec.Approval.OverBudget)
 	if err != nil {

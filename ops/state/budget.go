@@ -132,14 +132,16 @@ return out
 `)
 
 // releaseScript: KEYS request key, then the window keys it holds and the GPUs keys it holds in (read from it
-// first); ARGV the share (0..1) of its run it used, and since. Settles it (settleLua), marks it released and keeps
-// its ttl. Returns 1 when it released, 0 when it was released before, never reserved or reserved by another
-// request with the same id, -1 when the keys do not match its own.
+// first); ARGV the share (0..1) of its run it used, since, and a plan to keep ('' for none). Settles it
+// (settleLua), marks it released and keeps its ttl. Returns 1 when it released, 0 when it was released before,
+// never reserved, reserved by another request with the same id or for the plan to keep, -1 when the keys do not
+// match its own.
 var budgetReleaseScript = redis.NewScript(settleLua + `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local r = cjson.decode(raw)
 if r.released or r.since ~= ARGV[2] then return 0 end
+if ARGV[3] ~= '' and r.plan == ARGV[3] then return 0 end
 local keys = {}
 for _, w in ipairs(r.windows) do keys[#keys+1] = w.key end
 for _, g in ipairs(r.atOnce or {}) do keys[#keys+1] = g.key end
@@ -178,6 +180,7 @@ func (s *Store) BudgetUsed(ctx context.Context, charges []ops.Charge, except ops
 // heldHold is a reservation as reserveScript stores it.
 type heldHold struct {
 	Since    string `json:"since"`
+	Plan     string `json:"plan"`
 	Released bool   `json:"released"`
 	Windows  []struct {
 		Key  string `json:"key"`
@@ -289,7 +292,9 @@ func runGPUs(members []string, mine map[string]bool, legacy float64) (float64, e
 func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges []ops.Charge, force bool) (ops.Reservation, error) {
 	id := hold.Request
 	if len(charges) == 0 {
-		return ops.Reservation{Reserved: true}, nil
+		// A plan that uses nothing holds nothing: the request's hold for another plan (made before its plan was
+		// made again) goes back.
+		return ops.Reservation{Reserved: true}, s.settle(ctx, hold, 0, hold.Plan)
 	}
 	now := charges[0].RunFrom
 	if now.IsZero() {
@@ -371,6 +376,11 @@ func later(a, b time.Time) time.Time {
 // Release settles hold's request's reservation: the earliest used (0..1) of its run stays counted in the windows it
 // fell in, the rest and its GPUs go back. Idempotent; another request's reservation under the same id is left alone.
 func (s *Store) ReleaseBudget(ctx context.Context, hold ops.BudgetHold, used float64) error {
+	return s.settle(ctx, hold, used, "")
+}
+
+// settle releases hold's request's reservation (see ReleaseBudget) unless it is for the plan keep.
+func (s *Store) settle(ctx context.Context, hold ops.BudgetHold, used float64, keep string) error {
 	id := hold.Request
 	r, err := s.held(ctx, hold)
 	if err != nil || r == nil {
@@ -383,7 +393,7 @@ func (s *Store) ReleaseBudget(ctx context.Context, hold ops.BudgetHold, used flo
 	for _, g := range r.AtOnce {
 		keys = append(keys, g.Key)
 	}
-	n, err := budgetReleaseScript.Run(ctx, s.rdb, keys, fl(min(max(used, 0), 1)), sinceOf(hold)).Int64()
+	n, err := budgetReleaseScript.Run(ctx, s.rdb, keys, fl(min(max(used, 0), 1)), sinceOf(hold), keep).Int64()
 	if err != nil {
 		return unavailable("release the budget of "+id, err)
 	}

@@ -232,6 +232,31 @@ func TestReplanWithoutApprovalIsHeldAnew(t *testing.T) {
 	wantUsed(t, r.a, 240, "the re-plan within budget ran")
 }
 
+// A plan made again at the write that uses nothing (the scale-up it was approved as became a scale-down) holds
+// nothing: the old plan's hold goes back. Before, the gate held nothing for the free plan and left the old plan's
+// $80 counted after the request succeeded as a scale-down (found by TestModel).
+func TestReplanThatUsesNothingGivesBackTheHold(t *testing.T) {
+	r, op := holdRig(t, 1) // $80, no approval in ml-free
+	op.then.Store(-1)      // planned as adding a node, removing one at the write: $0
+	rec, err := r.a.Submit(ctxT(t), driftReq("req-down", "ml-free"))
+	if err != nil || rec.Phase != ops.PhaseSucceeded || rec.Plan.Summary != "add -1 nodes" {
+		t.Fatalf("re-planned as a scale-down: %v, %s, %q; want succeeded with the plan made at the write", err, rec.Phase, rec.Plan.Summary)
+	}
+	wantUsed(t, r.a, 0, "the request ran a plan that uses nothing")
+
+	// Under a lead's approval alike: approved at $80, stale at the write, approved again at $0.
+	op.drift.Store(1)
+	rec = submit(t, r.b, driftReq("req-voted", "ml"))
+	op.drift.Store(-1)
+	if rec, err = r.a.Approve(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash); code(err) != ops.CodeStalePlan {
+		t.Fatalf("approved, then changed: %v; want E_STALE_PLAN", err)
+	}
+	if rec, err = r.b.Approve(ctxT(t), rec.ID(), lead2, rec.Approval.PlanHash); err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("approving the $0 plan: %v, %s; want succeeded", err, rec.Phase)
+	}
+	wantUsed(t, r.a, 0, "the $0 plan ran")
+}
+
 // An id used again once its record expired names a new request: it holds its own budget, and the old request's
 // count stays. Before, the hold outlived the record and answered "reserved": the new request ran uncounted.
 func TestReusedIDHoldsItsOwnBudget(t *testing.T) {
