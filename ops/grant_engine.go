@@ -139,10 +139,8 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 	retry := rec.Phase != PhaseAwaitingApproval && hasApproved(rec, who.ID)
 	if !retry {
 		if rec.Phase == PhaseAwaitingApproval {
-			if e.policy != nil {
-				if err := e.policy.CheckVoter(ctx, rec, who); err != nil {
-					return rec, nil, err
-				}
+			if err := e.checkVoter(ctx, rec, who); err != nil {
+				return rec, nil, err
 			}
 			if ge := mayGrant(rec); ge != nil {
 				return rec, nil, ge
@@ -158,7 +156,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 			return rec, nil, Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+id),
 				"request %s was decided without your approval: no grant was given", id)
 		}
-	} else if err := e.policy.CheckVoter(ctx, rec, who); e.policy != nil && err != nil {
+	} else if err := e.checkVoter(ctx, rec, who); err != nil {
 		return rec, nil, err // approved by a vote of who's, who may no longer approve such requests
 	} else if ge := mayGrant(rec); ge != nil {
 		return rec, nil, ge // approved by a vote of who's, but no grant may be given on it
@@ -175,6 +173,14 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 		return rec, nil, stateError("record the grant (the request is approved; give the grant again)", err)
 	}
 	return rec, &stored, nil
+}
+
+// checkVoter asks the policy whether who may vote on rec now; without a policy, anyone may.
+func (e *Engine) checkVoter(ctx context.Context, rec *Record, who Initiator) error {
+	if e.policy == nil {
+		return nil
+	}
+	return e.policy.CheckVoter(ctx, rec, who)
 }
 
 // hasApproved reports whether voter approved rec's current plan.

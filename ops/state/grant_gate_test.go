@@ -1,9 +1,13 @@
 package state_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/hyperops/hyperops/approvals"
+	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
 // Two rules on one cluster: the ml namespace's requests are approved by leads, ml-x's by seniors (lead1 is not
@@ -81,4 +85,37 @@ approvals:
 		t.Fatalf("lead1's own approval under the other rule: %v, %v", err, rec.Phase)
 	}
 	wantGranted(t, submit(t, r.b, scaleReq("req-same-rule", "ng-03", 5, alice)), g, 1)
+}
+
+// The grant form submitted again (Slack delivers a view submission twice, or the giver presses Grant again after a
+// lost answer) is a retry of the approval already counted, and gives the grant only if its giver may still vote on
+// the request: here the replica answering the retry runs a configuration from which lead1 was removed from leads.
+func TestGrantFormSubmittedAgainAsksWhoMayVoteNow(t *testing.T) {
+	r := grantEnginesWith(t, grantConfig, nil)
+	rec := submit(t, r.a, scaleReq("req-give", "ng-01", 6, alice))
+	if rec, err := r.a.Approve(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash); err != nil || rec.Phase != ops.PhaseSucceeded {
+		t.Fatalf("lead1's approval: %v, %v", err, rec)
+	}
+	cfg, err := config.Parse([]byte(strings.Replace(grantConfig, "[U0LEAD1, U0LEAD2]", "[U0LEAD2]", 1)), "grant.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := ops.NewCatalog()
+	catalog.Register(scaleTestOp{})
+	s := state.New(dial(t, r.srv.URL()), state.Options{KeyPrefix: "grant", Clock: r.clock})
+	moved := ops.NewEngine(catalog, s, s, approvals.New(cfg, glassDirectory{}, r.clock),
+		ops.EngineOptions{Replica: "r3", Clock: r.clock, Ledger: s, Grants: s})
+	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
+		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
+	_, g, err := moved.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
+	if g != nil || ops.AsError(err).Code != ops.CodeNotAuthorized {
+		t.Fatalf("the form submitted again by a lead no longer in leads: grant %+v, %v; want E_NOT_AUTHORIZED and no grant", g, err)
+	}
+	if all, err := moved.VisibleGrants(ctxT(t), lead1); err != nil || len(all) != 0 {
+		t.Fatalf("grants after the refused retry: %v, %+v; want none", err, all)
+	}
+	// The same retry where lead1 is still a lead gives the grant.
+	if _, g, err := r.b.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec); err != nil || g == nil {
+		t.Fatalf("the retry on a replica where lead1 leads: %v, %+v; want the grant", err, g)
+	}
 }
