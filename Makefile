@@ -5,7 +5,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests need nothing but Go (no redis-server, no control plane).
 UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
 
-.PHONY: run playground test unit lint bench fuzz stress e2e-tools deps build image clean
+.PHONY: run playground test unit lint bench fuzz model stress e2e-tools deps build image clean
 
 ## run: start the bot with $(CONFIG) (embedded Redis unless redis.url is set); needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN
 run:
@@ -42,6 +42,15 @@ fuzz:
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+## model: the model-based test of the guards in combination (ops/state TestModel) for MODEL_CHECKS runs of about
+## MODEL_STEPS steps each (default 1,000 × 100 = 100,000 steps, a few minutes); `go test ./ops/state` runs a short
+## walk. A failure prints the shortest sequence found and the seed to replay it (-rapid.seed)
+MODEL_CHECKS ?= 1000
+MODEL_STEPS  ?= 100
+model: deps
+	bash -o pipefail -c "$(GO) test -count=1 -timeout 60m -run '^TestModel\$$' -v ./ops/state \
+		-args -rapid.checks=$(MODEL_CHECKS) -rapid.steps=$(MODEL_STEPS) | grep -v '\[rapid\] draw\|model_test.go:[0-9]*: #'"
 
 ## bench: the performance targets of docs/architecture.md, printed as tables
 bench: deps

@@ -132,7 +132,7 @@ return out
 `)
 
 // releaseScript: KEYS request key, then the window keys it holds and the GPUs keys it holds in (read from it
-// first); ARGV the share (0..1) of its run it used, since, and a plan to keep ('' for none). Settles it
+// first); ARGV the share (0..1) of its run it used, since, and a plan to keep (empty: none). Settles it
 // (settleLua), marks it released and keeps its ttl. Returns 1 when it released, 0 when it was released before,
 // never reserved, reserved by another request with the same id or for the plan to keep, -1 when the keys do not
 // match its own.
