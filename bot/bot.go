@@ -152,9 +152,7 @@ type teller struct {
 
 func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	if err := t.Teller.Tell(ctx, rec, i); err != nil {
-		if !errors.Is(err, ops.ErrSuperseded) { // given way to newer entries, told with them at once
-			t.m.TellFailures.Inc()
-		}
+		t.m.TellFailures.Inc()
 		return err
 	}
 	t.m.Told.Inc()
