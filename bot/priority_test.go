@@ -3,7 +3,9 @@ package bot
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
+	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -122,4 +126,248 @@ func BenchmarkAnswerWhileTelling(b *testing.B) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(took[len(took)-1].Milliseconds()), "max-ms")
 	b.ReportMetric(float64(len(took)), "answers")
+}
+
+const (
+	// longChanges are the changes in flight in one channel in BenchmarkDryRunWhileLongChangesRun, each lasting
+	// longChange after its approval and telling longSteps steps of progress on the way (a node-group change's
+	// "2/4 nodes InService"), the last stored with its outcome.
+	longChanges = 20
+	longChange  = time.Minute
+	longSteps   = 5
+	// dryRuns are typed in that channel, one every dryRunPace, while the changes run.
+	dryRuns    = 50
+	dryRunPace = time.Second
+)
+
+// BenchmarkDryRunWhileLongChangesRun is BenchmarkAnswerWhileTelling through the running bot, with the changes whose
+// telling keeps the channel busy: two replicas on the production Slack client limits (one channel's
+// chat.postMessage budget, 1/s with a burst of 4, shared through Redis) against the fake Slack's rate tiers. Alice
+// asks for longChanges one-minute changes in #ops and a lead approves them one after another from their plan
+// messages; while they run (each telling its progress in its thread), dryRuns dry runs are typed in #ops, one a
+// second. Reported, per round: the dry runs' latency, slash command sent → its message showing the dry run's result
+// (posted so, or edited so: a "Received" posted first is no answer; p50, p99, max; the target is a p99 within 3 s),
+// and each change's approval (its click acked) → the thread reply telling it succeeded (max and min over the
+// changes; the target is all within 90 s). Each round also prints the Web API calls the fake Slack answered per
+// method and 10 s, and a few changes' edits and replies, timed from their approval.
+func BenchmarkDryRunWhileLongChangesRun(b *testing.B) {
+	limits := DefaultLimits()
+	var op *stepOp
+	var ended sync.Map // request id → when its change ended (time.Time)
+	h := startWith(b, harnessOptions{replica: "a", slack: &fakeslack.Options{}, limits: &limits, prepare: func(h *harness) {
+		op = newStepOp("resize-pool")
+		op.spec.Baseline = ops.RiskMedium // a lead approves each
+		op.await = func(ctx context.Context, req *ops.Request) error {
+			defer func() { ended.Store(req.ID, time.Now()) }()
+			for step := 1; step <= longSteps; step++ {
+				select {
+				case <-time.After(longChange / longSteps):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				if step < longSteps {
+					ops.Progress(ctx, "step %d of %d: %d/%d nodes InService", step, longSteps, step, longSteps)
+				} else {
+					ops.ProgressFinal(ctx, "update Successful, %d/%d nodes InService", longSteps, longSteps)
+				}
+			}
+			return nil
+		}
+		h.extra = append(h.extra, op)
+	}})
+	other := h.launch(harnessOptions{replica: "b", slack: &fakeslack.Options{}, limits: &limits})
+	b.Cleanup(func() { other.stop(b) })
+	h.waitConnected(2)
+	followRealTime(b, h) // the engine renews its locks and queue claims while the changes outlive them
+	var answers, told, ran []time.Duration
+	round := 0
+	for b.Loop() {
+		r := h.dryRunsWhileChanging(b, op, &ended, round)
+		answers, told, ran = append(answers, r.answers...), append(told, r.told...), append(ran, r.ran...)
+		round++
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	fmt.Printf("\n%d dry runs while %d one-minute changes ran in one channel, two replicas (%d round(s)): answered p50 %s, p99 %s, max %s; "+
+		"approval → done told from %s to %s\n", len(answers), longChanges, round, percentile(answers, 50).Round(time.Millisecond),
+		percentile(answers, 99).Round(time.Millisecond), percentile(answers, 100).Round(time.Millisecond),
+		percentile(told, 0).Round(time.Second), percentile(told, 100).Round(time.Second))
+	fmt.Printf("the changes themselves ended %s to %s after their approval\n", percentile(ran, 0).Round(time.Second), percentile(ran, 100).Round(time.Second))
+	b.ReportMetric(ms(percentile(answers, 50)), "dryrun-p50-ms")
+	b.ReportMetric(ms(percentile(answers, 99)), "dryrun-p99-ms")
+	b.ReportMetric(ms(percentile(answers, 100)), "dryrun-max-ms")
+	b.ReportMetric(percentile(told, 100).Seconds(), "done-told-max-s")
+	b.ReportMetric(percentile(told, 0).Seconds(), "done-told-min-s")
+	b.ReportMetric(percentile(ran, 100).Seconds(), "done-max-s")
+}
+
+// longRound is what one round of BenchmarkDryRunWhileLongChangesRun measured: each dry run's latency, and each
+// change's time from its approval to its end (ran) and to its success told in its thread (told).
+type longRound struct{ answers, told, ran []time.Duration }
+
+// dryRunsWhileChanging runs one round of BenchmarkDryRunWhileLongChangesRun; ended holds when each change ended.
+func (h *harness) dryRunsWhileChanging(b *testing.B, op *stepOp, ended *sync.Map, round int) longRound {
+	began := time.Now()
+	ids := make([]string, longChanges)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("long-%d-%02d", round, i)
+		h.slash(userAlice, chOps, "pool resize name="+ids[i]+" request-id="+ids[i])
+	}
+	plans := make([]fakeslack.Message, longChanges)
+	pollSlack(b, h.srv, "every change's plan message with Approve", 2*time.Minute, func(s fakeslack.Snapshot) bool {
+		for i, id := range ids {
+			m := mentioning(topLevel(s, chOps), "(request "+id+")")
+			if len(m) != 1 || !hasButton(m[0], handlers.ActionApprove) {
+				return false
+			}
+			plans[i] = m[0]
+		}
+		return true
+	})
+	awaits, done := op.awaits.Load(), op.done.Load()
+	approved := make([]time.Time, longChanges)
+	for i := range ids {
+		d := h.click(userLead1, chOps, plans[i].TS, handlers.ActionApprove)
+		if _, err := d.Ack(h.ctx()); err != nil {
+			b.Fatal(err)
+		}
+		approved[i] = time.Now()
+	}
+	opstest.Eventually(b, time.Minute, "every change running", func() bool { return op.awaits.Load()-awaits == longChanges })
+
+	sent := make([]time.Time, dryRuns)
+	tick := time.NewTicker(dryRunPace)
+	for i := range dryRuns {
+		sent[i] = time.Now()
+		h.slash(userBob, chOps, fmt.Sprintf("widget scale name=dry-%d-%02d count=1 request-id=dry-%d-%02d dry-run", round, i, round, i))
+		<-tick.C
+	}
+	tick.Stop()
+	if n := op.done.Load() - done; n != 0 {
+		b.Errorf("%d of the changes ended before the last dry run was typed: the dry runs did not all meet %d changes in flight", n, longChanges)
+	}
+	doneTold := func(s fakeslack.Snapshot, i int) (fakeslack.Message, bool) {
+		for _, m := range threadReplies(s, chOps, plans[i].TS) {
+			if strings.Contains(m.Text, ids[i]+": succeeded") {
+				return m, true
+			}
+		}
+		return fakeslack.Message{}, false
+	}
+	answer := func(s fakeslack.Snapshot, i int) (fakeslack.Message, bool) {
+		m := mentioning(topLevel(s, chOps), fmt.Sprintf("(request dry-%d-%02d)", round, i))
+		if len(m) == 0 {
+			return fakeslack.Message{}, false
+		}
+		return m[0], true
+	}
+	s := pollSlack(b, h.srv, "every dry run answered and every change told done", 5*time.Minute, func(s fakeslack.Snapshot) bool {
+		for i := range dryRuns {
+			if _, ok := answer(s, i); !ok {
+				return false
+			}
+		}
+		for i := range ids {
+			if _, ok := doneTold(s, i); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	var r longRound
+	var firstPosted []time.Duration
+	for i := range dryRuns {
+		m, _ := answer(s, i)
+		// Answered is when the message first showed what the dry run found (its final form), not when a
+		// "received" placeholder was posted.
+		r.answers = append(r.answers, finalShownAt(m).Sub(sent[i]))
+		firstPosted = append(firstPosted, m.PostedAt.Sub(sent[i]))
+	}
+	fmt.Printf("\nround %d: the dry runs' messages were first posted p50 %s, max %s after the command\n", round,
+		percentile(firstPosted, 50).Round(time.Millisecond), percentile(firstPosted, 100).Round(time.Millisecond))
+	printCallTimeline(s, began)
+	for i := range ids {
+		if i%5 != 0 {
+			continue
+		}
+		m, _ := s.Message(chOps, plans[i].TS)
+		var line []string
+		for _, v := range m.Revisions {
+			line = append(line, fmt.Sprintf("update@%s", v.Replaced.Sub(approved[i]).Round(100*time.Millisecond)))
+		}
+		for _, rp := range threadReplies(s, chOps, plans[i].TS) {
+			line = append(line, fmt.Sprintf("reply@%s %.40q", rp.PostedAt.Sub(approved[i]).Round(100*time.Millisecond), rp.Text))
+		}
+		fmt.Printf("change %s after its approval: %s\n", ids[i], strings.Join(line, "; "))
+	}
+	replies, updates := 0, 0
+	for i := range dryRuns {
+		m, _ := answer(s, i)
+		updates += len(m.Revisions)
+	}
+	dryUpdates := updates
+	for i := range ids {
+		m, _ := doneTold(s, i)
+		r.told = append(r.told, m.PostedAt.Sub(approved[i]))
+		end, _ := ended.Load(ids[i])
+		r.ran = append(r.ran, end.(time.Time).Sub(approved[i]))
+		replies += len(threadReplies(s, chOps, plans[i].TS))
+		if m, ok := s.Message(chOps, plans[i].TS); ok {
+			updates += len(m.Revisions)
+		}
+	}
+	calls, limited := map[string]int{}, map[string]int{}
+	for _, c := range s.APICalls {
+		if c.At.After(began) {
+			calls[c.Method]++
+			if c.Status == 429 {
+				limited[c.Method]++
+			}
+		}
+	}
+	fmt.Printf("\nround %d: %d replies in the changes' threads; messages updated %d times (%d the dry runs' plans, %d the changes'); "+
+		"Web API calls %v, answered 429 %v\n", round, replies, updates, dryUpdates, updates-dryUpdates, calls, limited)
+	return r
+}
+
+// finalShownAt is when m first showed its final form: when it was posted, or the chat.update that made it so.
+func finalShownAt(m fakeslack.Message) time.Time {
+	same := func(text string, blocks []byte) bool { return text == m.Text && string(blocks) == string(m.Blocks) }
+	at := m.PostedAt
+	for k, v := range m.Revisions {
+		if same(v.Text, v.Blocks) {
+			return at
+		}
+		at = m.Revisions[k].Replaced
+	}
+	return at
+}
+
+// printCallTimeline prints the Web API calls the fake Slack recorded since began, per method and 10 s.
+func printCallTimeline(s fakeslack.Snapshot, began time.Time) {
+	buckets := map[string]map[int]int{}
+	last := 0
+	for _, c := range s.APICalls {
+		if !c.At.After(began) {
+			continue
+		}
+		k := int(c.At.Sub(began) / (10 * time.Second))
+		key := c.Method
+		if c.Status == 429 {
+			key += "(429)"
+		}
+		if buckets[key] == nil {
+			buckets[key] = map[int]int{}
+		}
+		buckets[key][k]++
+		last = max(last, k)
+	}
+	methods := slices.Sorted(maps.Keys(buckets))
+	for _, name := range methods {
+		var row []string
+		for k := 0; k <= last; k++ {
+			row = append(row, fmt.Sprintf("%3d", buckets[name][k]))
+		}
+		fmt.Printf("%-28s per 10 s: %s\n", name, strings.Join(row, " "))
+	}
 }

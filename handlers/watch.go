@@ -147,7 +147,13 @@ func (w *WatchTeller) showRequest(ctx context.Context, sub ops.WatchSubscription
 		if shown != nil && shown.Version == rec.Version && slices.Equal(shownStates, states) {
 			return rec, nil
 		}
-		if err := w.poster.Update(ctx, sub.Channel, sub.Message, RequestMessage(w.specs, rec, states).Msg); err != nil {
+		m := RequestMessage(w.specs, rec, states).Msg
+		err = w.poster.Update(ctx, sub.Channel, sub.Message, m)
+		if Classify(err) == Rejected {
+			// Refused for its blocks or length, as the teller's updates may be: the plain versions say the same.
+			err = sendPlain(rec, m, func(v Msg) error { return w.poster.Update(ctx, sub.Channel, sub.Message, v) })
+		}
+		if err != nil {
 			return rec, fmt.Errorf("update the message of %s: %w", sub.ID, err)
 		}
 		shown, shownStates = rec, states
