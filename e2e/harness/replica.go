@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hyperops/hyperops/internal/leftover"
 )
 
 // Replica is one bot process: `hyperops run -config FILE` with its own /readyz port and log file.
@@ -237,7 +239,10 @@ func Leftovers() error {
 	for _, port := range ports {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("bot port %d is still in use: %w", port, err))
+			// Only a listener is left behind: another package's client may hold the port as its local end.
+			if listening, lerr := leftover.Listening(port); listening || lerr != nil {
+				errs = append(errs, fmt.Errorf("bot port %d is still listened on: %w", port, errors.Join(err, lerr)))
+			}
 			continue
 		}
 		_ = l.Close()

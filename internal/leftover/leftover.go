@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,34 @@ func After(w io.Writer, code int, checks ...Check) int {
 		}
 	}
 	return code
+}
+
+// Listening reports whether a socket listens on port on the loopback address or on every address, as the kernel
+// lists them in /proc/net/tcp and /proc/net/tcp6. A port a leftover server would hold is listened on; a port that
+// is only the local end of some connection (the kernel hands the same ephemeral range to clients, so another
+// package's client may hold a port a finished test's server used) is not a leftover.
+func Listening(port int) (bool, error) {
+	want := fmt.Sprintf(":%04X", port)
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return false, err
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "0A" || !strings.HasSuffix(f[1], want) { // 0A: TCP_LISTEN
+				continue
+			}
+			switch addr := strings.TrimSuffix(f[1], want); addr {
+			case "0100007F", "00000000", // 127.0.0.1, 0.0.0.0
+				"00000000000000000000000001000000", "00000000000000000000000000000000", // ::1, ::
+				"0000000000000000FFFF00000100007F": // ::ffff:127.0.0.1
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -2,6 +2,7 @@ package leftover
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,41 @@ func TestAfter(t *testing.T) {
 				t.Fatalf("After = %d, printed %q; want %d, %q", got, b.String(), tc.want, tc.out)
 			}
 		})
+	}
+}
+
+// TestListening: a port a server listens on is listened on; the local end of a client's connection, which the
+// kernel draws from the same ephemeral range as a test server's port, is not, nor is a port nobody holds. A bot's
+// port taken by another package's client after the bot exited was reported as a leftover and failed a whole run.
+func TestListening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	server := l.Addr().(*net.TCPAddr).Port
+	if got, err := Listening(server); err != nil || !got {
+		t.Fatalf("Listening(%d) of a listener = %v, %v; want true", server, got, err)
+	}
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client := c.LocalAddr().(*net.TCPAddr).Port
+	if _, err := net.Listen("tcp", c.LocalAddr().String()); err == nil {
+		t.Fatalf("the client's local port %d could be bound: the test's premise is wrong", client)
+	}
+	if got, err := Listening(client); err != nil || got {
+		t.Fatalf("Listening(%d) of a client's local port = %v, %v; want false", client, got, err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	if got, err := Listening(port); err != nil || got {
+		t.Fatalf("Listening(%d) of a closed port = %v, %v; want false", port, got, err)
 	}
 }
