@@ -152,7 +152,9 @@ type teller struct {
 
 func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	if err := t.Teller.Tell(ctx, rec, i); err != nil {
-		t.m.TellFailures.Inc()
+		if !errors.Is(err, ops.ErrSuperseded) { // given way to newer entries, told with them at once
+			t.m.TellFailures.Inc()
+		}
 		return err
 	}
 	t.m.Told.Inc()

@@ -89,7 +89,9 @@ func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackCl
 // API returns the underlying slack-go client.
 func (c *SlackClient) API() *slack.Client { return c.api }
 
-func (c *SlackClient) wait(ctx context.Context, method, channel string, background bool) error {
+// wait waits for method's limits. A background call gives up with ops.ErrSuperseded when newer closes first (newer
+// entries of the request it tells arrived: ops.Newer).
+func (c *SlackClient) wait(ctx context.Context, method, channel string, background bool, newer <-chan struct{}) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
 	if method == "views.publish" {
@@ -106,7 +108,7 @@ func (c *SlackClient) wait(ctx context.Context, method, channel string, backgrou
 	c.mu.Unlock()
 	if tier, ok := c.tier(method); ok && c.shared != nil {
 		// Slack counts a method's tier for the whole app: every replica takes from one budget.
-		if err := c.takeShared(ctx, "tier:"+method, tier, background); err != nil {
+		if err := c.takeShared(ctx, "tier:"+method, tier, background, newer); err != nil {
 			return err
 		}
 	} else if lim != nil {
@@ -136,13 +138,17 @@ func (c *SlackClient) tier(method string) (Tier, bool) {
 
 // call runs fn under the method's limits, retrying after Retry-After when Slack answers 429.
 func (c *SlackClient) call(ctx context.Context, method, channel string, fn func() error) error {
-	return c.callAs(ctx, method, channel, false, fn)
+	return c.callAs(ctx, method, channel, false, nil, fn)
 }
 
-// callAs is call for a background call (nobody waits on it) when background is set.
-func (c *SlackClient) callAs(ctx context.Context, method, channel string, background bool, fn func() error) error {
+// callAs is call for a background call (nobody waits on it) when background is set; such a call gives up, unsent,
+// with ops.ErrSuperseded once newer is closed while it waits for its limits or a 429's Retry-After.
+func (c *SlackClient) callAs(ctx context.Context, method, channel string, background bool, newer <-chan struct{}, fn func() error) error {
+	if !background {
+		newer = nil
+	}
 	for attempt := 0; ; attempt++ {
-		if err := c.wait(ctx, method, channel, background); err != nil {
+		if err := c.wait(ctx, method, channel, background, newer); err != nil {
 			return err
 		}
 		err := fn()
@@ -159,6 +165,9 @@ func (c *SlackClient) callAs(ctx context.Context, method, channel string, backgr
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ctx.Err())
+		case <-newer:
+			t.Stop()
+			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ops.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -194,7 +203,7 @@ const awaitTTL = 30 * time.Second
 // takes the next token instead of queueing behind them. Besides, a background call needs two tokens free and takes
 // one, for up to maxYield, so a call that comes in meanwhile still finds one; background calls use the whole
 // budget when nobody waits.
-func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool) error {
+func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, background bool, newer <-chan struct{}) error {
 	spare := 0
 	if background {
 		spare = 1
@@ -203,6 +212,11 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 	}
 	yieldUntil := time.Now().Add(maxYield)
 	for {
+		select {
+		case <-newer:
+			return fmt.Errorf("wait for room in %s: %w", key, ops.ErrSuperseded)
+		default:
+		}
 		if spare > 0 && time.Now().After(yieldUntil) {
 			spare = 0
 		}
@@ -236,6 +250,9 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 		case <-ctx.Done():
 			timer.Stop()
 			return fmt.Errorf("wait for room in %s: %w", key, ctx.Err())
+		case <-newer:
+			timer.Stop()
+			return fmt.Errorf("wait for room in %s: %w", key, ops.ErrSuperseded)
 		case <-timer.C:
 		}
 	}
@@ -246,7 +263,7 @@ const awaitedPoll = 100 * time.Millisecond
 
 // yieldTier waits, without reserving anything, until method's tier has room for two calls, so a background call
 // leaves the next one to a call people wait for.
-func (c *SlackClient) yieldTier(ctx context.Context, method string) error {
+func (c *SlackClient) yieldTier(ctx context.Context, method string, newer <-chan struct{}) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
 	c.mu.Unlock()
@@ -259,6 +276,8 @@ func (c *SlackClient) yieldTier(ctx context.Context, method string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for room for %s: %w", method, ctx.Err())
+		case <-newer:
+			return fmt.Errorf("wait for room for %s: %w", method, ops.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -296,7 +315,7 @@ func (c *SlackClient) urgent(channel string) (done func()) {
 
 // yield waits, without reserving anything ahead of others, until channel has no urgent post waiting and its
 // per-channel limit would let a post through now.
-func (c *SlackClient) yield(ctx context.Context, channel string) error {
+func (c *SlackClient) yield(ctx context.Context, channel string, newer <-chan struct{}) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -310,6 +329,8 @@ func (c *SlackClient) yield(ctx context.Context, channel string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for room in %s: %w", channel, ctx.Err())
+		case <-newer:
+			return fmt.Errorf("wait for room in %s: %w", channel, ops.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -333,12 +354,16 @@ func (c *SlackClient) msgOptions(m handlers.Msg) []slack.MsgOption {
 // Post implements handlers.Poster with chat.postMessage. A background message waits until the channel's limit has
 // room and nobody else is waiting for it, so answers people wait for go first.
 func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
+	var newer <-chan struct{}
+	if m.Background {
+		newer = ops.Newer(ctx)
+	}
 	if c.shared != nil {
-		if err := c.takeShared(ctx, "channel:"+channel, c.limits.PostPerChannel, m.Background); err != nil {
+		if err := c.takeShared(ctx, "channel:"+channel, c.limits.PostPerChannel, m.Background, newer); err != nil {
 			return "", err
 		}
 	} else if m.Background {
-		if err := c.yield(ctx, channel); err != nil {
+		if err := c.yield(ctx, channel, newer); err != nil {
 			return "", err
 		}
 	} else {
@@ -346,7 +371,7 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 		defer done()
 	}
 	var ts string
-	err := c.callAs(ctx, "chat.postMessage", channel, m.Background, func() error {
+	err := c.callAs(ctx, "chat.postMessage", channel, m.Background, newer, func() error {
 		var err error
 		_, ts, err = c.api.PostMessageContext(ctx, channel, c.msgOptions(m)...)
 		return err
@@ -355,10 +380,16 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 }
 
 // Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
-// flight, later ones replace each other and only the latest (by version) is sent when it returns.
+// flight, later ones replace each other and only the latest (by version) is sent when it returns. A background
+// update still waiting for the tier gives up, unsent, with ops.ErrSuperseded when newer entries of its request
+// arrive (ops.Newer): the outbox then updates the message to the newer state once.
 func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
+	var newer <-chan struct{}
+	if m.Background {
+		newer = ops.Newer(ctx)
+	}
 	if m.Background && c.shared == nil {
-		if err := c.yieldTier(ctx, "chat.update"); err != nil {
+		if err := c.yieldTier(ctx, "chat.update", newer); err != nil {
 			return err
 		}
 	}
@@ -385,7 +416,13 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 	c.mu.Unlock()
 	var firstErr error
 	for cur := &m; cur != nil; {
-		err := c.callAs(ctx, "chat.update", "", cur.Background, func() error {
+		// Only this caller's own update may give way to its request's newer entries: a later one that joined it
+		// (another caller's) is sent.
+		own := newer
+		if cur != &m {
+			own = nil
+		}
+		err := c.callAs(ctx, "chat.update", "", cur.Background, own, func() error {
 			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, c.msgOptions(*cur)...)
 			return err
 		})
@@ -393,7 +430,9 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 			firstErr = err
 		}
 		c.mu.Lock()
-		p.sent = max(p.sent, cur.Version)
+		if !errors.Is(err, ops.ErrSuperseded) {
+			p.sent = max(p.sent, cur.Version)
+		}
 		cur, p.next = p.next, nil
 		if cur == nil {
 			p.sending = false

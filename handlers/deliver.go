@@ -93,6 +93,7 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	if err != nil {
 		return "", false, fmt.Errorf("read what was tried of %s: %w", id, err)
 	}
+	recorded := false // this call recorded the attempt
 	if tried > i && h.finder != nil {
 		ts, err := tl.findByMeta(ctx, rec, p.name, p.channel, p.thread, meta)
 		if err != nil {
@@ -103,6 +104,8 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 		}
 	} else if err := h.refs.SetTold(ctx, id, p.name+"/try", i+1); err != nil {
 		return "", false, fmt.Errorf("record an attempt for %s: %w", id, err)
+	} else {
+		recorded = true
 	}
 	m := p.msg
 	if m.Metadata == nil {
@@ -110,6 +113,16 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	}
 	m.ThreadTS = p.thread
 	ts, err = h.poster.Post(ctx, p.channel, m)
+	if errors.Is(err, ops.ErrSuperseded) {
+		// Given up before it was sent, for newer entries: the attempt is taken back, so the next one tells a run
+		// of its own (the backlog with them) instead of repeating this one.
+		if recorded {
+			if rerr := h.refs.SetTold(ctx, id, p.name+"/try", tried); rerr != nil {
+				return "", false, fmt.Errorf("take back an attempt for %s: %w", id, rerr)
+			}
+		}
+		return "", false, fmt.Errorf("post the %s of %s: %w", p.name, id, err)
+	}
 	if Classify(err) == Rejected {
 		err = sendPlain(rec, m, func(v Msg) error {
 			var perr error

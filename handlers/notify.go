@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/slack-go/slack"
 
@@ -171,7 +173,7 @@ func (tl *Teller) postPlan(ctx context.Context, rec *ops.Record, i int, channel,
 	}
 	if !found {
 		// A message an earlier attempt posted shows that attempt's record: Settle brings it up to date.
-		tl.shown.put(rec.ID(), rec.Version, messageKey(r.Msg))
+		tl.remember(ctx, rec.ID(), rec.Version, messageKey(r.Msg))
 	}
 	files := planFiles(r.Files)
 	if rec.Result != nil && rec.Phase.Terminal() {
@@ -318,7 +320,7 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 		return err
 	}
 	defer tl.forgetIfDone(rec)
-	version, shown, ok := tl.shown.get(rec.ID())
+	version, shown, ok := tl.shownOf(ctx, rec.ID())
 	if ok && version >= rec.Version {
 		return nil
 	}
@@ -333,7 +335,7 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 		m.Background = rec.Phase == ops.PhaseExecuting || rec.Phase == ops.PhaseApproved
 		content := messageKey(m)
 		if ok && shown == content {
-			tl.shown.put(rec.ID(), rec.Version, content) // steps and progress change nothing the message shows
+			tl.remember(ctx, rec.ID(), rec.Version, content) // steps and progress change nothing the message shows
 			return nil
 		}
 		for _, ref := range refs {
@@ -344,7 +346,7 @@ func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {
 				return err
 			}
 		}
-		tl.shown.put(rec.ID(), rec.Version, content)
+		tl.remember(ctx, rec.ID(), rec.Version, content)
 		now := toldStates(ctx, h.cfg.Workloads, rec, nil)
 		if slices.Equal(now, states) {
 			return nil
@@ -372,7 +374,7 @@ func (tl *Teller) update(ctx context.Context, rec *ops.Record, ref MessageRef, m
 }
 
 // forgetIfDone drops what this replica remembers of a finished request's plan message once it is settled: a
-// later Settle of it costs one chat.update instead of a map that grows forever. A request whose workloads are
+// later Settle of it reads what the message shows from the request's refs instead of a map that grows forever. A request whose workloads are
 // watched is kept (until shownPlansMax pushes it out): the watcher heads its message with the workload's state,
 // which a needless update would replace.
 func (tl *Teller) forgetIfDone(rec *ops.Record) {
@@ -381,14 +383,53 @@ func (tl *Teller) forgetIfDone(rec *ops.Record) {
 	}
 }
 
-// messageKey identifies what a message shows, to skip updates that would change nothing.
+// Routes of the request's told counters (Refs) that hold what its plan message shows, for every replica: the
+// version it was last drawn from and its messageKey.
+const (
+	routeShown    = "plan/shown"
+	routeShownKey = "plan/shownkey"
+)
+
+// remember records what the plan message shows now: in this replica's memory, and in the request's refs, so a
+// replica that tells its next entries (the outbox hands a request's entries to either replica) does not send an
+// update that changes nothing. A record that fails costs at most that update.
+func (tl *Teller) remember(ctx context.Context, id string, version int64, content string) {
+	tl.shown.put(id, version, content)
+	key, err := strconv.Atoi(content)
+	if err != nil {
+		return
+	}
+	if tl.h.refs.SetTold(ctx, id, routeShown, int(version)) == nil {
+		_ = tl.h.refs.SetTold(ctx, id, routeShownKey, key)
+	}
+}
+
+// shownOf is what the plan message shows, as this replica remembers it or else as the request's refs record it (ok
+// false: not known).
+func (tl *Teller) shownOf(ctx context.Context, id string) (version int64, content string, ok bool) {
+	if version, content, ok = tl.shown.get(id); ok {
+		return version, content, ok
+	}
+	v, vok, err := tl.h.refs.Told(ctx, id, routeShown)
+	if err != nil || !vok {
+		return 0, "", false
+	}
+	k, kok, err := tl.h.refs.Told(ctx, id, routeShownKey)
+	if err != nil || !kok {
+		return 0, "", false
+	}
+	return int64(v), strconv.Itoa(k), true
+}
+
+// messageKey identifies what a message shows, to skip updates that would change nothing: 63 bits of a SHA-256 of
+// its text and blocks, in decimal (a told counter holds it).
 func messageKey(m Msg) string {
 	b, _ := json.Marshal(struct {
 		Text   string
 		Blocks []slack.Block
 	}{m.Text, m.Blocks})
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])>>1, 10)
 }
 
 func planFiles(fs []File) []File {

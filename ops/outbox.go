@@ -42,6 +42,11 @@ type TellerOptions struct {
 	Wait time.Duration
 	// MaxBackoff bounds the wait between retries of a request whose telling failed (default 10s).
 	MaxBackoff time.Duration
+	// PlanWait is how long a request that is being planned (received or planned: its planner moves it on within
+	// moments) is left to its planner before what is new about it is told anyway (default 2s). Its first message
+	// then shows the plan — a dry run's answer in its final form — rather than the planning, which a chat.update
+	// (Slack's Tier 3, 50 a minute for the whole app) would replace a moment later.
+	PlanWait time.Duration
 }
 
 func (o TellerOptions) withDefaults(e *Engine) TellerOptions {
@@ -56,6 +61,9 @@ func (o TellerOptions) withDefaults(e *Engine) TellerOptions {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 10 * time.Second
+	}
+	if o.PlanWait <= 0 {
+		o.PlanWait = 2 * time.Second
 	}
 	return o
 }
@@ -117,6 +125,18 @@ type tellers struct {
 type telling struct {
 	ds    []*Delivery
 	fresh bool
+	// newer is closed when entries join after the current attempt began, or the attempt finds the request has
+	// newer entries than it read (Newer); shut says it is.
+	newer chan struct{}
+	shut  bool
+}
+
+// signal closes the attempt's newer channel; the caller holds tl.mu.
+func (t *telling) signal() {
+	if t.newer != nil && !t.shut {
+		close(t.newer)
+		t.shut = true
+	}
 }
 
 // join adds entries to the request's goroutine if it has one.
@@ -129,6 +149,7 @@ func (tl *tellers) join(id string, ds []*Delivery) bool {
 	}
 	cur.ds = append(cur.ds, ds...)
 	cur.fresh = true
+	cur.signal()
 	return true
 }
 
@@ -144,11 +165,25 @@ func (tl *tellers) start(ctx context.Context, id string, ds []*Delivery) {
 	})
 }
 
-// attempt marks the start of an attempt: entries read from now on need another.
-func (tl *tellers) attempt(id string) {
+// attempt marks the start of an attempt: entries read from now on need another. It returns the channel closed when
+// some are.
+func (tl *tellers) attempt(id string) (newer chan struct{}) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	tl.busy[id].fresh = false
+	cur := tl.busy[id]
+	cur.fresh = false
+	cur.newer, cur.shut = make(chan struct{}), false
+	return cur.newer
+}
+
+// newerStored closes the current attempt's newer channel: the request has entries it did not read, which the
+// other replica's teller may hold.
+func (tl *tellers) newerStored(id string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if cur := tl.busy[id]; cur != nil {
+		cur.signal()
+	}
 }
 
 // told hands back the entries to acknowledge after a successful attempt and forgets the request, unless entries
@@ -176,6 +211,9 @@ func (tl *tellers) finish(id string) {
 func (tl *tellers) tellRequest(ctx context.Context, id string) {
 	e := tl.e
 	backoff := 200 * time.Millisecond
+	planWait := time.NewTimer(tl.opts.PlanWait)
+	defer planWait.Stop()
+	planning := true // the request may be left to its planner until planWait fires
 	for ctx.Err() == nil {
 		select {
 		case tl.sem <- struct{}{}:
@@ -183,8 +221,9 @@ func (tl *tellers) tellRequest(ctx context.Context, id string) {
 			tl.finish(id)
 			return
 		}
-		tl.attempt(id)
-		err := e.tellOnce(ctx, tl.ob, tl.t, tl.opts, tl.memo, id)
+		newer := tl.attempt(id)
+		err := e.tellOnce(context.WithValue(ctx, newerKey{}, (<-chan struct{})(newer)), tl.ob, tl.t, tl.opts, tl.memo, id, planning,
+			func() { tl.newerStored(id) })
 		<-tl.sem
 		if err == nil {
 			ds, ok := tl.told(id)
@@ -196,6 +235,22 @@ func (tl *tellers) tellRequest(ctx context.Context, id string) {
 				e.report(id, fmt.Errorf("settle the outbox: %w", err))
 			}
 			return
+		}
+		switch {
+		case errors.Is(err, errPlanning):
+			// Its planner's next entry (the plan, the dry run's result) is moments away: tell it all then, or what
+			// there is once planWait has passed.
+			select {
+			case <-newer:
+			case <-planWait.C:
+				planning = false
+			case <-ctx.Done():
+			}
+			continue
+		case errors.Is(err, ErrSuperseded):
+			// A background call gave way to newer entries before it was sent: tell them all now.
+			backoff = 200 * time.Millisecond
+			continue
 		}
 		if !errors.Is(err, errTellBusy) {
 			e.report(id, fmt.Errorf("tell: %w", err))
@@ -215,6 +270,31 @@ func byRequest(ds []*Delivery) map[string][]*Delivery {
 }
 
 var errTellBusy = errors.New("ops: another replica is telling this request")
+
+// ErrSuperseded is returned by a Teller whose call to Slack that nobody waits for (a step's reply, an edit of a
+// running request's message) gave up waiting for Slack's limits because newer entries of its request arrived
+// (Newer): nothing was sent. The request is told again at once with them, so its thread's backlog goes as one reply
+// and its message is edited to the latest state once, instead of the old state holding the newer one back.
+var ErrSuperseded = errors.New("ops: newer entries arrived before it was sent")
+
+type newerKey struct{}
+
+// Newer returns, on the context of a Teller's call, a channel closed when entries of the request arrive after the
+// call's attempt began; nil elsewhere. A call nobody waits for that is still waiting for Slack's limits may then
+// give up with ErrSuperseded.
+func Newer(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(newerKey{}).(<-chan struct{})
+	return ch
+}
+
+// errPlanning says a request is being planned: what is new about it is told once its planner moved it on.
+var errPlanning = errors.New("ops: the request is being planned")
+
+// beingPlanned reports whether rec is between its creation (or a commit after a dry run) and the end of its
+// planning, which its planner reaches within moments: received or planned, updated within PlanTTL.
+func (e *Engine) beingPlanned(rec *Record) bool {
+	return (rec.Phase == PhaseReceived || rec.Phase == PhasePlanned) && e.opts.Clock.Since(rec.UpdatedAt) < e.opts.PlanTTL
+}
 
 // toldMemo is what this replica told but could not yet count in the store (the count's write failed after the
 // reply was posted): its retry starts after those entries instead of posting them again.
@@ -248,7 +328,39 @@ func (m *toldMemo) forget(id string, n int) {
 	m.mu.Unlock()
 }
 
-func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string) (err error) {
+// newerPoll is how often a run of a request's telling that lasts (a call waiting for Slack's limits) reads the
+// record again, to learn of entries stored since it began that the other replica's teller was handed.
+const newerPoll = 500 * time.Millisecond
+
+// watchNewer calls newer once the stored record of id has more than read history entries, reading it every
+// newerPoll until stop is called.
+func (e *Engine) watchNewer(ctx context.Context, id string, read int, newer func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(newerPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if rec, err := e.store.Get(ctx, id); err == nil && len(rec.History) > read {
+				newer()
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// tellOnce tells what is new about request id. While planning is set, a request being planned is left to its
+// planner (errPlanning): its next entry follows within moments. newer is called when entries are stored that this
+// run did not read.
+func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerOptions, memo *toldMemo, id string, planning bool,
+	newer func()) (err error) {
 	// The owner is unique per attempt, so two goroutines of one replica never both hold it.
 	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
@@ -279,6 +391,12 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 	}
 	if err != nil {
 		return err
+	}
+	if planning && e.beingPlanned(rec) {
+		return errPlanning
+	}
+	if newer != nil {
+		defer e.watchNewer(ctx, id, len(rec.History), newer)()
 	}
 	if told > stored {
 		if err := ob.SetTold(ctx, id, told); err != nil {
