@@ -180,7 +180,6 @@ func (s *Store) BudgetUsed(ctx context.Context, charges []ops.Charge, except ops
 // heldHold is a reservation as reserveScript stores it.
 type heldHold struct {
 	Since    string `json:"since"`
-	Plan     string `json:"plan"`
 	Released bool   `json:"released"`
 	Windows  []struct {
 		Key  string `json:"key"`
