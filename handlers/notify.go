@@ -374,9 +374,9 @@ func (tl *Teller) update(ctx context.Context, rec *ops.Record, ref MessageRef, m
 }
 
 // forgetIfDone drops what this replica remembers of a finished request's plan message once it is settled: a
-// later Settle of it reads what the message shows from the request's refs instead of a map that grows forever. A request whose workloads are
-// watched is kept (until shownPlansMax pushes it out): the watcher heads its message with the workload's state,
-// which a needless update would replace.
+// later Settle of it reads what the message shows from the request's refs instead of a map that grows forever. A
+// request whose workloads are watched is kept (until shownPlansMax pushes it out): the watcher heads its message
+// with the workload's state, which a needless update would replace.
 func (tl *Teller) forgetIfDone(rec *ops.Record) {
 	if rec.Phase.Terminal() && (rec.Result == nil || len(rec.Result.Watch) == 0) {
 		tl.shown.forget(rec.ID())
