@@ -225,7 +225,7 @@ func TestFailingRequestsDoNotStarveTheTellers(t *testing.T) {
 	rec := h.waitPhase("healthy", ops.PhaseSucceeded)
 	want := toldInThread(rec)
 	s := h.waitFor("the healthy request's thread told", func(s fakeslack.Snapshot) bool {
-		return len(threadReplies(s, chApprove, other.TS)) >= len(want)
+		return len(toldLines(threadReplies(s, chApprove, other.TS))) >= len(want)
 	})
 	if got := toldLines(threadReplies(s, chApprove, other.TS)); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the healthy request's thread:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
