@@ -306,10 +306,10 @@ func (x *executor) holdScope(ctx context.Context) *Lock {
 
 // freeScope releases the scope before the outcome is told: whoever reads "succeeded" may submit the next change
 // to the same object at once and must not find it still locked. The execution lease stays until the outcome is
-// stored, so a crash in between is resumed, not lost.
+// stored, so a crash in between is resumed, not lost. A release Redis did not answer is kept for the executor's
+// last release, once the outcome is stored (Redis answers again by then), rather than left to the lock's TTL.
 func (x *executor) freeScope() {
-	if x.scope != nil {
-		x.e.release(x.scope)
+	if x.scope != nil && x.e.releaseErr(x.scope) == nil {
 		x.scope = nil
 	}
 }
@@ -710,9 +710,14 @@ func (e *Engine) renewLocks(ctx context.Context, locks []*Lock, last time.Time) 
 }
 
 func (e *Engine) release(l *Lock) {
+	_ = e.releaseErr(l) // a lost release only means the lock expires by its TTL
+}
+
+// releaseErr releases l and says whether Redis answered.
+func (e *Engine) releaseErr(l *Lock) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = e.locks.Release(ctx, l) // a lost release only means the lock expires by its TTL
+	return e.locks.Release(ctx, l)
 }
 
 // observe reads what really happened to an interrupted execution, through the operation's Observer.

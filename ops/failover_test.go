@@ -124,6 +124,24 @@ func TestRenewalWaitsOutAFailover(t *testing.T) {
 	}
 }
 
+// The release of the scope before the outcome is stored goes unanswered (Redis failing over): the executor
+// releases it again once the outcome is stored, so whoever reads "succeeded" may change the same object at once
+// instead of waiting out the lock's TTL.
+func TestScopeReleaseWaitsOutAFailover(t *testing.T) {
+	var writes atomic.Int32
+	e, locker, _ := failoverKit(t, guardedWidget{writes: &writes}, 30*time.Second)
+	rec := submit(t, e, "req-1")
+	scope := widget{}.Spec().Lock(rec.Request)
+	locker.FailReleases(1)
+	got, _ := e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
+	if got == nil || got.Phase != ops.PhaseSucceeded {
+		t.Fatalf("record %+v, want succeeded", got)
+	}
+	if holder, held, _ := locker.Holder(t.Context(), scope); held {
+		t.Errorf("the scope %s is still held by %s after the outcome was stored", scope, holder)
+	}
+}
+
 // recheckedWidget is a guardedWidget whose contract check (Recheck) cannot reach the state store the first
 // unreachable times, as a re-plan reading Redis during a failover.
 type recheckedWidget struct {

@@ -382,14 +382,27 @@ func (w *world) approvableOr(t *testing.T, channel, id string) fakeslack.Message
 	return msg
 }
 
+// releaseGrace is how long after its outcome is told a request's scope lock may take to go: the executor releases
+// it right after storing the outcome, which the telling may overtake. It is well below the lock's TTL (30 s), so
+// a release that was lost, and left to the TTL, still fails the cell.
+const releaseGrace = 10 * time.Second
+
 // checkLock: the request's scope lock is held while its outcome is unknown (interrupted) and released otherwise.
 func (w *world) checkLock(t *testing.T, rec *ops.Record, scope string) {
 	t.Helper()
-	keys, err := w.RDB.Keys(t.Context(), "{"+w.Prefix+"}:lock:*").Result()
-	if err != nil {
-		t.Fatal(err)
+	var keys []string
+	isHeld := func() bool {
+		var err error
+		if keys, err = w.RDB.Keys(t.Context(), "{"+w.Prefix+"}:lock:*").Result(); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(keys, func(k string) bool { return !strings.Contains(k, ":lock:_/") && strings.Contains(k, scope) })
 	}
-	held := slices.ContainsFunc(keys, func(k string) bool { return !strings.Contains(k, ":lock:_/") && strings.Contains(k, scope) })
+	deadline := time.Now().Add(releaseGrace)
+	for rec.Phase != ops.PhaseInterrupted && isHeld() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	held := isHeld()
 	switch {
 	case rec.Phase == ops.PhaseInterrupted && !held:
 		t.Errorf("%s is interrupted with an unknown outcome, but its scope lock (…%s) is gone: %v", rec.ID(), scope, keys)

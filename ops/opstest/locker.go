@@ -19,9 +19,9 @@ type Locker struct {
 	mu    sync.Mutex
 	held  map[string]heldLock
 	fence int64
-	// failChecks and failRenewals are how many of the next Check and Renew calls answer ops.ErrStateUnavailable, as
-	// during a Redis failover; renewals counts the Renew calls that extended a lock.
-	failChecks, failRenewals, renewals int
+	// failChecks, failRenewals and failReleases are how many of the next Check, Renew and Release calls answer
+	// ops.ErrStateUnavailable, as during a Redis failover; renewals counts the Renew calls that extended a lock.
+	failChecks, failRenewals, failReleases, renewals int
 }
 
 type heldLock struct {
@@ -90,6 +90,10 @@ func (l *Locker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error
 func (l *Locker) Release(_ context.Context, lk *ops.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failReleases > 0 {
+		l.failReleases--
+		return unreachable("release", lk)
+	}
 	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
 		delete(l.held, lk.Scope.String())
 	}
@@ -131,6 +135,13 @@ func (l *Locker) FailRenewals(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.failRenewals = n
+}
+
+// FailReleases makes the next n Release calls answer ops.ErrStateUnavailable, the lock left as it was.
+func (l *Locker) FailReleases(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failReleases = n
 }
 
 // Renewals is how many Renew calls extended a lock.
