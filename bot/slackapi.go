@@ -71,8 +71,16 @@ type SlackClient struct {
 
 type pendingUpdate struct {
 	sending bool
-	next    *handlers.Msg
+	next    *queuedUpdate
 	sent    int64
+}
+
+// queuedUpdate is an update waiting for the one in flight on its message. Its caller gets Slack's answer to it on
+// done, or nil when a newer update replaced it before it was sent: a refusal reaches the caller who can send the
+// message's plain version, never another caller.
+type queuedUpdate struct {
+	m    handlers.Msg
+	done chan error
 }
 
 // NewSlackClient wraps api with limits; metrics may be nil.
@@ -380,9 +388,10 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 }
 
 // Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
-// flight, later ones replace each other and only the latest (by version) is sent when it returns. A background
-// update still waiting for the tier gives up, unsent, with ops.ErrSuperseded when newer entries of its request
-// arrive (ops.Newer): the outbox then updates the message to the newer state once.
+// flight, later ones replace each other and only the latest (by version) is sent when it returns; each caller waits
+// for Slack's answer to its own update (nil when a newer one replaced it). A background update still waiting for the
+// tier gives up, unsent, with ops.ErrSuperseded when newer entries of its request arrive (ops.Newer): the outbox
+// then updates the message to the newer state once.
 func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
 	var newer <-chan struct{}
 	if m.Background {
@@ -405,46 +414,57 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 		return nil // an older version than one already shown
 	}
 	if p.sending {
-		if p.next == nil || m.Version >= p.next.Version {
-			mm := m
-			p.next = &mm
+		if p.next != nil && m.Version < p.next.m.Version {
+			c.mu.Unlock()
+			return nil // older than the one already waiting, which will show more
 		}
+		q := &queuedUpdate{m: m, done: make(chan error, 1)}
+		if p.next != nil {
+			p.next.done <- nil // replaced: what it showed goes with the newer one
+		}
+		p.next = q
 		c.mu.Unlock()
-		return nil
+		select {
+		case err := <-q.done:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the update of %s in flight: %w", key, ctx.Err())
+		}
 	}
 	p.sending = true
 	c.mu.Unlock()
-	var firstErr error
-	for cur := &m; cur != nil; {
-		// Only this caller's own update may give way to its request's newer entries: a later one that joined it
-		// (another caller's) is sent.
-		own := newer
-		if cur != &m {
-			own = nil
-		}
-		err := c.callAs(ctx, "chat.update", "", cur.Background, own, func() error {
-			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, c.msgOptions(*cur)...)
+	send := func(cur handlers.Msg, newer <-chan struct{}) error {
+		err := c.callAs(ctx, "chat.update", "", cur.Background, newer, func() error {
+			_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, c.msgOptions(cur)...)
 			return err
 		})
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
 		c.mu.Lock()
 		if !errors.Is(err, ops.ErrSuperseded) {
 			p.sent = max(p.sent, cur.Version)
 		}
-		cur, p.next = p.next, nil
-		if cur == nil {
+		c.mu.Unlock()
+		return err
+	}
+	// Only this caller's own update may give way to its request's newer entries: one that joined it (another
+	// caller's) is sent, and its answer goes to its caller.
+	err := send(m, newer)
+	for {
+		c.mu.Lock()
+		q := p.next
+		p.next = nil
+		if q == nil {
 			p.sending = false
 			delete(c.updates, key)
 			if p.sent > 0 {
 				// keep the high-water mark so a late, older update is still dropped
 				c.updates[key] = &pendingUpdate{sent: p.sent}
 			}
+			c.mu.Unlock()
+			return err
 		}
 		c.mu.Unlock()
+		q.done <- send(q.m, nil)
 	}
-	return firstErr
 }
 
 // Ephemeral implements handlers.Poster with chat.postEphemeral.
