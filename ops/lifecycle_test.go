@@ -161,3 +161,32 @@ func TestLifecycleResubmit(t *testing.T) {
 		t.Fatalf("other content under a taken id: %v, want E_IDEMPOTENCY_CONFLICT", err)
 	}
 }
+
+// A request whose creator stored it received and then could not store its plan (Redis failing over, or the replica
+// died) is planned by the sweep once receivedGrace has passed, as a resend of its id would plan it: it is not left
+// received for good.
+func TestSweepPlansAReceivedRequestLeftBehind(t *testing.T) {
+	e, clock, store := newLifecycle(t, widget{})
+	req := ops.Request{ID: "req-left", Operation: "scale-widget", Initiator: alice, Target: ops.Target{Cluster: "c"},
+		Params: ops.Params{"name": "w"}}
+	now := clock.Now()
+	if _, _, err := store.Create(t.Context(), &ops.Record{Request: req, Fingerprint: req.Fingerprint(), Phase: ops.PhaseReceived,
+		Version: 1, Owner: alice, CreatedAt: now, UpdatedAt: now, History: []ops.Transition{{To: ops.PhaseReceived, At: now, By: alice}}}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := e.Sweep(t.Context()); err != nil || len(changed) != 0 {
+		t.Fatalf("a sweep right after its creation changed %d records (%v): its creator may still be planning it", len(changed), err)
+	}
+	clock.Advance(time.Minute)
+	changed, err := e.Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.Get(t.Context(), req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Phase != ops.PhaseAwaitingApproval || rec.Plan == nil || len(changed) != 1 {
+		t.Errorf("after the sweep: %s (plan %v), %d records changed; want it planned and awaiting approval", rec.Phase, rec.Plan != nil, len(changed))
+	}
+}

@@ -9,14 +9,17 @@ import (
 // would leave older orphaned executions unswept.
 const sweepLimit = 10000
 
-// Sweep moves on planned requests left behind (the answer of their next step was lost: proceed), expires approvals
+// Sweep plans received requests left behind (their creator's write of the plan failed, or it died: nobody would
+// ever plan them unless their id were sent again), moves on planned requests left behind (the answer of their next
+// step was lost: proceed), expires approvals
 // whose window closed, reminds and escalates those whose reminder or escalation is due
 // (nudge), and finds executions whose lease lapsed (their replica died). With a
 // queue those go back on it, so an executor resumes them from their recorded steps (an approved request whose
 // enqueue failed, too); without one they are marked interrupted after reading the real state through the
 // operation's Observer. It never re-sends a recorded write. It returns the records it changed.
 func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
-	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseExecuting}, Limit: sweepLimit})
+	recs, err := e.store.List(ctx, ListQuery{Phases: []Phase{PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved, PhaseExecuting},
+		Limit: sweepLimit})
 	if err != nil {
 		return nil, stateError("list active requests", err)
 	}
@@ -27,6 +30,11 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 		var next *Record
 		var err error
 		switch rec.Phase {
+		case PhaseReceived:
+			// As a resend of its id would (existing): a creator still planning it holds the planning lock.
+			if now.Sub(rec.UpdatedAt) >= receivedGrace {
+				next, err = e.planLeftBehind(ctx, rec)
+			}
 		case PhasePlanned:
 			if now.Sub(rec.UpdatedAt) >= e.opts.PlanTTL {
 				next, err = e.proceed(ctx, rec)
@@ -61,6 +69,19 @@ func (e *Engine) Sweep(ctx context.Context) ([]*Record, error) {
 		}
 	}
 	return changed, errors.Join(errs...)
+}
+
+// planLeftBehind plans a received request nobody is planning; nil when someone is.
+func (e *Engine) planLeftBehind(ctx context.Context, rec *Record) (*Record, error) {
+	op, err := e.catalog.Lookup(rec.Request.Operation)
+	if err != nil {
+		return nil, err
+	}
+	next, err := e.planOnce(ctx, op, rec, false)
+	if next != nil && next.Version == rec.Version {
+		next = nil // its planner holds the lock, or it was moved on meanwhile: nothing changed here
+	}
+	return next, err
 }
 
 // requeueIfOrphaned puts a request whose execution lease is free back on the queue.
