@@ -80,7 +80,7 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 	reason = strings.TrimSpace(reason)
 	if who.Kind != Human {
 		return nil, Errorf(CodeNotAuthorized, "", "ask a person on call, or a lead to approve it",
-			"%s cannot break glass: agents never do", display(who))
+			"%s cannot break glass: agents never do", who.Display())
 	}
 	if reason == "" {
 		return nil, Errorf(CodeInvalidArgument, "reason", "say why it cannot wait for an approval, then break glass again",
@@ -125,7 +125,7 @@ func (e *Engine) BreakGlass(ctx context.Context, id string, who Initiator, reaso
 func (e *Engine) MayBreakGlass(ctx context.Context, rec *Record, who Initiator) (*Record, error) {
 	if who.Kind != Human {
 		return rec, Errorf(CodeNotAuthorized, "", "ask a person on call, or a lead to approve it",
-			"%s cannot break glass: agents never do", display(who))
+			"%s cannot break glass: agents never do", who.Display())
 	}
 	return e.mayBreakGlass(ctx, rec, who)
 }
@@ -265,7 +265,7 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 		reserved = true
 		now := e.opts.Clock.Now()
 		group := rec.Approval.BreakGlass
-		note := fmt.Sprintf("BREAK-GLASS by %s (on call, %s): %s", display(who), group, reason)
+		note := fmt.Sprintf("BREAK-GLASS by %s (on call, %s): %s", who.Display(), group, reason)
 		// The transition and Record.BreakGlass carry the same instant: the entry that broke glass is known by it
 		// (BreakGlass.Broke), so the outbox tells it as a break-glass and the audit entry carries it.
 		next, err := e.moveAt(ctx, rec, PhaseApproved, who, note, KindPhase, now, func(r *Record) {
@@ -292,7 +292,7 @@ func (e *Engine) breakGlass(ctx context.Context, id string, who Initiator, reaso
 // approver group), and not the person who broke glass, may. Acknowledging again changes nothing.
 func (e *Engine) AcknowledgeBreakGlass(ctx context.Context, id string, who Initiator) (*Record, error) {
 	if who.Kind != Human {
-		return nil, Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead acknowledges a break-glass, never %s", display(who))
+		return nil, Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead acknowledges a break-glass, never %s", who.Display())
 	}
 	rec, err := e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
 		bg := rec.BreakGlass
@@ -314,7 +314,7 @@ func (e *Engine) AcknowledgeBreakGlass(ctx context.Context, id string, who Initi
 			return rec, err
 		}
 		now := e.opts.Clock.Now()
-		note := fmt.Sprintf("break-glass of %s acknowledged by %s", display(bg.By), display(who))
+		note := fmt.Sprintf("break-glass of %s acknowledged by %s", bg.By.Display(), who.Display())
 		return e.moveKind(ctx, rec, rec.Phase, who, note, KindBreakGlassAck, func(r *Record) {
 			by := who
 			r.BreakGlass.AcknowledgedBy, r.BreakGlass.AcknowledgedAt = &by, now

@@ -161,7 +161,7 @@ func hasVoted(rec *Record, voterID string) bool {
 func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve bool, reason string) (*Record, error) {
 	v := Vote{Voter: voter, Approve: approve, At: e.opts.Clock.Now(), PlanHash: rec.Approval.PlanHash, Reason: reason}
 	if !approve {
-		note := "denied by " + display(voter)
+		note := "denied by " + voter.Display()
 		if reason != "" {
 			note += ": " + reason
 		}
@@ -174,20 +174,13 @@ func (e *Engine) vote(ctx context.Context, rec *Record, voter Initiator, approve
 	if got >= rec.Approval.Required {
 		to = PhaseApproved
 	}
-	note := fmt.Sprintf("approved by %s (%d/%d)", display(voter), got, rec.Approval.Required)
+	note := fmt.Sprintf("approved by %s (%d/%d)", voter.Display(), got, rec.Approval.Required)
 	return e.move(ctx, rec, to, voter, note, func(r *Record) {
 		r.Approval.Votes = append(r.Approval.Votes, v)
 		if to == PhaseApproved {
 			approvedBy(Decision{Path: ByVotes, By: voter})(r)
 		}
 	})
-}
-
-func display(i Initiator) string {
-	if i.Name != "" {
-		return i.Name
-	}
-	return i.ID
 }
 
 func (e *Engine) expire(ctx context.Context, rec *Record) (*Record, error) {
@@ -199,12 +192,12 @@ func (e *Engine) expire(ctx context.Context, rec *Record) (*Record, error) {
 func (e *Engine) Cancel(ctx context.Context, id string, who Initiator) (*Record, error) {
 	return e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
 		if rec.Owner.ID != who.ID {
-			return rec, Errorf(CodeNotAuthorized, "", "ask "+display(rec.Owner)+" or a lead to stop it",
-				"only the owner of %s (%s) can cancel it", id, display(rec.Owner))
+			return rec, Errorf(CodeNotAuthorized, "", "ask "+rec.Owner.Display()+" or a lead to stop it",
+				"only the owner of %s (%s) can cancel it", id, rec.Owner.Display())
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			return e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+display(who), nil)
+			return e.move(ctx, rec, PhaseCancelled, who, "cancelled by "+who.Display(), nil)
 		}
 		return rec, Errorf(CodeInvalidPhase, "", "a request can be cancelled only before it executes",
 			"request %s is %s", id, rec.Phase)
@@ -220,9 +213,9 @@ func (e *Engine) Stop(ctx context.Context, id string, who Initiator) (*Record, e
 		}
 		switch rec.Phase {
 		case PhaseReceived, PhasePlanned, PhaseAwaitingApproval, PhaseApproved:
-			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+			return e.move(ctx, rec, PhaseCancelled, who, "stopped by "+who.Display(), nil)
 		case PhaseInterrupted:
-			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+display(who), nil)
+			next, err := e.move(ctx, rec, PhaseCancelled, who, "stopped by "+who.Display(), nil)
 			if err == nil {
 				e.releaseHeld(ctx, next)
 			}
@@ -242,7 +235,7 @@ func (e *Engine) TakeOver(ctx context.Context, id string, who Initiator) (*Recor
 		if rec.Owner.ID == who.ID {
 			return rec, nil
 		}
-		return e.move(ctx, rec, rec.Phase, who, "taken over by "+display(who), func(r *Record) { r.Owner = who })
+		return e.move(ctx, rec, rec.Phase, who, "taken over by "+who.Display(), func(r *Record) { r.Owner = who })
 	})
 }
 
@@ -256,7 +249,7 @@ func (e *Engine) Resume(ctx context.Context, id string, who Initiator) (*Record,
 		if rec.Phase != PhaseInterrupted {
 			return rec, Errorf(CodeInvalidPhase, "", "only interrupted requests resume", "request %s is %s", id, rec.Phase)
 		}
-		return e.move(ctx, rec, PhaseApproved, who, "resumed by "+display(who), func(r *Record) { r.Execution = nil })
+		return e.move(ctx, rec, PhaseApproved, who, "resumed by "+who.Display(), func(r *Record) { r.Execution = nil })
 	})
 	if err != nil {
 		return rec, err

@@ -491,7 +491,7 @@ func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 // withProgress has the operation's Progress and ProgressMarked calls in ctx recorded by this attempt, on a context
 // detached from rec's cancellation: a note reported just before a hand-over is still recorded.
 func (x *executor) withProgress(ctx, rec context.Context) context.Context {
-	return withMarkedProgress(ctx,
+	return WithMarkedProgress(ctx,
 		func(msg string) { x.progress(context.WithoutCancel(rec), msg, "", "") },
 		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) },
 		func(msg string) { x.keepFinal(msg) })

@@ -102,5 +102,5 @@ func releasesHold(from Phase, rec *Record) bool {
 
 // gateRefusal says why a decision was not admitted, for the history of a request whose grant could not approve it.
 func gateRefusal(d Decision, err error) error {
-	return fmt.Errorf("%s by %s not admitted: %w", d.Path, display(d.By), err)
+	return fmt.Errorf("%s by %s not admitted: %w", d.Path, d.By.Display(), err)
 }

@@ -91,7 +91,7 @@ func (g Grant) Left() int { return max(g.Uses-g.Used, 0) }
 // Bounds says g's bounds in words, e.g. "scale-capacity on ml-prod-eks, target ng-*, for alice, ≤ +2 nodes,
 // ≤ $100/h".
 func (g Grant) Bounds() string {
-	parts := []string{fmt.Sprintf("%s on %s, target %s, requested by %s", g.Operation, g.Cluster, g.Target, display(g.Requester))}
+	parts := []string{fmt.Sprintf("%s on %s, target %s, requested by %s", g.Operation, g.Cluster, g.Target, g.Requester.Display())}
 	if g.MaxSize > 0 {
 		parts = append(parts, fmt.Sprintf("size ≤ %d", g.MaxSize))
 	}
@@ -161,7 +161,7 @@ func (g Grant) Misfit(req Request, p *Plan) string {
 	case !matchTarget(g.Target, GrantSubject(req)):
 		return fmt.Sprintf("target %s does not match %s", GrantSubject(req), g.Target)
 	case req.Initiator.ID != g.Requester.ID:
-		return fmt.Sprintf("requested by %s, not %s", display(req.Initiator), display(g.Requester))
+		return fmt.Sprintf("requested by %s, not %s", req.Initiator.Display(), g.Requester.Display())
 	case p == nil:
 		return "it has no plan"
 	}
@@ -218,7 +218,7 @@ type GrantNote struct {
 
 // String is the note in words.
 func (n GrantNote) String() string {
-	return fmt.Sprintf("grant %s (given by %s, %d use(s) left) would approve this", n.Grant, display(n.GivenBy), n.Left)
+	return fmt.Sprintf("grant %s (given by %s, %d use(s) left) would approve this", n.Grant, n.GivenBy.Display(), n.Left)
 }
 
 // UseResult is what GrantStore.UseGrant answers: the use it counted (or had counted for the same request), or why

@@ -73,7 +73,7 @@ func ValidateGrantOn(spec GrantSpec, subject string, sized bool) []*Error {
 // Grantable reports whether a grant may be given on r, as far as the record tells: it awaits one approval, its
 // risk is not critical, it is not over a budget and its requester did not ask for an approval.
 func (r *Record) Grantable() bool {
-	return r.Phase == PhaseAwaitingApproval && r.Approval.Required == 1 && mayGrant(r) == nil && !r.Request.RequiresApproval
+	return r.Phase == PhaseAwaitingApproval && r.Approval.Required == 1 && GrantRefusal(r) == nil && !r.Request.RequiresApproval
 }
 
 // MayGrant reports whether who may approve rec and give a grant on it, as ApproveAndGrant will check it before the
@@ -83,7 +83,7 @@ func (e *Engine) MayGrant(ctx context.Context, rec *Record, who Initiator) error
 		return Errorf(CodeNotAuthorized, "", "approve it without a grant", "grants are not available here")
 	}
 	if who.Kind != Human {
-		return Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead gives a grant, never %s", display(who))
+		return Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead gives a grant, never %s", who.Display())
 	}
 	if rec.Phase != PhaseAwaitingApproval {
 		return Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()), "request %s is %s, not awaiting approval", rec.ID(), rec.Phase)
@@ -93,15 +93,15 @@ func (e *Engine) MayGrant(ctx context.Context, rec *Record, who Initiator) error
 			return err
 		}
 	}
-	if ge := mayGrant(rec); ge != nil {
+	if ge := GrantRefusal(rec); ge != nil {
 		return ge
 	}
 	return nil
 }
 
-// mayGrant checks that rec accepts a grant at all: one approval stands for it (a grant is one lead's approval),
-// and its risk is not critical.
-func mayGrant(rec *Record) *Error {
+// GrantRefusal says why rec accepts no grant at all, or is nil when it does: when one approval stands for it (a
+// grant is one lead's approval) and its risk is not critical.
+func GrantRefusal(rec *Record) *Error {
 	if rec.Approval.NoGrants {
 		return Errorf(CodeNotAuthorized, "", "approve it without a grant",
 			"request %s is under an approval rule that forbids standing grants (%s: grants: false)", rec.ID(), rec.Approval.Rule)
@@ -130,7 +130,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 		return nil, nil, Errorf(CodeNotAuthorized, "", "approve it without a grant", "grants are not available here")
 	}
 	if who.Kind != Human {
-		return nil, nil, Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead gives a grant, never %s", display(who))
+		return nil, nil, Errorf(CodeNotAuthorized, "", "ask a lead", "only a lead gives a grant, never %s", who.Display())
 	}
 	rec, err := e.Get(ctx, id)
 	if err != nil {
@@ -142,7 +142,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 			if err := e.checkVoter(ctx, rec, who); err != nil {
 				return rec, nil, err
 			}
-			if ge := mayGrant(rec); ge != nil {
+			if ge := GrantRefusal(rec); ge != nil {
 				return rec, nil, ge
 			}
 			if errs := ValidateGrant(spec, rec); len(errs) > 0 {
@@ -158,7 +158,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who Initiator, 
 		}
 	} else if err := e.checkVoter(ctx, rec, who); err != nil {
 		return rec, nil, err // approved by a vote of who's, who may no longer approve such requests
-	} else if ge := mayGrant(rec); ge != nil {
+	} else if ge := GrantRefusal(rec); ge != nil {
 		return rec, nil, ge // approved by a vote of who's, but no grant may be given on it
 	} else if errs := ValidateGrant(spec, rec); len(errs) > 0 {
 		return rec, nil, errs[0]
@@ -221,13 +221,13 @@ func (e *Engine) VisibleGrants(ctx context.Context, viewer Initiator) ([]Grant, 
 // (the same rule's approvers).
 func (e *Engine) mayRevoke(ctx context.Context, g Grant, who Initiator) error {
 	if who.Kind != Human {
-		return Errorf(CodeNotAuthorized, "", "ask a lead", "only a person revokes a grant, never %s", display(who))
+		return Errorf(CodeNotAuthorized, "", "ask a lead", "only a person revokes a grant, never %s", who.Display())
 	}
 	if g.GivenBy.ID == who.ID {
 		return nil
 	}
-	refuse := Errorf(CodeNotAuthorized, "", fmt.Sprintf("ask %s or a lead of %s", display(g.GivenBy), g.Approvers),
-		"only %s, who gave grant %s, or a lead who may approve requests like %s may revoke it", display(g.GivenBy), g.ID, g.GivenIn)
+	refuse := Errorf(CodeNotAuthorized, "", fmt.Sprintf("ask %s or a lead of %s", g.GivenBy.Display(), g.Approvers),
+		"only %s, who gave grant %s, or a lead who may approve requests like %s may revoke it", g.GivenBy.Display(), g.ID, g.GivenIn)
 	if g.Requester.ID != who.ID { // who may not see it learns nothing, not even that it exists (RevokeGrant's not-found)
 		refuse = Errorf(CodeNotFound, "id", "check the id with "+Ask("grants"), "no grant %s (it may have expired)", Echo(g.ID))
 	}
@@ -372,7 +372,7 @@ func (e *Engine) approveByGrant(ctx context.Context, rec *Record) (*Record, bool
 			continue
 		}
 		use := GrantUse{Grant: g.ID, GivenBy: g.GivenBy, GivenIn: g.GivenIn, Use: res.Use, Uses: g.Uses, Thread: g.Thread}
-		note := fmt.Sprintf("approved by grant %s, given by %s (%d of %d used)", g.ID, display(g.GivenBy), res.Use, g.Uses)
+		note := fmt.Sprintf("approved by grant %s, given by %s (%d of %d used)", g.ID, g.GivenBy.Display(), res.Use, g.Uses)
 		next, err := e.move(ctx, rec, PhaseApproved, systemActor, note, func(r *Record) {
 			r.Grant = &use
 			approvedBy(d)(r)

@@ -27,9 +27,9 @@ func WithProgress(ctx context.Context, f func(msg string)) context.Context {
 	return context.WithValue(ctx, progressKey{}, progressSink{note: f})
 }
 
-// withMarkedProgress is WithProgress for the engine, which records ProgressMarked's marks with their notes and
+// WithMarkedProgress is WithProgress for the engine, which records ProgressMarked's marks with their notes and
 // ProgressFinal's notes with the outcome.
-func withMarkedProgress(ctx context.Context, note func(msg string), marked func(msg, key, mark string), final func(msg string)) context.Context {
+func WithMarkedProgress(ctx context.Context, note func(msg string), marked func(msg, key, mark string), final func(msg string)) context.Context {
 	return context.WithValue(ctx, progressKey{}, progressSink{note: note, marked: marked, final: final})
 }
 

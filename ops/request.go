@@ -26,6 +26,14 @@ type Initiator struct {
 	Name string        `json:"name,omitempty"`
 }
 
+// Display is how notes and errors name i: its Name, or its ID when it has none.
+func (i Initiator) Display() string {
+	if i.Name != "" {
+		return i.Name
+	}
+	return i.ID
+}
+
 // Target is where an operation acts.
 type Target struct {
 	Cluster   string `json:"cluster"`
