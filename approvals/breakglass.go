@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-var _ ops.BreakGlassPolicy = (*Policy)(nil)
+var _ engine.BreakGlassPolicy = (*Policy)(nil)
 
-// CheckBreakGlass implements ops.BreakGlassPolicy: who, the requester, is a person (an ID registered as an agent
+// CheckBreakGlass implements engine.BreakGlassPolicy: who, the requester, is a person (an ID registered as an agent
 // never is) in the on-call group the request's rule named (Approval.BreakGlass), as that group is configured now —
 // checked on every click, never trusted from the button. A membership that cannot be read refuses.
 func (p *Policy) CheckBreakGlass(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
@@ -35,7 +36,7 @@ func (p *Policy) CheckBreakGlass(ctx context.Context, rec *ops.Record, who ops.I
 		"%s is not on call: only members of %s (%s) may break glass on %s", display(who), name, describeGroup(group), rec.ID())
 }
 
-// CheckAcknowledge implements ops.BreakGlassPolicy: a lead is a person in the request's approver group (listed, or
+// CheckAcknowledge implements engine.BreakGlassPolicy: a lead is a person in the request's approver group (listed, or
 // through one of its user groups), as configured now.
 func (p *Policy) CheckAcknowledge(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
 	groupName := p.approverGroup(rec)

@@ -7,13 +7,14 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 var (
-	_ ops.BudgetPolicy       = (*Policy)(nil)
-	_ ops.OverBudgetApproval = (*Policy)(nil)
-	_ ops.BudgetViewer       = (*Policy)(nil)
-	_ ops.TeamBudgetLister   = (*Policy)(nil)
+	_ engine.BudgetPolicy       = (*Policy)(nil)
+	_ engine.OverBudgetApproval = (*Policy)(nil)
+	_ engine.BudgetViewer       = (*Policy)(nil)
+	_ engine.TeamBudgetLister   = (*Policy)(nil)
 )
 
 // Budgets returns the spend budgets (budgets[] in config) that cover req: its initiator's (an agent by name, a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/jonboulle/clockwork"
 )
@@ -44,7 +45,7 @@ func (o *scaleOp) Execute(_ context.Context, req *ops.Request, _ *ops.Plan, _ op
 }
 
 type engineFixture struct {
-	engine   *ops.Engine
+	engine   *engine.Engine
 	clock    *clockwork.FakeClock
 	high     *scaleOp // "scale-inference": high risk, rule 4: 1 of leads within 1h
 	critical *scaleOp // "delete-inference": critical risk, rule 2: 2 of leads within 30m
@@ -62,7 +63,7 @@ func newEngineWith(t *testing.T, mutate func(*config.Config)) *engineFixture {
 		critical: &scaleOp{name: "delete-inference", level: ops.RiskCritical}}
 	catalog := ops.NewCatalog()
 	catalog.Register(f.high, f.critical)
-	f.engine = ops.NewEngine(catalog, opstest.NewStore(), opstest.NewLocker(clock), p, ops.EngineOptions{Replica: "r1", Clock: clock})
+	f.engine = engine.New(catalog, opstest.NewStore(), opstest.NewLocker(clock), p, engine.Options{Replica: "r1", Clock: clock})
 	return f
 }
 

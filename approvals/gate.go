@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Admit is the gate: every path by which a request becomes approved asks it, with the request as it is now (its
@@ -16,8 +17,8 @@ import (
 //   - break-glass: the requester, on call in the group the rule names (CheckBreakGlass);
 //   - no approval required (by the rule, or a re-plan before the write): the current approval asks for none.
 //
-// The budget for the plan is the engine's half of the gate (ops.Engine.admit).
-func (p *Policy) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+// The budget for the plan is the engine's half of the gate (engine.Engine.admit).
+func (p *Policy) Admit(ctx context.Context, rec *ops.Record, d engine.Decision) error {
 	if rec.Plan != nil {
 		if err := p.checkRisk(rec.Request, rec.Plan); err != nil {
 			return err
@@ -63,6 +64,6 @@ func (p *Policy) admitGrant(ctx context.Context, rec *ops.Record, g *ops.Grant) 
 }
 
 // Features are the parts of the policy beyond who may ask and vote: budgets, break-glass, take-over, reminders.
-func (p *Policy) Features() ops.PolicyFeatures {
-	return ops.PolicyFeatures{Budgets: p, OverBudget: p, BudgetViews: p, TeamBudgets: p, BreakGlass: p, TakeOver: p, Approvers: p}
+func (p *Policy) Features() engine.PolicyFeatures {
+	return engine.PolicyFeatures{Budgets: p, OverBudget: p, BudgetViews: p, TeamBudgets: p, BreakGlass: p, TakeOver: p, Approvers: p}
 }

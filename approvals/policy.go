@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -16,7 +17,7 @@ import (
 // when approvals.requireChannelMembership is set; without it the approvals channel is used.
 const ChannelAnnotation = "slack.channel"
 
-// Policy implements ops.Policy from the approvals and agents sections of the configuration.
+// Policy implements engine.Policy from the approvals and agents sections of the configuration.
 type Policy struct {
 	cfg   *config.Config
 	dir   Directory
@@ -25,8 +26,8 @@ type Policy struct {
 }
 
 var (
-	_ ops.Policy           = (*Policy)(nil)
-	_ ops.ApproverResolver = (*Policy)(nil)
+	_ engine.Policy           = (*Policy)(nil)
+	_ engine.ApproverResolver = (*Policy)(nil)
 )
 
 // Option tunes a Policy.

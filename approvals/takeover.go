@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // CheckTakeOver reports whether who may become the owner of the request (and so resume it): a person in the
@@ -48,4 +49,4 @@ func (p *Policy) takeOverNext(groupName string, rec *ops.Record, who ops.Initiat
 	return fmt.Sprintf("%s, or a platform admin to add you to approvals.groups.%s", ask, groupName)
 }
 
-var _ ops.TakeOverPolicy = (*Policy)(nil)
+var _ engine.TakeOverPolicy = (*Policy)(nil)

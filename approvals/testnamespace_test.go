@@ -8,6 +8,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -62,7 +63,7 @@ func exampleWithScope(t *testing.T, line string) []byte {
 
 // exampleEngine is the engine of config/example.yaml with ops-agent's scope set to scopeLine: the real policy,
 // target resolution and risk rules (ops.RiskPolicyFor), a store in memory, and stand-ins for the agent's operations.
-func exampleEngine(t *testing.T, scopeLine string) (*ops.Engine, *opstest.Store, *config.Config) {
+func exampleEngine(t *testing.T, scopeLine string) (*engine.Engine, *opstest.Store, *config.Config) {
 	t.Helper()
 	t.Setenv("OPS_AGENT_MCP_TOKEN_SHA256", strings.Repeat("0f", 32))
 	cfg, err := config.Parse(exampleWithScope(t, scopeLine), "example.yaml with "+strings.TrimSpace(scopeLine))
@@ -73,13 +74,13 @@ func exampleEngine(t *testing.T, scopeLine string) (*ops.Engine, *opstest.Store,
 	catalog.Register(newJobOp("submit-training-job", true), newJobOp("list-training-jobs", false))
 	clock := newFakeClock()
 	store := opstest.NewStore()
-	engine := ops.NewEngine(catalog, store, opstest.NewLocker(clock), New(cfg, newDirectory(), clock),
-		ops.EngineOptions{Replica: "r1", Clock: clock, Targets: ops.ConfigTargets(cfg), Risk: ops.RiskPolicyFor(cfg)})
-	return engine, store, cfg
+	eng := engine.New(catalog, store, opstest.NewLocker(clock), New(cfg, newDirectory(), clock),
+		engine.Options{Replica: "r1", Clock: clock, Targets: ops.ConfigTargets(cfg), Risk: ops.RiskPolicyFor(cfg)})
+	return eng, store, cfg
 }
 
 // agentSubmits sends what ops-agent (example.yaml's agent, on Slack as U0AGENT) asks for.
-func agentSubmits(e *ops.Engine, id, operation, namespace string, hourly int) (*ops.Record, error) {
+func agentSubmits(e *engine.Engine, id, operation, namespace string, hourly int) (*ops.Record, error) {
 	return e.Submit(context.Background(), ops.Request{ID: id, Operation: operation,
 		Initiator: ops.Initiator{Kind: ops.Agent, ID: "U0AGENT", Name: "ops-agent"},
 		Target:    ops.Target{Cluster: "ml-prod-eks", Namespace: namespace},
@@ -92,8 +93,8 @@ func agentSubmits(e *ops.Engine, id, operation, namespace string, hourly int) (*
 // the same change in a production namespace is high risk and refused E_OUT_OF_SCOPE, as is, before planning, a
 // change outside the agent's namespaces.
 func TestTestNamespaceOnAProductionCluster(t *testing.T) {
-	engine, _, _ := exampleEngine(t, "    scope: {namespaces: [ml-dev], maxRisk: medium}")
-	rec, err := agentSubmits(engine, "in-ml-dev", "submit-training-job", "ml-dev", 20)
+	eng, _, _ := exampleEngine(t, "    scope: {namespaces: [ml-dev], maxRisk: medium}")
+	rec, err := agentSubmits(eng, "in-ml-dev", "submit-training-job", "ml-dev", 20)
 	if err != nil {
 		t.Fatalf("a medium change in the agent's test namespace was refused: %v", err)
 	}
@@ -101,17 +102,17 @@ func TestTestNamespaceOnAProductionCluster(t *testing.T) {
 		t.Errorf("in ml-dev: phase %s, risk %s %+v, approval %+v; want awaiting-approval at medium risk from leads",
 			rec.Phase, rec.Plan.Risk.Level, rec.Plan.Risk.Reasons, rec.Approval)
 	}
-	_, err = agentSubmits(engine, "in-ml-platform", "submit-training-job", "ml-platform", 20)
+	_, err = agentSubmits(eng, "in-ml-platform", "submit-training-job", "ml-platform", 20)
 	wantCode(t, err, ops.CodeOutOfScope, "ml-platform is outside it")
 
 	// Without the namespace list, the same change in the production namespace reaches planning and is high risk.
-	engine, _, _ = exampleEngine(t, "    scope: {maxRisk: medium}")
-	rec, err = agentSubmits(engine, "in-ml-platform", "submit-training-job", "ml-platform", 20)
+	eng, _, _ = exampleEngine(t, "    scope: {maxRisk: medium}")
+	rec, err = agentSubmits(eng, "in-ml-platform", "submit-training-job", "ml-platform", 20)
 	wantCode(t, err, ops.CodeOutOfScope, "this plan is high risk", "production cluster ml-prod-eks: one level up from medium")
 	if rec == nil || rec.Phase != ops.PhaseRejected {
 		t.Errorf("the refused plan: %+v, want it stored as rejected", rec)
 	}
-	if _, err := agentSubmits(engine, "in-ml-dev", "submit-training-job", "ml-dev", 20); err != nil {
+	if _, err := agentSubmits(eng, "in-ml-dev", "submit-training-job", "ml-dev", 20); err != nil {
 		t.Errorf("the same change in ml-dev: %v", err)
 	}
 }

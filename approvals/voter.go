@@ -126,7 +126,7 @@ func (p *Policy) inEscalation(ctx context.Context, rec *ops.Record, voter ops.In
 	return in
 }
 
-// Voters implements ops.ApproverResolver: the people of the request's approver group and, once it was escalated,
+// Voters implements engine.ApproverResolver: the people of the request's approver group and, once it was escalated,
 // of the group it was escalated to, user groups resolved to their members, each once, agents left out. With
 // approvals.requireChannelMembership only members of the request's channel are listed.
 func (p *Policy) Voters(ctx context.Context, rec *ops.Record) ([]string, error) {

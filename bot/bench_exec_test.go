@@ -16,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -225,7 +226,7 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 
 // executingByReplica counts the executing requests per replica, from the store; want executions on replicas.
 func (h *harness) executingByReplica(tb testing.TB, want, replicas int) map[string]int {
-	recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 10 * want})
+	recs, err := h.bot.Engine().List(h.ctx(), engine.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 10 * want})
 	if err != nil {
 		tb.Fatal(err)
 	}

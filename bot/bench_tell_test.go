@@ -7,6 +7,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // BenchmarkTellBehindFailingRequests: eight requests whose posts always fail (500) hold eight teller slots' worth
@@ -14,7 +15,7 @@ import (
 // time per op is how long a healthy request waits to be told.
 func BenchmarkTellBehindFailingRequests(b *testing.B) {
 	const slots = 8
-	h := startWith(b, harnessOptions{edit: bothChannels, tellers: ops.TellerOptions{Concurrency: slots}})
+	h := startWith(b, harnessOptions{edit: bothChannels, tellers: engine.TellerOptions{Concurrency: slots}})
 	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, Times: -1})
 	for i := range slots {
 		id := fmt.Sprintf("stuck-%d", i)

@@ -21,6 +21,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/report"
 	"github.com/hyperops/hyperops/ops/state"
@@ -67,15 +68,15 @@ type Options struct {
 	MCPListener net.Listener
 	// MCPPollEvery is how often MCP long polls and subscriptions re-read a request (default 250ms).
 	MCPPollEvery time.Duration
-	// Tellers tune the outbox tellers (default ops.TellerOptions' defaults: 64 requests told at once).
-	Tellers ops.TellerOptions
+	// Tellers tune the outbox tellers (default engine.TellerOptions' defaults: 64 requests told at once).
+	Tellers engine.TellerOptions
 }
 
 // Bot is a wired HyperOps process.
 type Bot struct {
 	opts    Options
 	store   *state.Store
-	engine  *ops.Engine
+	engine  *engine.Engine
 	handler *handlers.Handler
 	slack   *SlackClient
 	metrics *Metrics
@@ -152,7 +153,7 @@ type teller struct {
 
 func (t *teller) Tell(ctx context.Context, rec *ops.Record, i int) error {
 	if err := t.Teller.Tell(ctx, rec, i); err != nil {
-		if !errors.Is(err, ops.ErrSuperseded) { // given way to newer entries, told with them at once
+		if !errors.Is(err, engine.ErrSuperseded) { // given way to newer entries, told with them at once
 			t.m.TellFailures.Inc()
 		}
 		return err
@@ -201,7 +202,7 @@ func New(opts Options) (*Bot, error) {
 	sc.SetChannelLimiter(channelRates{store})
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
-	engine := ops.NewEngine(opts.Catalog, store, store, policy, ops.EngineOptions{
+	eng := engine.New(opts.Catalog, store, store, policy, engine.Options{
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: ops.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicyFor(cfg),
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
@@ -216,7 +217,7 @@ func New(opts Options) (*Bot, error) {
 	if opts.Clusters != nil {
 		var rep handlers.Reporter
 		var err error
-		if sched, rep, err = reporting(opts, store, sc, engine); err != nil {
+		if sched, rep, err = reporting(opts, store, sc, eng); err != nil {
 			return nil, err
 		}
 		if opts.Reporter == nil {
@@ -231,13 +232,13 @@ func New(opts Options) (*Bot, error) {
 	}
 	hcfg.Workloads = store
 	var watches *ops.Watches
-	sink := &watchSink{watchTeller: handlers.NewWatchTeller(hcfg, opts.Catalog, engine, sc), records: engine}
+	sink := &watchSink{watchTeller: handlers.NewWatchTeller(hcfg, opts.Catalog, eng, sc), records: eng}
 	if opts.Clusters != nil {
 		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
 			Sink: sink, Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
 			OnEnded: func(ctx context.Context, c ops.WatchChange) {
-				if err := engine.SettleRun(ctx, c.RequestID, engine.Now()); err != nil {
+				if err := eng.SettleRun(ctx, c.RequestID, eng.Now()); err != nil {
 					log.Warn().Err(err).Str("request", c.RequestID).Msg("budget: settling an ended run failed")
 				}
 			},
@@ -246,7 +247,7 @@ func New(opts Options) (*Bot, error) {
 			}})
 		hcfg.Watches = watches
 	}
-	h := handlers.New(hcfg, engine, policy, opts.Catalog, sc, refs, opts.Reporter)
+	h := handlers.New(hcfg, eng, policy, opts.Catalog, sc, refs, opts.Reporter)
 	homes := handlers.NewHomes(h, store, sc, handlers.HomeOptions{
 		OnPublish: func(err error) {
 			outcome := "ok"
@@ -264,14 +265,14 @@ func New(opts Options) (*Bot, error) {
 	rt := &runtime{smc: socketmode.New(api), h: h, dedupe: store, metrics: m, log: log, slack: sc, jobs: jobs, homes: homes,
 		overflow: make(chan struct{}, busyAnswers),
 		workers:  cfg.Slack.Workers, timeout: opts.JobTimeout, command: cfg.Slack.Command}
-	b := &Bot{opts: opts, store: store, engine: engine, handler: h, slack: sc, metrics: m, rt: rt, reports: sched,
+	b := &Bot{opts: opts, store: store, engine: eng, handler: h, slack: sc, metrics: m, rt: rt, reports: sched,
 		watches: watches, teller: &teller{Teller: h.Teller(), m: m}, homes: homes}
 	b.registerMCPGauges()
 	if watches != nil {
 		// The training plans the instance groups run on (the AWS view of the groups) warn the watched workloads on
 		// them before they end.
 		reservations, _ := opts.Groups.(ops.ReservationReader)
-		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: watches, Holder: engine.Replica(),
+		b.watcher = kube.NewWatcher(opts.Clusters, kube.WatcherOptions{Leases: store, Sink: watches, Holder: eng.Replica(),
 			LeaseTTL: opts.WatchLeaseTTL, OnError: func(cluster string, err error) {
 				log.Warn().Err(err).Str("cluster", cluster).Msg("watcher")
 			},
@@ -299,7 +300,7 @@ func handlerConfig(cfg *config.Config, onErr func(error)) handlers.Config {
 }
 
 // Engine returns the bot's engine.
-func (b *Bot) Engine() *ops.Engine { return b.engine }
+func (b *Bot) Engine() *engine.Engine { return b.engine }
 
 // Homes returns the bot's App Home tabs.
 func (b *Bot) Homes() *handlers.Homes { return b.homes }
@@ -460,7 +461,7 @@ func (b *Bot) runLoops(ctx context.Context) {
 // execute runs this replica's executors until ctx ends, then hands their work over.
 func (b *Bot) execute(ctx context.Context) {
 	cfg := b.opts.Config.Execution
-	if err := b.engine.RunExecutors(ctx, ops.ExecutorOptions{Workers: cfg.Workers, PerCluster: cfg.PerCluster}); err != nil {
+	if err := b.engine.RunExecutors(ctx, engine.ExecutorOptions{Workers: cfg.Workers, PerCluster: cfg.PerCluster}); err != nil {
 		b.opts.Log.Error().Err(err).Msg("executors stopped")
 	}
 }

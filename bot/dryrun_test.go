@@ -16,7 +16,7 @@ import (
 )
 
 // A dry run's answer is posted once, in its final form, and costs no chat.update: the outbox leaves a request that
-// is being planned to its planner (ops.TellerOptions.PlanWait) and tells it once its plan is stored, so the first
+// is being planned to its planner (engine.TellerOptions.PlanWait) and tells it once its plan is stored, so the first
 // message already shows what the dry run found. chat.update is Slack's Tier 3, 50 a minute for the whole app; before,
 // a teller that read the request's first entry while it was still planned posted "Received" and updated it once or
 // twice, and fifty dry runs took the updates twenty changes in flight needed to tell their progress and outcomes
@@ -89,7 +89,7 @@ func countCalls(s fakeslack.Snapshot, method string) int {
 // A request's thread reply never waits behind an edit of its plan message that nobody waits for: while the edit of
 // a running change waits for Slack's chat.update tier (Tier 3, shared by every request of the app), the change ends,
 // and its "succeeded" reply — which tells the requester — is posted at once; the stale edit gives way unsent
-// (ops.ErrSuperseded) and the message is edited to the final state instead. Here the tier has room for one update a
+// (engine.ErrSuperseded) and the message is edited to the final state instead. Here the tier has room for one update a
 // minute and the test takes it just before the approval; before, the reply waited the minute behind the edit.
 func TestDoneReplyDoesNotWaitBehindAnEdit(t *testing.T) {
 	release := make(chan struct{})

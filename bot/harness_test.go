@@ -21,6 +21,7 @@ import (
 	"github.com/hyperops/hyperops/internal/leftover"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
 	"github.com/hyperops/hyperops/ops/report"
 	"github.com/hyperops/hyperops/ops/state"
@@ -215,7 +216,7 @@ type harnessOptions struct {
 	// users are more workspace users, each a member of C0OPS (the Home benchmark's viewers).
 	users []fakeslack.User
 	// tellers tune the outbox tellers.
-	tellers ops.TellerOptions
+	tellers engine.TellerOptions
 	// groups is the AWS view of the instance groups (and, as an ops.ReservationReader, of their training plans).
 	groups report.GroupSource
 	// tick makes the bots read the fake clock as a real one reads: each reading later than the last (tickingClock).

@@ -11,6 +11,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // raceRounds is how many times TestAgentRequestIDRace runs its race.
@@ -98,7 +99,7 @@ func TestAgentRequestIDRace(t *testing.T) {
 		// Request ids are each initiator's own: Alice's id is the agent's, so her request is recorded under a scoped id
 		// (a dry run, so nothing is written); the same id with other content is then taken, by her, and the refusal
 		// names neither the agent's operation nor the agent.
-		alices := ops.ScopedRequestID(id, userAlice)
+		alices := engine.ScopedRequestID(id, userAlice)
 		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=4 dry-run request-id="+id)
 		h.waitUntil("Alice's own dry run "+alices, func() bool { r := h.recordOrNil(alices); return r != nil && r.Phase == ops.PhaseDone })
 		h.slash(userAlice, chOps, "train submit name=fraud-model-v17 image=registry.example.com/trainer:v17 replicas=5 dry-run request-id="+id)

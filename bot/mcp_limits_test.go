@@ -23,6 +23,7 @@ import (
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"storm","version":"1"}}}`
@@ -377,7 +378,7 @@ func TestMCPDuplicateKeysRefused(t *testing.T) {
 			t.Errorf("%s %s = %+v, want E_INVALID_ARGUMENT: %s given twice", tc.tool, tc.args, r.Body, tc.field)
 		}
 	}
-	if recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{}); err != nil || len(recs) != 0 {
+	if recs, err := h.bot.Engine().List(h.ctx(), engine.ListQuery{}); err != nil || len(recs) != 0 {
 		t.Errorf("refused calls recorded %d request(s) (%v)", len(recs), err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // The agents' MCP tokens: ops-agent (also on Slack as U0AGENT) and reader, an MCP-only agent that may only read.
@@ -306,7 +307,7 @@ func TestMCPSchemaRejectsWhatTheEngineRejects(t *testing.T) {
 			}
 		})
 	}
-	if recs, err := h.bot.Engine().List(h.ctx(), ops.ListQuery{}); err != nil || len(recs) != 0 {
+	if recs, err := h.bot.Engine().List(h.ctx(), engine.ListQuery{}); err != nil || len(recs) != 0 {
 		t.Errorf("refused calls recorded %d request(s) (%v)", len(recs), err)
 	}
 }
@@ -428,7 +429,7 @@ func TestMCPRetriesAreOneRequest(t *testing.T) {
 	if !res.IsError || len(r.Errors) == 0 || r.Errors[0].Code != ops.CodeIdempotencyConflict || r.Errors[0].Field != "requestId" {
 		t.Errorf("other content under the same id = %+v, want E_IDEMPOTENCY_CONFLICT at requestId", r)
 	}
-	if recs, _ := h.bot.Engine().List(h.ctx(), ops.ListQuery{}); len(recs) != 1 {
+	if recs, _ := h.bot.Engine().List(h.ctx(), engine.ListQuery{}); len(recs) != 1 {
 		t.Errorf("%d records, want 1", len(recs))
 	}
 }
@@ -463,7 +464,7 @@ func TestMCPAndDMAreOneRequest(t *testing.T) {
 	if !res.IsError || len(r.Errors) == 0 || r.Errors[0].Code != ops.CodeNotAuthorized {
 		t.Errorf("another agent reading it = %+v, want E_NOT_AUTHORIZED", r)
 	}
-	if recs, _ := h.bot.Engine().List(h.ctx(), ops.ListQuery{}); len(recs) != 1 {
+	if recs, _ := h.bot.Engine().List(h.ctx(), engine.ListQuery{}); len(recs) != 1 {
 		t.Errorf("%d records, want 1", len(recs))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Tier is a Slack rate-limit tier: calls per minute sustained, with bursts.
@@ -97,8 +98,8 @@ func NewSlackClient(api *slack.Client, limits Limits, metrics *Metrics) *SlackCl
 // API returns the underlying slack-go client.
 func (c *SlackClient) API() *slack.Client { return c.api }
 
-// wait waits for method's limits. A background call gives up with ops.ErrSuperseded when newer closes first (newer
-// entries of the request it tells arrived: ops.Newer).
+// wait waits for method's limits. A background call gives up with engine.ErrSuperseded when newer closes first (newer
+// entries of the request it tells arrived: engine.Newer).
 func (c *SlackClient) wait(ctx context.Context, method, channel string, background bool, newer <-chan struct{}) error {
 	c.mu.Lock()
 	lim := c.tiers[methodTier[method]]
@@ -150,7 +151,7 @@ func (c *SlackClient) call(ctx context.Context, method, channel string, fn func(
 }
 
 // callAs is call for a background call (nobody waits on it) when background is set; such a call gives up, unsent,
-// with ops.ErrSuperseded once newer is closed while it waits for its limits or a 429's Retry-After.
+// with engine.ErrSuperseded once newer is closed while it waits for its limits or a 429's Retry-After.
 func (c *SlackClient) callAs(ctx context.Context, method, channel string, background bool, newer <-chan struct{}, fn func() error) error {
 	if !background {
 		newer = nil
@@ -175,7 +176,7 @@ func (c *SlackClient) callAs(ctx context.Context, method, channel string, backgr
 			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ctx.Err())
 		case <-newer:
 			t.Stop()
-			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, ops.ErrSuperseded)
+			return fmt.Errorf("slack %s: waiting %s after 429: %w", method, rl.RetryAfter, engine.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -222,7 +223,7 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 	for {
 		select {
 		case <-newer:
-			return fmt.Errorf("wait for room in %s: %w", key, ops.ErrSuperseded)
+			return fmt.Errorf("wait for room in %s: %w", key, engine.ErrSuperseded)
 		default:
 		}
 		if spare > 0 && time.Now().After(yieldUntil) {
@@ -260,7 +261,7 @@ func (c *SlackClient) takeShared(ctx context.Context, key string, t Tier, backgr
 			return fmt.Errorf("wait for room in %s: %w", key, ctx.Err())
 		case <-newer:
 			timer.Stop()
-			return fmt.Errorf("wait for room in %s: %w", key, ops.ErrSuperseded)
+			return fmt.Errorf("wait for room in %s: %w", key, engine.ErrSuperseded)
 		case <-timer.C:
 		}
 	}
@@ -285,7 +286,7 @@ func (c *SlackClient) yieldTier(ctx context.Context, method string, newer <-chan
 		case <-ctx.Done():
 			return fmt.Errorf("wait for room for %s: %w", method, ctx.Err())
 		case <-newer:
-			return fmt.Errorf("wait for room for %s: %w", method, ops.ErrSuperseded)
+			return fmt.Errorf("wait for room for %s: %w", method, engine.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -338,7 +339,7 @@ func (c *SlackClient) yield(ctx context.Context, channel string, newer <-chan st
 		case <-ctx.Done():
 			return fmt.Errorf("wait for room in %s: %w", channel, ctx.Err())
 		case <-newer:
-			return fmt.Errorf("wait for room in %s: %w", channel, ops.ErrSuperseded)
+			return fmt.Errorf("wait for room in %s: %w", channel, engine.ErrSuperseded)
 		case <-t.C:
 		}
 	}
@@ -364,7 +365,7 @@ func (c *SlackClient) msgOptions(m handlers.Msg) []slack.MsgOption {
 func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) (string, error) {
 	var newer <-chan struct{}
 	if m.Background {
-		newer = ops.Newer(ctx)
+		newer = engine.Newer(ctx)
 	}
 	if c.shared != nil {
 		if err := c.takeShared(ctx, "channel:"+channel, c.limits.PostPerChannel, m.Background, newer); err != nil {
@@ -390,12 +391,12 @@ func (c *SlackClient) Post(ctx context.Context, channel string, m handlers.Msg) 
 // Update implements handlers.Poster with chat.update, coalesced per message: while an update of a message is in
 // flight, later ones replace each other and only the latest (by version) is sent when it returns; each caller waits
 // for Slack's answer to its own update (nil when a newer one replaced it). A background update still waiting for the
-// tier gives up, unsent, with ops.ErrSuperseded when newer entries of its request arrive (ops.Newer): the outbox
+// tier gives up, unsent, with engine.ErrSuperseded when newer entries of its request arrive (engine.Newer): the outbox
 // then updates the message to the newer state once.
 func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers.Msg) error {
 	var newer <-chan struct{}
 	if m.Background {
-		newer = ops.Newer(ctx)
+		newer = engine.Newer(ctx)
 	}
 	if m.Background && c.shared == nil {
 		if err := c.yieldTier(ctx, "chat.update", newer); err != nil {
@@ -439,7 +440,7 @@ func (c *SlackClient) Update(ctx context.Context, channel, ts string, m handlers
 			return err
 		})
 		c.mu.Lock()
-		if !errors.Is(err, ops.ErrSuperseded) {
+		if !errors.Is(err, engine.ErrSuperseded) {
 			p.sent = max(p.sent, cur.Version)
 		}
 		c.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // bothChannels makes the approvals channel a command channel too, so a second request can be told in another
@@ -204,7 +205,7 @@ func lostAnswerPostsOnce(t *testing.T, plan, next fakeslack.Fault) {
 // request in another channel is still told, its plan posted and its thread told.
 func TestFailingRequestsDoNotStarveTheTellers(t *testing.T) {
 	const slots = 8
-	h := startWith(t, harnessOptions{edit: bothChannels, tellers: ops.TellerOptions{Concurrency: slots}})
+	h := startWith(t, harnessOptions{edit: bothChannels, tellers: engine.TellerOptions{Concurrency: slots}})
 	h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chOps, Status: http.StatusInternalServerError, Times: -1})
 	for i := range slots {
 		id := fmt.Sprintf("stuck-%d", i)

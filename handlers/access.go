@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Access decides who may use HyperOps and who may see a request; approvals.Policy implements it. Every surface
@@ -55,10 +56,10 @@ func (h *Handler) visible(ctx context.Context, id string, who ops.Initiator) (*o
 }
 
 // visibleByRequestID reads the request who knows by id, refusing it unless who may see it: their own request sent
-// with that request id (stored under ops.ScopedRequestID when the id was another initiator's), else the request
+// with that request id (stored under engine.ScopedRequestID when the id was another initiator's), else the request
 // stored under id. Buttons carry stored ids and read them with visible.
 func (h *Handler) visibleByRequestID(ctx context.Context, id string, who ops.Initiator) (*ops.Record, error) {
-	rec, err := h.engine.Get(ctx, ops.ScopedRequestID(id, who.ID))
+	rec, err := h.engine.Get(ctx, engine.ScopedRequestID(id, who.ID))
 	if err != nil || rec.Request.Initiator.ID != who.ID {
 		return h.visible(ctx, id, who)
 	}

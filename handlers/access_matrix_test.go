@@ -16,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -95,14 +96,14 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		cat.Register(fakeOp{s})
 	}
 	store := opstest.NewStore()
-	engine := ops.NewEngine(cat, store, opstest.NewLocker(clock), policy, ops.EngineOptions{Replica: "r1", Clock: clock})
+	eng := engine.New(cat, store, opstest.NewLocker(clock), policy, engine.Options{Replica: "r1", Clock: clock})
 	agents := map[string]AgentInfo{}
 	for _, a := range cfg.Agents {
 		agents[a.SlackUser] = AgentInfo{Name: a.Name, Operations: a.Operations}
 	}
 	p := &recordPoster{}
 	h := New(Config{Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel, Agents: agents, Watches: matrixWatches{}},
-		engine, policy, cat, p, &memRefs{}, matrixReporter{p})
+		eng, policy, cat, p, &memRefs{}, matrixReporter{p})
 	f := &matrixFixture{h: h, store: store, poster: p}
 	if err := h.Slash(context.Background(), slack.SlashCommand{Text: "inference scale name=web replicas=3 request-id=req-r cluster=c namespace=n",
 		ChannelID: "C0ML", UserID: "U0MLENG", TriggerID: "t0"}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// Break-glass (ops.Engine.BreakGlass): a requester on call approves their own request alone, with a reason. The
+// Break-glass (engine.Engine.BreakGlass): a requester on call approves their own request alone, with a reason. The
 // plan message offers "Break glass…" when the request's rule names an on-call group; the click is checked again
 // (MayBreakGlass) before the modal asks for the reason, and the engine checks everything again on submit. The
 // outbox then posts, once, a new notice mentioning every approver — in the approvals channel, else the request's
@@ -31,7 +31,7 @@ const (
 	GlassBadge = "🔨 BREAK-GLASS"
 )
 
-// GlassEngine is the engine's break-glass (ops.Engine implements it). An engine without it offers no break-glass.
+// GlassEngine is the engine's break-glass (engine.Engine implements it). An engine without it offers no break-glass.
 type GlassEngine interface {
 	MayBreakGlass(ctx context.Context, rec *ops.Record, who ops.Initiator) (*ops.Record, error)
 	BreakGlass(ctx context.Context, id string, who ops.Initiator, reason string) (*ops.Record, error)

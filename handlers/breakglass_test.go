@@ -15,6 +15,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -71,7 +72,7 @@ func (p *viewPoster) takeView() (slack.ModalViewRequest, bool) {
 type glassFixture struct {
 	srv    *fakeslack.Server
 	a, b   *Handler
-	engine *ops.Engine
+	engine *engine.Engine
 	poster *viewPoster
 	told   map[string]int
 }
@@ -91,7 +92,7 @@ func newGlassFixture(t *testing.T) *glassFixture {
 		cat.Register(fakeOp{s})
 	}
 	store := opstest.NewRedisStore(t)
-	engine := ops.NewEngine(cat, store, store, policy, ops.EngineOptions{Replica: "r1", Clock: clock, Glass: store})
+	eng := engine.New(cat, store, store, policy, engine.Options{Replica: "r1", Clock: clock, Glass: store})
 	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
 		Users: []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0BOB", Name: "bob"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0LEAD2", Name: "lead2"}},
 		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1"}, "C0APPROVALS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"},
@@ -101,9 +102,9 @@ func newGlassFixture(t *testing.T) *glassFixture {
 	refs := &memRefs{}
 	replica := func() *Handler {
 		return New(Config{Command: "/hp", Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel,
-			AuditChannel: cfg.Slack.AuditChannel}, engine, policy, cat, p, refs, nil)
+			AuditChannel: cfg.Slack.AuditChannel}, eng, policy, cat, p, refs, nil)
 	}
-	return &glassFixture{srv: srv, a: replica(), b: replica(), engine: engine, poster: p, told: map[string]int{}}
+	return &glassFixture{srv: srv, a: replica(), b: replica(), engine: eng, poster: p, told: map[string]int{}}
 }
 
 func (f *glassFixture) slash(t *testing.T, user, id string) {

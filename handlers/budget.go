@@ -9,7 +9,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
-// BudgetReader answers /hp budget: the viewer's spend budgets and their use. *ops.Engine implements it; an engine
+// BudgetReader answers /hp budget: the viewer's spend budgets and their use. *engine.Engine implements it; an engine
 // without it has no budgets to show.
 type BudgetReader interface {
 	BudgetsOf(ctx context.Context, who ops.Initiator) ([]ops.BudgetUse, error)

@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // TellEventType is the metadata event type of the messages the outbox posts: its payload names the request, the
@@ -113,7 +114,7 @@ func (tl *Teller) deliver(ctx context.Context, rec *ops.Record, i int, p part) (
 	}
 	m.ThreadTS = p.thread
 	ts, err = h.poster.Post(ctx, p.channel, m)
-	if errors.Is(err, ops.ErrSuperseded) {
+	if errors.Is(err, engine.ErrSuperseded) {
 		// Given up before it was sent, for newer entries: the attempt is taken back, so the next one tells a run
 		// of its own (the backlog with them) instead of repeating this one.
 		if recorded {

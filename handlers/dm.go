@@ -8,6 +8,7 @@ import (
 
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // DM is a direct message to the bot.
@@ -107,7 +108,7 @@ func (h *Handler) agentRequest(ctx context.Context, dm DM, agent AgentInfo, raw 
 	}
 	req := ar.Request(who)
 	if req.ID == "" {
-		req.ID = ops.NewRequestID()
+		req.ID = engine.NewRequestID()
 	}
 	// The record keeps the agent's thread: the outbox tells it every transition, in order, whichever replica runs.
 	nonce := newSubmission()

@@ -48,7 +48,7 @@ const (
 var grantFieldBlocks = map[string]string{"target": grantTargetBlock, "maxSize": grantSizeBlock, "maxHourly": grantHourlyBlock,
 	"maxTotal": grantTotalBlock, "uses": grantUsesBlock, "hours": grantHoursBlock}
 
-// GrantEngine is the engine's standing grants (ops.Engine implements it). App Home lists them with VisibleGrants and
+// GrantEngine is the engine's standing grants (engine.Engine implements it). App Home lists them with VisibleGrants and
 // revokes one with RevokeGrant, as /hp grants does.
 type GrantEngine interface {
 	MayGrant(ctx context.Context, rec *ops.Record, who ops.Initiator) error

@@ -16,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -116,7 +117,7 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 		Baseline: ops.RiskHigh, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "name"},
 			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "replicas"}}}})
 	store := opstest.NewRedisStore(t)
-	engine := ops.NewEngine(cat, store, store, policy, ops.EngineOptions{Replica: "r1", Clock: clock, Grants: store})
+	eng := engine.New(cat, store, store, policy, engine.Options{Replica: "r1", Clock: clock, Grants: store})
 	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
 		Users:    []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0BOB", Name: "bob"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0LEAD2", Name: "lead2"}},
 		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"}}})
@@ -124,9 +125,9 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 	p := &viewPoster{findingPoster: findingPoster{slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}}}
 	refs := &memRefs{}
 	replica := func() *Handler {
-		return New(Config{Command: "/hp", Channels: cfg.Slack.Channels}, engine, policy, cat, p, refs, nil)
+		return New(Config{Command: "/hp", Channels: cfg.Slack.Channels}, eng, policy, cat, p, refs, nil)
 	}
-	f := &glassFixture{srv: srv, a: replica(), b: replica(), engine: engine, poster: p, told: map[string]int{}}
+	f := &glassFixture{srv: srv, a: replica(), b: replica(), engine: eng, poster: p, told: map[string]int{}}
 	ctx := context.Background()
 	submit := func(id string) *ops.Record {
 		t.Helper()
@@ -179,7 +180,7 @@ func TestGrantThroughTheHandlers(t *testing.T) {
 	if rec := f.get(t, "r1"); rec.Phase != ops.PhaseSucceeded {
 		t.Fatalf("r1 is %s after the grant's form, want approved and run", rec.Phase)
 	}
-	grants, err := engine.VisibleGrants(ctx, grantLead)
+	grants, err := eng.VisibleGrants(ctx, grantLead)
 	if err != nil || len(grants) != 1 {
 		t.Fatalf("grants after two submits: %+v, %v", grants, err)
 	}

@@ -9,9 +9,10 @@ import (
 
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-// Engine is the part of *ops.Engine the handlers drive.
+// Engine is the part of *engine.Engine the handlers drive.
 type Engine interface {
 	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
 	// Approve counts a vote for the plan with hash planHash only while it is the request's plan (E_STALE_PLAN).
@@ -25,7 +26,7 @@ type Engine interface {
 	// Revert asks for a new request, as ask's initiator, that puts back what the succeeded request id replaced.
 	Revert(ctx context.Context, id string, ask ops.Request) (*ops.Record, error)
 	Get(ctx context.Context, id string) (*ops.Record, error)
-	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
+	List(ctx context.Context, q engine.ListQuery) ([]*ops.Record, error)
 }
 
 // Msg is one Slack message to post or update.

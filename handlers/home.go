@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // The App Home tab: one viewer's dashboard of what waits for their vote, their own requests, what runs on each
@@ -371,11 +372,11 @@ const (
 
 // ReadHomeSnapshot reads the requests the Home tabs are drawn from.
 func (h *Handler) ReadHomeSnapshot(ctx context.Context) (*HomeSnapshot, error) {
-	open, err := h.engine.List(ctx, ops.ListQuery{Phases: openPhases, Limit: homeOpenScan})
+	open, err := h.engine.List(ctx, engine.ListQuery{Phases: openPhases, Limit: homeOpenScan})
 	if err != nil {
 		return nil, err
 	}
-	recent, err := h.engine.List(ctx, ops.ListQuery{Limit: homeRecentScan})
+	recent, err := h.engine.List(ctx, engine.ListQuery{Limit: homeRecentScan})
 	if err != nil {
 		return nil, err
 	}

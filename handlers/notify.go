@@ -15,6 +15,7 @@ import (
 
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Where a request's Slack messages go is decided when the request is created and stored in its record
@@ -44,7 +45,7 @@ func createdBy(rec *ops.Record, nonce string) bool {
 	return rec != nil && rec.Annotations[AnnSubmission] == nonce
 }
 
-// Teller tells people about requests from the engine's outbox (ops.Teller): the plan message, one thread reply per
+// Teller tells people about requests from the engine's outbox (engine.Teller): the plan message, one thread reply per
 // entry that matters, the agent's machine-readable replies, the audit line. The engine calls Tell in order, once
 // per history entry across replicas, and Settle once after a run of entries.
 type Teller struct {
@@ -55,9 +56,9 @@ type Teller struct {
 // Teller returns the handler's outbox teller.
 func (h *Handler) Teller() *Teller { return h.teller }
 
-var _ ops.Teller = (*Teller)(nil)
+var _ engine.Teller = (*Teller)(nil)
 
-// Tell implements ops.Teller. Each part of the entry (the plan or the thread reply, the audit line) is posted once
+// Tell implements engine.Teller. Each part of the entry (the plan or the thread reply, the audit line) is posted once
 // (deliver); a part Slack refuses for good is recorded as undelivered, the requester is told where it could not
 // go, and the entry is told: a refusal never blocks the request's later messages. Once a success is told, the
 // request's messages watch the workloads it made; a subscription that fails is reported (OnError), not retried.
@@ -307,7 +308,7 @@ func AgentTells(t ops.Transition) bool {
 	return Tells(t) || t.From == ops.PhasePlanned && (t.To == ops.PhaseAwaitingApproval || t.To == ops.PhaseDone)
 }
 
-// Settle implements ops.Teller: every agent thread of the request is brought up to date, and every plan message
+// Settle implements engine.Teller: every agent thread of the request is brought up to date, and every plan message
 // is updated in place to rec, once. A plan message Slack refuses to update for good (deleted, archived) is recorded
 // as undelivered and left as it is.
 func (tl *Teller) Settle(ctx context.Context, rec *ops.Record) error {

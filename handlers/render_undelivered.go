@@ -42,7 +42,7 @@ func PlainVersions(rec *ops.Record, m Msg) []Msg {
 // sendPlain sends the plain versions of m (PlainVersions) in turn with send while Slack refuses them for their
 // content; it returns send's last answer. A plain version is never background: Slack already took the refused call
 // in, and the message or thread is wrong until its retry lands, so the retry goes at once and does not give way to
-// newer entries of its request (a background call may, ops.ErrSuperseded).
+// newer entries of its request (a background call may, engine.ErrSuperseded).
 func sendPlain(rec *ops.Record, m Msg, send func(Msg) error) error {
 	var err error
 	for _, v := range PlainVersions(rec, m) {

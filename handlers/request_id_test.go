@@ -8,7 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Request ids are each initiator's own: agent A sending R's id "req-r" gets a request of its own (under a scoped
@@ -25,7 +25,7 @@ func TestRequestIDIsTheInitiatorsOwn(t *testing.T) {
 		raw, _ := json.Marshal(f.poster.sent)
 		return string(raw)
 	}
-	scoped := ops.ScopedRequestID("req-r", "U0AGENTA")
+	scoped := engine.ScopedRequestID("req-r", "U0AGENTA")
 	got := dm(`{"operation":"scale-inference","target":{"cluster":"c","namespace":"n"},"workload":{"name":"api","replicas":2},"controls":{"requestId":"req-r"}}`)
 	if got != "null" { // a request it created is told by the outbox, in its thread
 		t.Fatalf("agent A's submit of req-r answered %s, want its own request %s created", got, scoped)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Slash handles a slash command that was acked already.
@@ -181,7 +182,7 @@ const listScan = 200
 const listShown = 20
 
 func (h *Handler) listRequests(ctx context.Context, inv *Invocation, who ops.Initiator, channel string) error {
-	q, title := ops.ListQuery{Limit: listScan}, "Recent requests"
+	q, title := engine.ListQuery{Limit: listScan}, "Recent requests"
 	for _, w := range inv.Words {
 		switch w {
 		case "mine":

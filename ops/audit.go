@@ -23,7 +23,7 @@ type AuditEvent struct {
 	PlanHash  string     `json:"planHash,omitempty"`
 	Cost      *AuditCost `json:"cost,omitempty"`
 	Risk      string     `json:"risk,omitempty"`
-	// BreakGlass is on the entry that broke glass (the requester approved alone, Engine.BreakGlass) and on its
+	// BreakGlass is on the entry that broke glass (the requester approved alone, engine.Engine.BreakGlass) and on its
 	// acknowledgement (kind break-glass-ack): the reason given and, once acknowledged, by whom.
 	BreakGlass *AuditBreakGlass `json:"breakGlass,omitempty"`
 	// Grant is on the entry a standing grant approved: the grant, who gave it, and which use it was.

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -217,55 +216,6 @@ func HoldOf(rec *Record) BudgetHold {
 	return h
 }
 
-// Reservation is the ledger's answer to Reserve.
-type Reservation struct {
-	// Reserved is true when every charge is held for the request (now, or by an earlier call with its id).
-	Reserved bool
-	// Refused is the index of the charge that would pass its limit, when not Reserved.
-	Refused int
-	// Used is each window's use after the call (before the request when refused).
-	Used []Amount
-}
-
-// Ledger keeps what requests use of the budgets, shared by every replica (ops/state implements it in Redis with one
-// script that reserves and one that releases). Each window of a budget counts the cost and GPU-hours of the runs
-// charged to it; the GPUs held at once are counted per budget, whatever the window, from RunFrom to RunUntil of each
-// run that holds them unless it is released sooner. Unreachable storage is an error matching ErrStateUnavailable.
-type Ledger interface {
-	// Used returns the current use of each charge's window, in order, without what except's request holds there
-	// (a plan made again for a request that holds its budget is placed beside the others, not beside itself); a
-	// zero except takes nothing out. The GPUs are those held at once at the charge's RunFrom, on the charge of the
-	// current window (Later false); a later window's are 0.
-	BudgetUsed(ctx context.Context, charges []Charge, except BudgetHold) ([]Amount, error)
-	// Reserve holds every charge for hold in one atomic step, unless one of them would take its window past a
-	// limit (force: hold them anyway, the request having been approved over budget). It is idempotent per hold: the
-	// same request and plan held before is answered Reserved without adding anything, so a retry after a lost answer
-	// never holds twice. The same request holding for another plan gives the old plan's hold back first; a hold
-	// released before (the request lost a race, went back to approval) is held anew; a hold left by another request
-	// with the same id (its record expired) keeps what it counted and is never inherited. With no charges (the plan
-	// uses nothing) it holds nothing and gives back the request's hold for another plan.
-	ReserveBudget(ctx context.Context, hold BudgetHold, charges []Charge, force bool) (Reservation, error)
-	// Release settles hold's request's reservation, whichever plan it holds for: the run used used (0..1) of the
-	// run it was charged for, its earliest part, so each window keeps the cost and GPU-hours of that part that fell
-	// in it and gets the rest back; the GPUs held at once go back entirely. Releasing again, a request never
-	// reserved, or another request that had the same id, changes nothing.
-	ReleaseBudget(ctx context.Context, hold BudgetHold, used float64) error
-	// Usage returns the use of each window (Start names it) and the GPUs held at once at RunFrom, for /hp budget
-	// and reports; missing windows are zero.
-	BudgetUsage(ctx context.Context, windows []Charge) ([]Amount, error)
-}
-
-// BudgetPolicy says which budgets apply to a request (approvals implements it: initiator, team, cluster).
-type BudgetPolicy interface {
-	Budgets(ctx context.Context, req Request) ([]BudgetLimit, error)
-}
-
-// OverBudgetApproval is a Policy's answer for a plan over budget: the approval that may still let it through (an
-// approval rule's overBudget), or ok=false when it is refused.
-type OverBudgetApproval interface {
-	OverBudget(ctx context.Context, req Request, plan *Plan) (Approval, bool, error)
-}
-
 // maxWindows bounds the windows one charge spans; a longer run counts its rest in the last of them. maxRunHours
 // keeps a run's end a time.Time can hold (a run's hours are capped far lower by clusters[].limits).
 const (
@@ -345,22 +295,6 @@ func runAmount(c Cost, hours, share float64) Amount {
 	return a
 }
 
-// overMeasures names the limited measures that used+add passes.
-func overMeasures(limit, used, add Amount) []string {
-	const eps = 1e-6
-	var over []string
-	if limit.Cost > 0 && used.Cost+add.Cost > limit.Cost+eps {
-		over = append(over, "cost")
-	}
-	if limit.GPUHours > 0 && used.GPUHours+add.GPUHours > limit.GPUHours+eps {
-		over = append(over, "GPU-hours")
-	}
-	if limit.GPUs > 0 && used.GPUs+add.GPUs > limit.GPUs+eps {
-		over = append(over, "GPUs")
-	}
-	return over
-}
-
 // BudgetExceeded is the E_BUDGET_EXCEEDED refusal of a request that would take budget place past its limit:
 // it names the budget, what is used and when it frees up.
 func BudgetExceeded(p BudgetPlace) *Error {
@@ -384,4 +318,30 @@ func BudgetExceeded(p BudgetPlace) *Error {
 	return Errorf(CodeBudgetExceeded, "budget",
 		fmt.Sprintf("%s, make a smaller request, or ask a platform admin to raise %s.limits", wait, p.Budget.Path),
 		"over budget %s (%s's %s budget): %s", p.Budget.Name, p.Budget.Holder, p.Budget.Window, strings.Join(used, "; "))
+}
+
+// BudgetUse is one budget's current window and what it has used, for /hp budget and reports.
+type BudgetUse struct {
+	Budget BudgetLimit `json:"budget"`
+	Start  time.Time   `json:"start"`
+	End    time.Time   `json:"end"`
+	Used   Amount      `json:"used"`
+}
+
+// String says what the window has used of each limit, e.g. "$800 of $1,000 today ($200 left); 8 of 16 GPUs at
+// once"; the window's end is the caller's to say (it depends on the reader's time zone).
+func (u BudgetUse) String() string {
+	l, used := u.Budget.Limit, u.Used
+	var parts []string
+	if l.Cost > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s %s (%s left)", Dollars(used.Cost), Dollars(l.Cost), u.Budget.Period(),
+			Dollars(max(l.Cost-used.Cost, 0))))
+	}
+	if l.GPUHours > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPU-hours", num(used.GPUHours), num(l.GPUHours)))
+	}
+	if l.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s GPUs at once", num(used.GPUs), num(l.GPUs)))
+	}
+	return strings.Join(parts, "; ")
 }

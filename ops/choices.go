@@ -12,12 +12,12 @@ const (
 	ChoiceStop     Choice = "stop"
 	ChoiceTakeOver Choice = "take-over"
 	ChoiceResume   Choice = "resume"
-	// ChoiceRevert asks for a new request that puts back what a succeeded request replaced (Engine.Revert).
+	// ChoiceRevert asks for a new request that puts back what a succeeded request replaced (engine.Engine.Revert).
 	ChoiceRevert Choice = "revert"
 	// ChoiceBreakGlass lets the requester approve their own request alone, with a reason, when its rule names an
-	// on-call group (Engine.BreakGlass).
+	// on-call group (engine.Engine.BreakGlass).
 	ChoiceBreakGlass Choice = "break-glass"
-	// ChoiceGrant approves the request and gives a standing grant for similar ones (Engine.ApproveAndGrant),
+	// ChoiceGrant approves the request and gives a standing grant for similar ones (engine.Engine.ApproveAndGrant),
 	// offered when a grant may be given on it (Record.Grantable).
 	ChoiceGrant Choice = "approve-and-grant"
 )

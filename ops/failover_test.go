@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -46,13 +47,13 @@ func (g guardedWidget) Await(ctx context.Context, _ *ops.Request, _ *ops.Plan, _
 
 // failoverKit is an engine on the in-memory kit whose locker can be made to answer "unreachable", with a short lock
 // TTL so that an outage longer than the engine's patience (a third of it) is quick to show.
-func failoverKit(t *testing.T, op ops.Operation, ttl time.Duration) (*ops.Engine, *opstest.Locker, *clockwork.FakeClock) {
+func failoverKit(t *testing.T, op ops.Operation, ttl time.Duration) (*engine.Engine, *opstest.Locker, *clockwork.FakeClock) {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	cat := ops.NewCatalog()
 	cat.Register(op)
 	locker := opstest.NewLocker(clock)
-	e := ops.NewEngine(cat, opstest.NewStore(), locker, onePerson{clock}, ops.EngineOptions{Replica: "r1", Clock: clock, LockTTL: ttl})
+	e := engine.New(cat, opstest.NewStore(), locker, onePerson{clock}, engine.Options{Replica: "r1", Clock: clock, LockTTL: ttl})
 	return e, locker, clock
 }
 

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,8 +14,8 @@ import (
 // Standing grants (issue 20 point 2): when approving a request, a lead may allow similar ones for a while. A grant
 // names an operation, a cluster, a target pattern and one requester, and bounds each request it approves (the
 // change's size, its $/h and its total cost); it approves at most Uses requests before ExpiresAt (at most
-// MaxGrantDuration after it was given), each use counted atomically across replicas (GrantStore, ops/state in
-// Redis), never a critical-risk request, never past a budget.
+// MaxGrantDuration after it was given), each use counted atomically across replicas (engine.GrantStore, ops/state
+// in Redis), never a critical-risk request, never past a budget.
 
 // MaxGrantDuration is the longest a grant may last; a longer expiry is refused on the field hours.
 const MaxGrantDuration = 8 * time.Hour
@@ -219,32 +218,4 @@ type GrantNote struct {
 // String is the note in words.
 func (n GrantNote) String() string {
 	return fmt.Sprintf("grant %s (given by %s, %d use(s) left) would approve this", n.Grant, n.GivenBy.Display(), n.Left)
-}
-
-// UseResult is what GrantStore.UseGrant answers: the use it counted (or had counted for the same request), or why
-// the grant refused.
-type UseResult struct {
-	OK   bool
-	Use  int
-	Used int
-	// Refused is "revoked", "expired", "used up" or "gone" when not OK.
-	Refused string
-}
-
-// GrantStore keeps the grants, shared by every replica (ops/state implements it in Redis). Unreachable storage is an
-// error matching ErrStateUnavailable.
-type GrantStore interface {
-	// CreateGrant stores g unless a grant with its id exists; it returns the stored grant and whether this call
-	// created it.
-	CreateGrant(ctx context.Context, g Grant) (Grant, bool, error)
-	// Grant returns one grant (ErrNotFound once it is gone).
-	Grant(ctx context.Context, id string) (Grant, error)
-	// Grants returns the grants not yet expired (and those expired recently), soonest expiry first.
-	Grants(ctx context.Context, now time.Time) ([]Grant, error)
-	// UseGrant counts one use of grant id by request requestID, atomically: refused when revoked, expired at now
-	// or used up; a second call for the same request answers the use the first one counted.
-	UseGrant(ctx context.Context, id, requestID string, now time.Time) (UseResult, error)
-	// RevokeGrant marks it revoked by who at now; it returns the grant and whether this call revoked it (false:
-	// it was revoked before).
-	RevokeGrant(ctx context.Context, id string, who Initiator, now time.Time) (Grant, bool, error)
 }

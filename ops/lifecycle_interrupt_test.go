@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -124,13 +125,13 @@ func (p leads) CheckVoter(_ context.Context, rec *ops.Record, v ops.Initiator) e
 	}
 	return nil
 }
-func (p leads) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+func (p leads) Admit(ctx context.Context, rec *ops.Record, d engine.Decision) error {
 	if d.Path == ops.ByPolicy || d.Path == ops.ByReplan {
 		return nil
 	}
 	return p.CheckVoter(ctx, rec, d.By)
 }
-func (p leads) Features() ops.PolicyFeatures { return ops.PolicyFeatures{TakeOver: p} }
+func (p leads) Features() engine.PolicyFeatures { return engine.PolicyFeatures{TakeOver: p} }
 func (p leads) CheckTakeOver(ctx context.Context, rec *ops.Record, who ops.Initiator) error {
 	if p.operators[who.ID] {
 		return nil
@@ -152,7 +153,7 @@ var (
 )
 
 type stepKit struct {
-	e     *ops.Engine
+	e     *engine.Engine
 	clock *clockwork.FakeClock
 	store *opstest.Store
 	locks *opstest.Locker
@@ -161,19 +162,19 @@ type stepKit struct {
 
 // newStepKit is an engine over a stepWidget whose approvers are the leads (lee) and whose operators (opal) may
 // take over; opts adds a queue or an error sink.
-func newStepKit(t *testing.T, op func(ops.Operation) ops.Operation, opts ops.EngineOptions) *stepKit {
+func newStepKit(t *testing.T, op func(ops.Operation) ops.Operation, opts engine.Options) *stepKit {
 	t.Helper()
 	return newStepKitPolicy(t, op, opts, false)
 }
 
 // votersOnly is a policy without a TakeOverPolicy: whoever may vote may take over (the engine's default rule).
-type votersOnly struct{ ops.Policy }
+type votersOnly struct{ engine.Policy }
 
 // Features offers nothing beyond voting: the engine's default take-over rule decides.
-func (votersOnly) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
+func (votersOnly) Features() engine.PolicyFeatures { return engine.PolicyFeatures{} }
 
 // newStepKitPolicy is newStepKit; plain leaves the operators out, so the engine's default take-over rule decides.
-func newStepKitPolicy(t *testing.T, op func(ops.Operation) ops.Operation, opts ops.EngineOptions, plain bool) *stepKit {
+func newStepKitPolicy(t *testing.T, op func(ops.Operation) ops.Operation, opts engine.Options, plain bool) *stepKit {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	w := newWorld()
@@ -186,11 +187,11 @@ func newStepKitPolicy(t *testing.T, op func(ops.Operation) ops.Operation, opts o
 	cat.Register(o)
 	store, locks := opstest.NewStore(), opstest.NewLocker(clock)
 	opts.Replica, opts.Clock = "r1", clock
-	var pol ops.Policy = leads{clock: clock, approvers: leadsSet, operators: map[string]bool{opal.ID: true}}
+	var pol engine.Policy = leads{clock: clock, approvers: leadsSet, operators: map[string]bool{opal.ID: true}}
 	if plain {
 		pol = votersOnly{pol}
 	}
-	return &stepKit{e: ops.NewEngine(cat, store, locks, pol, opts), clock: clock, store: store, locks: locks, w: w}
+	return &stepKit{e: engine.New(cat, store, locks, pol, opts), clock: clock, store: store, locks: locks, w: w}
 }
 
 func (k *stepKit) submit(t *testing.T, id, cluster, name string) *ops.Record {
@@ -244,7 +245,7 @@ func last(rec *ops.Record) ops.Transition { return rec.History[len(rec.History)-
 func TestInterruptedWhenTheOutcomeIsUnknown(t *testing.T) {
 	for _, landed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
-			k := newStepKit(t, nil, ops.EngineOptions{})
+			k := newStepKit(t, nil, engine.Options{})
 			rec := k.interrupted(t, landed)
 			if calls, _ := k.w.writes(); len(calls) != 1 {
 				t.Fatalf("writes %v, want the one write, never sent again", calls)
@@ -309,7 +310,7 @@ func TestTakeOver(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			k := newStepKitPolicy(t, nil, ops.EngineOptions{}, tc.plain)
+			k := newStepKitPolicy(t, nil, engine.Options{}, tc.plain)
 			k.interrupted(t, false)
 			owner := alice
 			if tc.first.ID != "" {
@@ -364,7 +365,7 @@ func TestResumeRunsAtMostOnceMore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("landed=%v", tc.landed), func(t *testing.T) {
-			k := newStepKit(t, nil, ops.EngineOptions{})
+			k := newStepKit(t, nil, engine.Options{})
 			k.interrupted(t, tc.landed)
 			_, err := k.e.Resume(t.Context(), "req-1", lee)
 			if ue := wantCode(t, err, ops.CodeNotAuthorized); !strings.Contains(ue.Next, "take the request over") {
@@ -424,7 +425,7 @@ func TestStopInterrupted(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.who.ID, func(t *testing.T) {
-			k := newStepKit(t, nil, ops.EngineOptions{})
+			k := newStepKit(t, nil, engine.Options{})
 			k.interrupted(t, false)
 			got, err := k.e.Stop(t.Context(), "req-1", tc.who)
 			if tc.code != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -46,23 +47,23 @@ func (onePerson) CheckVoter(_ context.Context, rec *ops.Record, v ops.Initiator)
 	}
 	return nil
 }
-func (p onePerson) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+func (p onePerson) Admit(ctx context.Context, rec *ops.Record, d engine.Decision) error {
 	return p.CheckVoter(ctx, rec, d.By)
 }
-func (onePerson) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
+func (onePerson) Features() engine.PolicyFeatures { return engine.PolicyFeatures{} }
 
 var alice, lee = ops.Initiator{Kind: ops.Human, ID: "U0ALICE"}, ops.Initiator{Kind: ops.Human, ID: "U0LEE"}
 
-func newLifecycle(t *testing.T, op ops.Operation) (*ops.Engine, *clockwork.FakeClock, *opstest.Store) {
+func newLifecycle(t *testing.T, op ops.Operation) (*engine.Engine, *clockwork.FakeClock, *opstest.Store) {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	cat := ops.NewCatalog()
 	cat.Register(op)
 	store := opstest.NewStore()
-	return ops.NewEngine(cat, store, opstest.NewLocker(clock), onePerson{clock}, ops.EngineOptions{Replica: "r1", Clock: clock}), clock, store
+	return engine.New(cat, store, opstest.NewLocker(clock), onePerson{clock}, engine.Options{Replica: "r1", Clock: clock}), clock, store
 }
 
-func submit(t *testing.T, e *ops.Engine, id string) *ops.Record {
+func submit(t *testing.T, e *engine.Engine, id string) *ops.Record {
 	t.Helper()
 	rec, err := e.Submit(t.Context(), ops.Request{ID: id, Operation: "scale-widget", Initiator: alice,
 		Target: ops.Target{Cluster: "c"}, Params: ops.Params{"name": "w"}})
@@ -79,39 +80,39 @@ func TestLifecycle(t *testing.T) {
 	cases := []struct {
 		name  string
 		op    widget
-		act   func(t *testing.T, e *ops.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error)
+		act   func(t *testing.T, e *engine.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error)
 		phase ops.Phase
 		code  ops.Code
 	}{
-		{"approved, succeeded", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"approved, succeeded", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
 		}, ops.PhaseSucceeded, ""},
-		{"approved, failed", widget{fail: boom}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"approved, failed", widget{fail: boom}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
 		}, ops.PhaseFailed, ops.CodeInternal},
-		{"self-approval refused", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"self-approval refused", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Approve(t.Context(), rec.ID(), alice, rec.Approval.PlanHash)
 		}, ops.PhaseAwaitingApproval, ops.CodeSelfApproval},
-		{"stale plan refused", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"stale plan refused", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Approve(t.Context(), rec.ID(), lee, "another-plan")
 		}, ops.PhaseAwaitingApproval, ops.CodeStalePlan},
-		{"denied", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"denied", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Deny(t.Context(), rec.ID(), lee)
 		}, ops.PhaseDenied, ""},
-		{"cancelled by its owner", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"cancelled by its owner", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Cancel(t.Context(), rec.ID(), alice)
 		}, ops.PhaseCancelled, ""},
-		{"cancel by another refused", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"cancel by another refused", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Cancel(t.Context(), rec.ID(), lee)
 		}, ops.PhaseAwaitingApproval, ops.CodeNotAuthorized},
-		{"stopped by an approver", widget{}, func(t *testing.T, e *ops.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"stopped by an approver", widget{}, func(t *testing.T, e *engine.Engine, _ *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			return e.Stop(t.Context(), rec.ID(), lee)
 		}, ops.PhaseCancelled, ""},
-		{"expired on a vote", widget{}, func(t *testing.T, e *ops.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"expired on a vote", widget{}, func(t *testing.T, e *engine.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			clock.Advance(time.Hour)
 			return e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
 		}, ops.PhaseExpired, ops.CodeApprovalExpired},
-		{"expired by the sweep", widget{}, func(t *testing.T, e *ops.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
+		{"expired by the sweep", widget{}, func(t *testing.T, e *engine.Engine, clock *clockwork.FakeClock, rec *ops.Record) (*ops.Record, error) {
 			clock.Advance(time.Hour)
 			if _, err := e.Sweep(t.Context()); err != nil {
 				return nil, err

@@ -10,11 +10,12 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
 // nudging is onePerson with a reminder after 10m and an escalation to "managers" after 20m; Voters answers who may
-// vote (ops.ApproverResolver).
+// vote (engine.ApproverResolver).
 type nudging struct {
 	onePerson
 	voters []string
@@ -29,7 +30,7 @@ func (p nudging) Requirement(ctx context.Context, req ops.Request, plan *ops.Pla
 
 func (p nudging) Voters(context.Context, *ops.Record) ([]string, error) { return p.voters, nil }
 
-func (p nudging) Features() ops.PolicyFeatures { return ops.PolicyFeatures{Approvers: p} }
+func (p nudging) Features() engine.PolicyFeatures { return engine.PolicyFeatures{Approvers: p} }
 
 // losing stores every change but loses the answer of the first one of kind lose: the change is stored, the caller
 // hears an error, as when Redis's reply is cut after the script ran.
@@ -74,15 +75,15 @@ func TestNudgesFireOnceAcrossReplicas(t *testing.T) {
 	store := &losing{Store: opstest.NewStore(), lose: map[ops.TransitionKind]bool{ops.KindReminder: true, ops.KindEscalation: true}}
 	locks := opstest.NewLocker(clock)
 	pol := nudging{onePerson: onePerson{clock}, voters: []string{"U0LEE", "U0ALICE", "U0MAX", "U0MAX"}}
-	a := ops.NewEngine(cat, store, locks, pol, ops.EngineOptions{Replica: "a", Clock: clock})
-	b := ops.NewEngine(cat, store, locks, pol, ops.EngineOptions{Replica: "b", Clock: clock})
+	a := engine.New(cat, store, locks, pol, engine.Options{Replica: "a", Clock: clock})
+	b := engine.New(cat, store, locks, pol, engine.Options{Replica: "b", Clock: clock})
 	rec := submit(t, a, "req-1")
 	if _, err := b.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash); err != nil {
 		t.Fatal(err)
 	}
 	sweepBoth := func() {
 		var wg sync.WaitGroup
-		for _, e := range []*ops.Engine{a, b} {
+		for _, e := range []*engine.Engine{a, b} {
 			wg.Go(func() { _, _ = e.Sweep(t.Context()) })
 		}
 		wg.Wait()
@@ -125,8 +126,8 @@ func TestNudgesSkipDecidedAndExpired(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	cat := ops.NewCatalog()
 	cat.Register(widget{})
-	e := ops.NewEngine(cat, opstest.NewStore(), opstest.NewLocker(clock), nudging{onePerson: onePerson{clock}},
-		ops.EngineOptions{Replica: "a", Clock: clock})
+	e := engine.New(cat, opstest.NewStore(), opstest.NewLocker(clock), nudging{onePerson: onePerson{clock}},
+		engine.Options{Replica: "a", Clock: clock})
 	denied := submit(t, e, "req-denied")
 	if _, err := e.Deny(t.Context(), denied.ID(), lee); err != nil {
 		t.Fatal(err)

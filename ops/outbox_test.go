@@ -13,16 +13,17 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
-// memOutbox is an in-memory ops.Outbox that hands every pending entry to every consumer once: as when a consumer
+// memOutbox is an in-memory engine.Outbox that hands every pending entry to every consumer once: as when a consumer
 // claims the entries of one it thought silent while that one is still telling them, the worst case of the real
 // consumer group. It counts, per entry, the consumers that acknowledged it.
 type memOutbox struct {
 	mu      sync.Mutex
 	n       int
-	pending []*ops.Delivery
+	pending []*engine.Delivery
 	handed  map[string]map[string]bool // consumer → entry
 	acked   map[string]int             // entry → acknowledgements
 	told    map[string]int
@@ -37,19 +38,19 @@ func (o *memOutbox) add(id string) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.n++
-	d := &ops.Delivery{RequestID: id, Entry: fmt.Sprint(o.n)}
+	d := &engine.Delivery{RequestID: id, Entry: fmt.Sprint(o.n)}
 	o.pending = append(o.pending, d)
 	return d.Entry
 }
 
-func (o *memOutbox) Next(ctx context.Context, consumer string, wait time.Duration, max int) ([]*ops.Delivery, error) {
+func (o *memOutbox) Next(ctx context.Context, consumer string, wait time.Duration, max int) ([]*engine.Delivery, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		o.mu.Lock()
 		if o.handed[consumer] == nil {
 			o.handed[consumer] = map[string]bool{}
 		}
-		var out []*ops.Delivery
+		var out []*engine.Delivery
 		for _, d := range o.pending {
 			if len(out) < max && !o.handed[consumer][d.Entry] {
 				o.handed[consumer][d.Entry] = true
@@ -72,12 +73,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (o *memOutbox) Done(_ context.Context, ds ...*ops.Delivery) error {
+func (o *memOutbox) Done(_ context.Context, ds ...*engine.Delivery) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, d := range ds {
 		o.acked[d.Entry]++
-		o.pending = slices.DeleteFunc(o.pending, func(p *ops.Delivery) bool { return p.Entry == d.Entry })
+		o.pending = slices.DeleteFunc(o.pending, func(p *engine.Delivery) bool { return p.Entry == d.Entry })
 	}
 	return nil
 }
@@ -160,7 +161,7 @@ func (s *sink) settles(id string) int {
 }
 
 // runTellers runs an engine's tellers until the test ends.
-func runTellers(t *testing.T, e *ops.Engine, ob ops.Outbox, tl ops.Teller, opts ops.TellerOptions) {
+func runTellers(t *testing.T, e *engine.Engine, ob engine.Outbox, tl engine.Teller, opts engine.TellerOptions) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -176,14 +177,14 @@ func runTellers(t *testing.T, e *ops.Engine, ob ops.Outbox, tl ops.Teller, opts 
 }
 
 // twoReplicas are two engines sharing one store and one locker, as two replicas share Redis.
-func twoReplicas(t *testing.T) (r1, r2 *ops.Engine) {
+func twoReplicas(t *testing.T) (r1, r2 *engine.Engine) {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(time.Date(2025, 3, 8, 9, 0, 0, 0, time.UTC))
 	cat := ops.NewCatalog()
 	cat.Register(widget{})
 	store, locks := opstest.NewStore(), opstest.NewLocker(clock)
-	mk := func(name string) *ops.Engine {
-		return ops.NewEngine(cat, store, locks, onePerson{clock}, ops.EngineOptions{Replica: name, Clock: clock})
+	mk := func(name string) *engine.Engine {
+		return engine.New(cat, store, locks, onePerson{clock}, engine.Options{Replica: name, Clock: clock})
 	}
 	return mk("r1"), mk("r2")
 }
@@ -202,7 +203,7 @@ func TestTellersRaceTellsOnce(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	opts := ops.TellerOptions{Wait: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	opts := engine.TellerOptions{Wait: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	runTellers(t, r1, ob, s, opts)
 	runTellers(t, r2, ob, s, opts)
 	want := []string{"0 received", "1 planned", "2 awaiting-approval"}
@@ -236,7 +237,7 @@ func TestTellerFailureIsolated(t *testing.T) {
 	store, locks := opstest.NewStore(), opstest.NewLocker(clock)
 	var mu sync.Mutex
 	var reports []string
-	e := ops.NewEngine(cat, store, locks, onePerson{clock}, ops.EngineOptions{Replica: "r1", Clock: clock,
+	e := engine.New(cat, store, locks, onePerson{clock}, engine.Options{Replica: "r1", Clock: clock,
 		OnError: func(id string, err error) {
 			mu.Lock()
 			reports = append(reports, id+": "+err.Error())
@@ -247,7 +248,7 @@ func TestTellerFailureIsolated(t *testing.T) {
 	ob, s := newMemOutbox(), newSink()
 	s.fail = "stuck"
 	stuck := ob.add("stuck")
-	runTellers(t, e, ob, s, ops.TellerOptions{Concurrency: 1, Wait: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	runTellers(t, e, ob, s, engine.TellerOptions{Concurrency: 1, Wait: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	failures := func() int {
 		mu.Lock()
 		defer mu.Unlock()

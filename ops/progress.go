@@ -5,12 +5,6 @@ import (
 	"fmt"
 )
 
-// ProgressNotifier is implemented by notifiers that also want the steps an execution reports while it runs (for
-// example "2/4 nodes InService"), so the request's thread can tell them.
-type ProgressNotifier interface {
-	Progress(ctx context.Context, rec *Record, msg string)
-}
-
 type progressKey struct{}
 
 // progressSink is where an execution's Progress and ProgressMarked calls go.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // markingWidget is the step widget whose Await reports a marked note, and keeps what its Execution said.
@@ -24,7 +25,7 @@ func (m markingWidget) Await(ctx context.Context, req *ops.Request, plan *ops.Pl
 // resumed Await needs to go on after what was told.
 func TestProgressMarkedRecordsItsMark(t *testing.T) {
 	var seen ops.Execution
-	k := newStepKit(t, func(o ops.Operation) ops.Operation { return markingWidget{o.(stepWidget), &seen} }, ops.EngineOptions{})
+	k := newStepKit(t, func(o ops.Operation) ops.Operation { return markingWidget{o.(stepWidget), &seen} }, engine.Options{})
 	rec := k.submit(t, "marked", "c", "w")
 	approved := k.clock.Now()
 	got, err := k.e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
@@ -93,7 +94,7 @@ func TestProgressFinalIsStoredWithTheOutcome(t *testing.T) {
 	for _, later := range []string{"", "draining the old nodes"} {
 		t.Run("later="+later, func(t *testing.T) {
 			n := &phaseAtProgress{phases: map[string]ops.Phase{}}
-			k := newStepKit(t, func(o ops.Operation) ops.Operation { return finalWidget{o.(stepWidget), later} }, ops.EngineOptions{Notifier: n})
+			k := newStepKit(t, func(o ops.Operation) ops.Operation { return finalWidget{o.(stepWidget), later} }, engine.Options{Notifier: n})
 			rec := k.submit(t, "final", "c", "w")
 			got, err := k.e.Approve(t.Context(), rec.ID(), lee, rec.Approval.PlanHash)
 			if err != nil || got.Phase != ops.PhaseSucceeded {

@@ -9,32 +9,33 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
-// memQueue is an in-memory ops.Queue: entries in order, each delivered to one consumer, counted per request.
+// memQueue is an in-memory engine.Queue: entries in order, each delivered to one consumer, counted per request.
 type memQueue struct {
 	mu        sync.Mutex
 	n         int
-	entries   chan *ops.Delivery
+	entries   chan *engine.Delivery
 	delivered map[string]int
 	done      map[string]int
 }
 
 func newMemQueue() *memQueue {
-	return &memQueue{entries: make(chan *ops.Delivery, 1024), delivered: map[string]int{}, done: map[string]int{}}
+	return &memQueue{entries: make(chan *engine.Delivery, 1024), delivered: map[string]int{}, done: map[string]int{}}
 }
 
 func (q *memQueue) Enqueue(_ context.Context, id string) error {
 	q.mu.Lock()
 	q.n++
-	d := &ops.Delivery{RequestID: id, Entry: fmt.Sprint(q.n)}
+	d := &engine.Delivery{RequestID: id, Entry: fmt.Sprint(q.n)}
 	q.mu.Unlock()
 	q.entries <- d
 	return nil
 }
 
-func (q *memQueue) Next(ctx context.Context, _ string, wait time.Duration) (*ops.Delivery, error) {
+func (q *memQueue) Next(ctx context.Context, _ string, wait time.Duration) (*engine.Delivery, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -50,9 +51,9 @@ func (q *memQueue) Next(ctx context.Context, _ string, wait time.Duration) (*ops
 	}
 }
 
-func (q *memQueue) Touch(context.Context, string, *ops.Delivery) error { return nil }
+func (q *memQueue) Touch(context.Context, string, *engine.Delivery) error { return nil }
 
-func (q *memQueue) Done(_ context.Context, d *ops.Delivery) error {
+func (q *memQueue) Done(_ context.Context, d *engine.Delivery) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.done[d.RequestID]++
@@ -66,7 +67,7 @@ func (q *memQueue) deliveries(id string) int {
 }
 
 // runExecutors runs the engine's executors until the test ends.
-func runExecutors(t *testing.T, e *ops.Engine, opts ops.ExecutorOptions) {
+func runExecutors(t *testing.T, e *engine.Engine, opts engine.ExecutorOptions) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -81,7 +82,7 @@ func runExecutors(t *testing.T, e *ops.Engine, opts ops.ExecutorOptions) {
 	})
 }
 
-func phaseOf(t *testing.T, e *ops.Engine, id string) ops.Phase {
+func phaseOf(t *testing.T, e *engine.Engine, id string) ops.Phase {
 	t.Helper()
 	rec, err := e.Get(t.Context(), id)
 	if err != nil {
@@ -104,7 +105,7 @@ func TestQueuePanicFailsOnlyThatRequest(t *testing.T) {
 	q := newMemQueue()
 	var mu sync.Mutex
 	var reports []string
-	k := newStepKit(t, nil, ops.EngineOptions{Queue: q, OnError: func(id string, err error) {
+	k := newStepKit(t, nil, engine.Options{Queue: q, OnError: func(id string, err error) {
 		mu.Lock()
 		reports = append(reports, id+": "+err.Error())
 		mu.Unlock()
@@ -113,7 +114,7 @@ func TestQueuePanicFailsOnlyThatRequest(t *testing.T) {
 	first, second := k.submit(t, "boom", "c", "w"), k.submit(t, "next", "c", "w")
 	approve(t, k, first)
 	approve(t, k, second)
-	runExecutors(t, k.e, ops.ExecutorOptions{Workers: 1, Poll: 10 * time.Millisecond})
+	runExecutors(t, k.e, engine.ExecutorOptions{Workers: 1, Poll: 10 * time.Millisecond})
 	opstest.Eventually(t, 10*time.Second, "both requests to end", func() bool {
 		return phaseOf(t, k.e, "boom") == ops.PhaseFailed && phaseOf(t, k.e, "next") == ops.PhaseSucceeded
 	})
@@ -147,10 +148,10 @@ func TestQueuePerClusterLimit(t *testing.T) {
 		var h *opstest.HookedOp
 		h, gate = opstest.GateWrite(o, "a1")
 		return h
-	}, ops.EngineOptions{Queue: q})
+	}, engine.Options{Queue: q})
 	k.w.size["w2"], k.w.size["w3"] = 1, 1
 	a1, a2, b1 := k.submit(t, "a1", "a", "w"), k.submit(t, "a2", "a", "w2"), k.submit(t, "b1", "b", "w3")
-	runExecutors(t, k.e, ops.ExecutorOptions{Workers: 4, PerCluster: 1, Poll: 10 * time.Millisecond})
+	runExecutors(t, k.e, engine.ExecutorOptions{Workers: 4, PerCluster: 1, Poll: 10 * time.Millisecond})
 	var open sync.Once
 	t.Cleanup(func() { open.Do(gate.Open) }) // before the executors stop, when the test fails early
 	approve(t, k, a1)

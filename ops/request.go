@@ -53,7 +53,7 @@ type Request struct {
 	Profile          string `json:"profile,omitempty"`
 	// Origin says which surface sent it: slash, agent, button, schedule.
 	Origin string `json:"origin,omitempty"`
-	// Reverts is the id of the request this one reverts (Engine.Revert sets it; it is never decoded from a
+	// Reverts is the id of the request this one reverts (engine.Engine.Revert sets it; it is never decoded from a
 	// client's JSON): its plan says whether the target changed since.
 	Reverts string `json:"reverts,omitempty"`
 	// Annotations are the surface's notes for the record (e.g. the Slack channel it was asked in, which the
@@ -117,7 +117,7 @@ type Vote struct {
 	PlanHash string    `json:"planHash"`
 	// Reason is what the voter wrote (a Deny's optional reason, a break-glass's reason), shown with the vote.
 	Reason string `json:"reason,omitempty"`
-	// BreakGlass marks the requester's own approval that broke glass (Engine.BreakGlass): it approved the
+	// BreakGlass marks the requester's own approval that broke glass (engine.Engine.BreakGlass): it approved the
 	// request alone, whatever the quorum.
 	BreakGlass bool `json:"breakGlass,omitempty"`
 }
@@ -156,7 +156,7 @@ type Approval struct {
 	EscalateUserGroups []string  `json:"escalateUserGroups,omitempty"`
 	Escalated          bool      `json:"escalated,omitempty"`
 	// BreakGlass names the on-call group whose members may break glass on this request (its rule's breakGlass),
-	// set when the request was planned; empty: nobody may. Engine.BreakGlass checks it again, with the group as
+	// set when the request was planned; empty: nobody may. engine.Engine.BreakGlass checks it again, with the group as
 	// configured then.
 	BreakGlass string `json:"breakGlass,omitempty"`
 	// NoGrants says the rule forbids standing grants (its grants: false): none is given on the request, none
@@ -246,9 +246,9 @@ type Record struct {
 	Replica     string    `json:"replica,omitempty"`
 	// Execution is the resumable progress of the execution, once it started.
 	Execution *ExecutionState `json:"execution,omitempty"`
-	// RevertedBy is the id of the latest request asked to revert this one (Engine.Revert).
+	// RevertedBy is the id of the latest request asked to revert this one (engine.Engine.Revert).
 	RevertedBy string `json:"revertedBy,omitempty"`
-	// BreakGlass is set when the requester broke glass on the request (Engine.BreakGlass): who, when, why, and
+	// BreakGlass is set when the requester broke glass on the request (engine.Engine.BreakGlass): who, when, why, and
 	// which lead acknowledged it.
 	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
 	// Grant is set when a standing grant approved the request: which, given by whom, which use.

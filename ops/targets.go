@@ -2,6 +2,11 @@ package ops
 
 import "github.com/hyperops/hyperops/config"
 
+// TargetResolver fills a request's target defaults and refuses clusters and namespaces that are not registered.
+type TargetResolver interface {
+	Resolve(t Target) (Target, error)
+}
+
 // ConfigTargets resolves request targets from the clusters registered in cfg: the default cluster and namespace
 // filled in, an unregistered cluster or a namespace outside clusters[].namespaces refused with the closest name.
 func ConfigTargets(cfg *config.Config) TargetResolver { return configTargets{cfg} }

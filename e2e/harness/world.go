@@ -17,7 +17,7 @@ import (
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/internal/fakeslack"
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -301,7 +301,7 @@ func (w *World) Logs() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b.WriteString("=== requests in redis\n")
-	if recs, err := w.Store.List(ctx, ops.ListQuery{Limit: 50}); err != nil {
+	if recs, err := w.Store.List(ctx, engine.ListQuery{Limit: 50}); err != nil {
 		fmt.Fprintf(&b, "(cannot list: %v)\n", err)
 	} else {
 		for _, r := range recs {

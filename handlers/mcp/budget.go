@@ -13,7 +13,7 @@ import (
 // ToolGetBudget shows the agent's spend budgets and what their current windows used.
 const ToolGetBudget = "get_budget"
 
-// BudgetReader lists an initiator's spend budgets with their use; *ops.Engine implements it. An engine without it
+// BudgetReader lists an initiator's spend budgets with their use; *engine.Engine implements it. An engine without it
 // has no budgets, and get_budget says so.
 type BudgetReader interface {
 	BudgetsOf(ctx context.Context, who ops.Initiator) ([]ops.BudgetUse, error)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
 )
 
@@ -30,7 +31,7 @@ func (e oneRecord) Get(_ context.Context, id string) (*ops.Record, error) {
 	return e.rec.Clone(), nil
 }
 
-func (e oneRecord) List(context.Context, ops.ListQuery) ([]*ops.Record, error) {
+func (e oneRecord) List(context.Context, engine.ListQuery) ([]*ops.Record, error) {
 	return []*ops.Record{e.rec.Clone()}, nil
 }
 

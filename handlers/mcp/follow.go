@@ -14,6 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // The tools that follow requests, and the resource of a request.
@@ -112,7 +113,7 @@ func decodeFollow(raw json.RawMessage, allowed ...string) (followArgs, error) {
 // after a person took one over.
 func (a *agentServer) own(ctx context.Context, id string) (*ops.Record, error) {
 	// The agent's own request with this id is stored under a scoped id when another initiator had the id first.
-	if rec, err := a.s.opts.Engine.Get(ctx, ops.ScopedRequestID(id, a.agent.Initiator.ID)); err == nil && rec.Request.Initiator.ID == a.agent.Initiator.ID {
+	if rec, err := a.s.opts.Engine.Get(ctx, engine.ScopedRequestID(id, a.agent.Initiator.ID)); err == nil && rec.Request.Initiator.ID == a.agent.Initiator.ID {
 		return rec, nil
 	}
 	rec, err := a.s.opts.Engine.Get(ctx, id)
@@ -139,7 +140,7 @@ func (a *agentServer) getRequest(ctx context.Context, req *mcp.CallToolRequest) 
 
 func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	fa, err := decodeFollow(req.Params.Arguments, "phases", "limit")
-	q := ops.ListQuery{Initiator: a.agent.Initiator.ID, Limit: 20}
+	q := engine.ListQuery{Initiator: a.agent.Initiator.ID, Limit: 20}
 	if err == nil && fa.Limit != nil {
 		if *fa.Limit < 1 || *fa.Limit > 100 {
 			err = ops.Errorf(ops.CodeInvalidArgument, "limit", "use 1 to 100", "limit=%d is out of range", *fa.Limit)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Path is where the MCP endpoint is served.
@@ -22,7 +23,7 @@ const Path = "/mcp"
 type Engine interface {
 	Submit(ctx context.Context, req ops.Request) (*ops.Record, error)
 	Get(ctx context.Context, id string) (*ops.Record, error)
-	List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error)
+	List(ctx context.Context, q engine.ListQuery) ([]*ops.Record, error)
 	// Revert asks for a new request, as ask's initiator, that puts back what the succeeded request id replaced.
 	Revert(ctx context.Context, id string, ask ops.Request) (*ops.Record, error)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 func (s *Server) newAgentServer(a Agent) *agentServer {
@@ -142,7 +143,7 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 		r := ar.Request(a.agent.Initiator)
 		r.Origin = "mcp"
 		if r.ID == "" {
-			r.ID = ops.NewRequestID()
+			r.ID = engine.NewRequestID()
 		}
 		rec, err := a.s.opts.Engine.Submit(ctx, r)
 		if err == nil && rec != nil && planning(rec.Phase) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -110,19 +111,19 @@ func TestScaleEventsThrottledThenTold(t *testing.T) {
 }
 
 // replica is another engine on the same store and queue, as a second replica of the bot is.
-func (f *fixture) replica(name string) *ops.Engine {
-	return ops.NewEngine(f.catalog, f.store, f.store, nil, ops.EngineOptions{
+func (f *fixture) replica(name string) *engine.Engine {
+	return engine.New(f.catalog, f.store, f.store, nil, engine.Options{
 		Replica: name, Notifier: f.progress, LockTTL: 10 * time.Second, Queue: f.store.Queue(),
 		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},
 	})
 }
 
 // run runs e's executors until the returned stop is called (a SIGTERM: in-flight executions are handed over).
-func run(t *testing.T, e *ops.Engine) (stop func()) {
+func run(t *testing.T, e *engine.Engine) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.RunExecutors(ctx, ops.ExecutorOptions{Workers: 2, Poll: 10 * time.Millisecond}) }()
+	go func() { done <- e.RunExecutors(ctx, engine.ExecutorOptions{Workers: 2, Poll: 10 * time.Millisecond}) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -38,7 +39,7 @@ func TestLostLockStaleHolderWriteRefused(t *testing.T) {
 			g, gate := opstest.GateWrite(scale, "scale-a")
 			catalog := ops.NewCatalog()
 			catalog.Register(g)
-			e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+			e := engine.New(catalog, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 			ctx := ctxT(t)
 			scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: tc.group}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -42,7 +43,7 @@ type fixture struct {
 	cfg      *config.Config
 	clients  *Clients
 	catalog  *ops.Catalog
-	engine   *ops.Engine
+	engine   *engine.Engine
 	store    *state.Store
 	progress *progressLog
 	nodes    *hookNodes
@@ -114,7 +115,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f.clients.VerifyWait = 200 * time.Millisecond
 	f.catalog = ops.NewCatalog()
 	Register(f.catalog, f.clients, ops.NewPriceTable(nil), f.nodes)
-	f.engine = ops.NewEngine(f.catalog, f.store, f.store, nil, ops.EngineOptions{
+	f.engine = engine.New(f.catalog, f.store, f.store, nil, engine.Options{
 		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second, WriteTimeout: o.writeTimeout,
 		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},
 	})
@@ -216,7 +217,7 @@ func asOpsError(t *testing.T, err error) *ops.Error {
 	return ue
 }
 
-// progressLog is an ops.Notifier that keeps the progress steps executions report.
+// progressLog is an engine.Notifier that keeps the progress steps executions report.
 type progressLog struct {
 	mu    sync.Mutex
 	steps []string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -208,7 +209,7 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 			// The read-back: the token's re-send for EKS (struck by the fault above), DescribeCluster for HyperPod's
 			// UpdateCluster and CreateCluster, ListClusterNodes for recovery, which fails from the moment the
 			// read-back begins.
-			engine := f.withOps(t, func(op ops.Operation) ops.Operation {
+			eng := f.withOps(t, func(op ops.Operation) ops.Operation {
 				return &opstest.HookedOp{Operation: op, BeforeVerify: func(*ops.Request) {
 					if wt.readBack != "" {
 						f.srv.Inject(fakeaws.Fault{Op: wt.readBack, When: fakeaws.FaultBefore, Status: 500,
@@ -216,7 +217,7 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 					}
 				}}
 			})
-			rec, err := engine.Submit(ctxT(t), wt.req("unknown"))
+			rec, err := eng.Submit(ctxT(t), wt.req("unknown"))
 			if err != nil || rec.Phase != ops.PhaseInterrupted {
 				t.Fatalf("Submit: %v, phase %v; want interrupted", err, rec.Phase)
 			}
@@ -232,10 +233,10 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 			}
 			other := wt.req("next")
 			f.srv.ClearFaults()
-			if _, err := engine.Submit(ctxT(t), other); codeOf(err) != ops.CodeLocked {
+			if _, err := eng.Submit(ctxT(t), other); codeOf(err) != ops.CodeLocked {
 				t.Errorf("a second change to the same scope: %v, want E_LOCKED while the outcome is unknown", err)
 			}
-			stopped, err := engine.Stop(ctxT(t), "unknown", human("U0LEAD"))
+			stopped, err := eng.Stop(ctxT(t), "unknown", human("U0LEAD"))
 			if err != nil || stopped.Phase != ops.PhaseCancelled {
 				t.Fatalf("Stop: %v, %+v", err, stopped)
 			}
@@ -247,7 +248,7 @@ func TestUnknownOutcomeHoldsTheLock(t *testing.T) {
 }
 
 // withOps is an engine on the fixture's store whose catalog holds the fixture's operations, each wrapped.
-func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) *ops.Engine {
+func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) *engine.Engine {
 	t.Helper()
 	catalog := ops.NewCatalog()
 	for _, name := range f.catalog.Names() {
@@ -258,7 +259,7 @@ func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) 
 		}
 		catalog.Register(op)
 	}
-	return ops.NewEngine(catalog, f.store, f.store, nil, ops.EngineOptions{Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second})
+	return engine.New(catalog, f.store, f.store, nil, engine.Options{Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second})
 }
 
 // Resume of a request interrupted with an unknown outcome runs under the lock it kept (it is the request's own) and
@@ -266,13 +267,13 @@ func (f *fixture) withOps(t *testing.T, wrap func(ops.Operation) ops.Operation) 
 func TestResumeAfterUnknownOutcome(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerUpdateCluster, When: fakeaws.FaultAfter, Reset: true})
-	engine := f.withOps(t, func(op ops.Operation) ops.Operation {
+	eng := f.withOps(t, func(op ops.Operation) ops.Operation {
 		return &opstest.HookedOp{Operation: op, BeforeVerify: func(*ops.Request) {
 			f.srv.Inject(fakeaws.Fault{Op: fakeaws.OpSageMakerDescribeCluster, When: fakeaws.FaultBefore, Status: 500,
 				Code: "InternalFailure", Message: "reads down", Times: -1})
 		}}
 	})
-	rec, err := engine.Submit(ctxT(t), scaleRequest("resume-unknown", testCluster, "gpu", 4))
+	rec, err := eng.Submit(ctxT(t), scaleRequest("resume-unknown", testCluster, "gpu", 4))
 	if err != nil || rec.Phase != ops.PhaseInterrupted {
 		t.Fatalf("Submit: %v, phase %v; want interrupted", err, rec.Phase)
 	}
@@ -281,7 +282,7 @@ func TestResumeAfterUnknownOutcome(t *testing.T) {
 		hp, _ := f.srv.HyperPodCluster("ml-hp")
 		return hp.Status == fakeaws.StatusInService && hp.InstanceGroups[0].CurrentCount == 4
 	})
-	resumed, err := engine.Resume(ctxT(t), "resume-unknown", human("U0ALICE"))
+	resumed, err := eng.Resume(ctxT(t), "resume-unknown", human("U0ALICE"))
 	if err != nil || resumed.Phase != ops.PhaseSucceeded {
 		t.Fatalf("Resume: %v, %+v; want succeeded", err, resumed)
 	}
@@ -307,8 +308,8 @@ func (s failingAccept) Update(ctx context.Context, rec *ops.Record, expect int64
 // scope locked meanwhile: nobody else may change the group while the record does not say what was sent.
 func TestUnrecordedWriteKeepsTheLock(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	engine := ops.NewEngine(f.catalog, failingAccept{f.store}, f.store, nil, ops.EngineOptions{Replica: "test", LockTTL: 10 * time.Second})
-	if _, err := engine.Submit(ctxT(t), scaleRequest("unrecorded", testCluster, "gpu", 4)); codeOf(err) != ops.CodeStateUnavailable {
+	eng := engine.New(f.catalog, failingAccept{f.store}, f.store, nil, engine.Options{Replica: "test", LockTTL: 10 * time.Second})
+	if _, err := eng.Submit(ctxT(t), scaleRequest("unrecorded", testCluster, "gpu", 4)); codeOf(err) != ops.CodeStateUnavailable {
 		t.Fatalf("Submit: %v, want E_STATE_UNAVAILABLE", err)
 	}
 	scope := ops.LockScope{Cluster: testCluster, Kind: "capacity", Name: "gpu"}

@@ -19,10 +19,11 @@ import (
 
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
-// TestExecutionAgainstAPIServer runs whole submissions through an ops.Engine over real Redis against a real
+// TestExecutionAgainstAPIServer runs whole submissions through an engine.Engine over real Redis against a real
 // kube-apiserver, with every API call counted on the wire: one auto-approved submit makes one server-side dry run
 // per object and at most one LIST of nodes, and a lock holder that lost its lock writes nothing.
 func TestExecutionAgainstAPIServer(t *testing.T) {
@@ -68,7 +69,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 
 	t.Run("one auto-approved submit: one dry run per object, at most one LIST of nodes", func(t *testing.T) {
 		store := opstest.NewRedisStore(t).Store
-		e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		e := engine.New(catalog, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 		cases := []struct {
 			name    string
 			op      string
@@ -117,7 +118,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		vouching := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
 		vcat := ops.NewCatalog()
 		vouching.register(vcat)
-		e := ops.NewEngine(vcat, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		e := engine.New(vcat, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 		deploy := *request("deploy-inference", deployParams(map[string]any{"name": "vouched", "replicas": "2"}))
 		deploy.ID = "vouched-deploy"
 		if rec, err := e.Submit(ctx, deploy); err != nil || rec.Phase != ops.PhaseSucceeded {
@@ -170,7 +171,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 		g, gate := opstest.GateWrite(deploy, "infer-a")
 		gated := ops.NewCatalog()
 		gated.Register(g)
-		e := ops.NewEngine(gated, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+		e := engine.New(gated, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 		scope := ops.LockScope{Cluster: testCluster, Namespace: testNS, Kind: lockKindInference, Name: "fenced-ranker"}
 		reqA := *request("deploy-inference", deployParams(map[string]any{"name": "fenced-ranker", "replicas": "1"}))
 		reqA.ID = "infer-a"
@@ -226,7 +227,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 // its dry run, so planning passes), after the Deployment was applied.
 func halfwayApply(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, catalog *ops.Catalog, c *Cluster) {
 	store := opstest.NewRedisStore(t).Store
-	e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+	e := engine.New(catalog, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 	unrefuse := refuseService(ctx, t, cp, "halfway")
 	req := *request("deploy-inference", deployParams(map[string]any{"name": "halfway"}))
 	req.ID = "halfway-1"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -63,7 +64,7 @@ func TestRevertAgainstAPIServer(t *testing.T) {
 	reg := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
 	catalog := ops.NewCatalog()
 	reg.register(catalog)
-	e := ops.NewEngine(catalog, store, store, nil, ops.EngineOptions{Replica: "r1", LockTTL: 10 * time.Second})
+	e := engine.New(catalog, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})
 	submit := func(t *testing.T, id, op string, params map[string]any) *ops.Record {
 		t.Helper()
 		req := *request(op, params)
@@ -127,7 +128,7 @@ func TestRevertAgainstAPIServer(t *testing.T) {
 		if rec != nil {
 			t.Errorf("a refused revert returned a record %+v", rec)
 		}
-		recs, err := e.List(ctx, ops.ListQuery{Limit: 100})
+		recs, err := e.List(ctx, engine.ListQuery{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -42,7 +43,7 @@ func (s *RedisStore) LockKey(scope ops.LockScope) string {
 
 // StealLock is a lost lock: it deletes scope's lock key, as an expiry or an operator would, and acquires scope for
 // owner, failing the test unless exactly that key went and the new lock's fence is the lost one's (lost) plus one.
-func (s *RedisStore) StealLock(ctx context.Context, t testing.TB, scope ops.LockScope, owner string, lost int64) *ops.Lock {
+func (s *RedisStore) StealLock(ctx context.Context, t testing.TB, scope ops.LockScope, owner string, lost int64) *engine.Lock {
 	t.Helper()
 	if n, err := s.Client.Del(ctx, s.LockKey(scope)).Result(); err != nil || n != 1 {
 		t.Fatalf("delete the lock key of %s: %d keys, %v", scope, n, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // HookedOp is a real operation with steps whose Write and Verify first run a hook of the test's: how a test
@@ -83,7 +84,7 @@ type Submitted struct {
 // SubmitToGate submits req on e in a goroutine and returns when its Write reaches the gate: the Execution the
 // write carries, and a channel that gets Submit's answer once the test opens the gate. It fails the test when the
 // write never begins.
-func SubmitToGate(ctx context.Context, t testing.TB, e *ops.Engine, g *Gate, req ops.Request) (ops.Execution, <-chan Submitted) {
+func SubmitToGate(ctx context.Context, t testing.TB, e *engine.Engine, g *Gate, req ops.Request) (ops.Execution, <-chan Submitted) {
 	t.Helper()
 	done := make(chan Submitted, 1)
 	go func() {

@@ -9,9 +9,10 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-// Locker is an in-memory ops.Locker with ops/state's rules: a lock expires on the clock, the same owner
+// Locker is an in-memory engine.Locker with ops/state's rules: a lock expires on the clock, the same owner
 // acquiring again refreshes it and keeps its token, each new lock gets the next fencing number, and Renew,
 // Release and Check act only with the current token.
 type Locker struct {
@@ -25,7 +26,7 @@ type Locker struct {
 }
 
 type heldLock struct {
-	lock    ops.Lock
+	lock    engine.Lock
 	expires time.Time
 }
 
@@ -43,7 +44,7 @@ func (l *Locker) live(scope ops.LockScope) (heldLock, bool) {
 }
 
 // Acquire takes scope for owner for ttl, or fails with *ops.LockHeldError naming the live holder.
-func (l *Locker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
+func (l *Locker) Acquire(_ context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*engine.Lock, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.live(scope)
@@ -52,7 +53,7 @@ func (l *Locker) Acquire(_ context.Context, scope ops.LockScope, owner string, t
 		return nil, &ops.LockHeldError{Scope: scope, Holder: h.lock.Owner}
 	case !ok:
 		l.fence++
-		h.lock = ops.Lock{Scope: scope, Owner: owner, Token: fmt.Sprintf("t%d", l.fence), Fence: l.fence}
+		h.lock = engine.Lock{Scope: scope, Owner: owner, Token: fmt.Sprintf("t%d", l.fence), Fence: l.fence}
 	}
 	h.expires = l.clock.Now().Add(ttl)
 	l.held[scope.String()] = h
@@ -69,7 +70,7 @@ func (l *Locker) Holder(_ context.Context, scope ops.LockScope) (string, bool, e
 }
 
 // Renew extends a live lock that still carries lk's token, else ops.ErrLockLost.
-func (l *Locker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error {
+func (l *Locker) Renew(_ context.Context, lk *engine.Lock, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failRenewals > 0 {
@@ -87,7 +88,7 @@ func (l *Locker) Renew(_ context.Context, lk *ops.Lock, ttl time.Duration) error
 }
 
 // Release frees the lock if it carries lk's token; another token does nothing.
-func (l *Locker) Release(_ context.Context, lk *ops.Lock) error {
+func (l *Locker) Release(_ context.Context, lk *engine.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failReleases > 0 {
@@ -101,7 +102,7 @@ func (l *Locker) Release(_ context.Context, lk *ops.Lock) error {
 }
 
 // Check reports whether the live lock carries lk's token (ops.ErrLockLost otherwise).
-func (l *Locker) Check(_ context.Context, lk *ops.Lock) error {
+func (l *Locker) Check(_ context.Context, lk *engine.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failChecks > 0 {
@@ -151,6 +152,6 @@ func (l *Locker) Renewals() int {
 	return l.renewals
 }
 
-func unreachable(what string, lk *ops.Lock) error {
+func unreachable(what string, lk *engine.Lock) error {
 	return fmt.Errorf("opstest: %s lock %s: %w", what, lk.Scope, ops.ErrStateUnavailable)
 }

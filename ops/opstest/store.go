@@ -7,9 +7,10 @@ import (
 	"sync"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-// Store is an in-memory ops.Store: records by id, Update a compare-and-set on Version that appends to the audit
+// Store is an in-memory engine.Store: records by id, Update a compare-and-set on Version that appends to the audit
 // trail in the same step, List newest first. It keeps copies, so a caller's record never changes what is stored.
 type Store struct {
 	mu      sync.Mutex
@@ -59,7 +60,7 @@ func (s *Store) Update(_ context.Context, rec *ops.Record, expect int64, ev ops.
 }
 
 // List returns the records that pass q, newest first (by id among records created at the same instant).
-func (s *Store) List(_ context.Context, q ops.ListQuery) ([]*ops.Record, error) {
+func (s *Store) List(_ context.Context, q engine.ListQuery) ([]*ops.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*ops.Record

@@ -65,7 +65,7 @@ type Builder struct {
 	Groups  GroupSource
 	Pricer  ops.Pricer
 	Samples SampleStore
-	// Teams reads the teams' spend budgets for the spend section; optional (*ops.Engine implements it).
+	// Teams reads the teams' spend budgets for the spend section; optional (*engine.Engine implements it).
 	Teams TeamSpendSource
 	// Reservations reads the training plans the instance groups run on (optional: without it the report lists
 	// none).

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Spend budgets: each budget window is a hash {p}:budget:<name>:<window start> with fields cost and gpuh, the use of
@@ -154,7 +155,7 @@ redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
 return 1
 `)
 
-var _ ops.Ledger = (*Store)(nil)
+var _ engine.Ledger = (*Store)(nil)
 
 // budgetRetention is how long a window's use is kept after it ends, for reports of the month before.
 const budgetRetention = 32 * 24 * time.Hour
@@ -288,12 +289,12 @@ func runGPUs(members []string, mine map[string]bool, legacy float64) (float64, e
 }
 
 // Reserve holds every charge for hold in one atomic step unless one would pass its limit (force: anyway).
-func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges []ops.Charge, force bool) (ops.Reservation, error) {
+func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges []ops.Charge, force bool) (engine.Reservation, error) {
 	id := hold.Request
 	if len(charges) == 0 {
 		// A plan that uses nothing holds nothing: the request's hold for another plan (made before its plan was
 		// made again) goes back.
-		return ops.Reservation{Reserved: true}, s.settle(ctx, hold, 0, hold.Plan)
+		return engine.Reservation{Reserved: true}, s.settle(ctx, hold, 0, hold.Plan)
 	}
 	now := charges[0].RunFrom
 	if now.IsZero() {
@@ -323,9 +324,9 @@ func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges 
 	}
 	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return ops.Reservation{}, unavailable("reserve budgets for "+id, err)
+		return engine.Reservation{}, unavailable("reserve budgets for "+id, err)
 	}
-	out := ops.Reservation{Refused: -1}
+	out := engine.Reservation{Refused: -1}
 	ok, _ := res[0].(int64)
 	rest := res[1:]
 	if ok == 1 {
@@ -338,7 +339,7 @@ func (s *Store) ReserveBudget(ctx context.Context, hold ops.BudgetHold, charges 
 	for i := 0; i+2 < len(rest); i += 3 {
 		a, err := amountOf(rest[i : i+3])
 		if err != nil {
-			return ops.Reservation{}, err
+			return engine.Reservation{}, err
 		}
 		out.Used = append(out.Used, a)
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-// The budget acceptance tests of issue 19: a real ops.Engine over the Redis store and ledger, against a real
+// The budget acceptance tests of issue 19: a real engine.Engine over the Redis store and ledger, against a real
 // redis-server, on a fake clock.
 
 // trainOp is an in-test training job: a bounded run of 4 hours at $100/h on 8 GPUs, so each costs $400 at worst.
@@ -56,8 +57,8 @@ func (p budgetPolicy) BudgetsOf(_ context.Context, who ops.Initiator) ([]ops.Bud
 	return []ops.BudgetLimit{p.limit}, nil
 }
 
-func (p budgetPolicy) Features() ops.PolicyFeatures {
-	return ops.PolicyFeatures{Budgets: p, BudgetViews: p}
+func (p budgetPolicy) Features() engine.PolicyFeatures {
+	return engine.PolicyFeatures{Budgets: p, BudgetViews: p}
 }
 
 var agentDaily = ops.BudgetLimit{Name: "ops-agent-daily", Path: "budgets[0]", Holder: "ops-agent", Window: ops.WindowDay,
@@ -70,13 +71,13 @@ func trainRequest(id string) ops.Request {
 		Params: ops.Params{"name": id}, Initiator: opsAgent}
 }
 
-func budgetEngine(t *testing.T, srv *redistest.Server, replica string, required int, clock clockwork.Clock) (*ops.Engine, *state.Store) {
+func budgetEngine(t *testing.T, srv *redistest.Server, replica string, required int, clock clockwork.Clock) (*engine.Engine, *state.Store) {
 	t.Helper()
 	catalog := ops.NewCatalog()
 	catalog.Register(trainOp{})
 	s := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "budget"})
 	p := budgetPolicy{quorumPolicy: quorumPolicy{required: required}, limit: agentDaily}
-	return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, Clock: clock, Ledger: s}), s
+	return engine.New(catalog, s, s, p, engine.Options{Replica: replica, Clock: clock, Ledger: s}), s
 }
 
 func usedToday(t *testing.T, s *state.Store, clock clockwork.Clock) ops.Amount {
@@ -189,7 +190,7 @@ func TestBudgetTwoReplicasApprovingAtOnceNeverOverspend(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for id, hash := range hashes {
-		for _, e := range []*ops.Engine{r1, r2} {
+		for _, e := range []*engine.Engine{r1, r2} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -269,7 +270,7 @@ func TestBudgetLedgerDownFailsClosed(t *testing.T) {
 	s := state.New(dial(t, records.URL()), state.Options{KeyPrefix: "budget"})
 	ledger := state.New(dial(t, ledgerSrv.URL()), state.Options{KeyPrefix: "budget"})
 	p := budgetPolicy{quorumPolicy: quorumPolicy{required: 0}, limit: agentDaily}
-	e := ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: "r1", Clock: clock, Ledger: ledger})
+	e := engine.New(catalog, s, s, p, engine.Options{Replica: "r1", Clock: clock, Ledger: ledger})
 	ledgerSrv.Stop()
 	rec, err := e.Submit(ctx, trainRequest("job-1"))
 	if code(err) != ops.CodeStateUnavailable {
@@ -288,8 +289,8 @@ type teamPolicy struct {
 var teamWeekly = ops.BudgetLimit{Name: "ml-research-weekly", Path: "budgets[1]", Holder: "team S0ML", Window: ops.WindowWeek,
 	Limit: ops.Amount{Cost: 5000}}
 
-func (p teamPolicy) Features() ops.PolicyFeatures {
-	return ops.PolicyFeatures{Budgets: p, TeamBudgets: p}
+func (p teamPolicy) Features() engine.PolicyFeatures {
+	return engine.PolicyFeatures{Budgets: p, TeamBudgets: p}
 }
 
 func (teamPolicy) Budgets(context.Context, ops.Request) ([]ops.BudgetLimit, error) {
@@ -311,7 +312,7 @@ func TestTeamSpendForTheReport(t *testing.T) {
 	catalog := ops.NewCatalog()
 	catalog.Register(trainOp{})
 	s := state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "team"})
-	e := ops.NewEngine(catalog, s, s, teamPolicy{}, ops.EngineOptions{Replica: "r1", Clock: clock, Ledger: s})
+	e := engine.New(catalog, s, s, teamPolicy{}, engine.Options{Replica: "r1", Clock: clock, Ledger: s})
 	for _, id := range []string{"job-1", "job-2"} {
 		if rec, err := e.Submit(ctx, trainRequest(id)); err != nil || rec.Phase != ops.PhaseSucceeded {
 			t.Fatalf("%s: %v, %+v", id, err, rec)

@@ -11,11 +11,12 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-// How spend is counted across a budget window's edge (issue 32, the window part): a real ops.Engine over the Redis
+// How spend is counted across a budget window's edge (issue 32, the window part): a real engine.Engine over the Redis
 // store and ledger, against a real redis-server, on a fake clock that crosses midnight.
 
 // scaleUpOp is an in-test node-group scale-up: a change without an end that adds $40/h (and gpus GPUs), so a day of
@@ -47,14 +48,14 @@ func scaleUpRequest(id string) ops.Request {
 }
 
 // windowEngine is budgetEngine with limit as the agent's budget, the training job and the scale-up, no approval.
-func windowEngine(t *testing.T, limit ops.BudgetLimit, clock clockwork.Clock) (*ops.Engine, *state.Store) {
+func windowEngine(t *testing.T, limit ops.BudgetLimit, clock clockwork.Clock) (*engine.Engine, *state.Store) {
 	t.Helper()
 	catalog := ops.NewCatalog()
 	catalog.Register(trainOp{})
 	catalog.Register(scaleUpOp{})
 	s := state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "window"})
 	p := budgetPolicy{quorumPolicy: quorumPolicy{required: 0}, limit: limit}
-	return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: "r1", Clock: clock, Ledger: s}), s
+	return engine.New(catalog, s, s, p, engine.Options{Replica: "r1", Clock: clock, Ledger: s}), s
 }
 
 // usedOn is what limit's window that holds at has used, as /hp budget reads it when at is now.
@@ -226,7 +227,7 @@ func TestBudgetHoldMadeBeforeGPUsWereKeptApart(t *testing.T) {
 	}
 	catalog := ops.NewCatalog()
 	catalog.Register(trainOp{})
-	e := ops.NewEngine(catalog, s, s, budgetPolicy{limit: limit}, ops.EngineOptions{Replica: "r1", Clock: clock, Ledger: s})
+	e := engine.New(catalog, s, s, budgetPolicy{limit: limit}, engine.Options{Replica: "r1", Clock: clock, Ledger: s})
 	if rec, err := e.Submit(ctx, trainRequest("job-1")); code(err) != ops.CodeBudgetExceeded {
 		t.Fatalf("an 8-GPU job beside the old hold's 8: %v, %+v; want E_BUDGET_EXCEEDED", err, rec)
 	}

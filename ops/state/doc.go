@@ -1,4 +1,4 @@
 // Package state is the Redis store of HyperOps: request records with compare-and-set transitions, locks with
 // fencing numbers, leases, delivery dedupe, job-watch subscriptions, report ticks, samples, a cache and the audit
-// stream. It implements ops.Store and ops.Locker, fails closed (ops.ErrStateUnavailable) and can run embedded.
+// stream. It implements engine.Store and engine.Locker, fails closed (ops.ErrStateUnavailable) and can run embedded.
 package state

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
 
-// The acceptance tests of issue 2: a real ops.Engine over the Redis store, against a real redis-server.
+// The acceptance tests of issue 2: a real engine.Engine over the Redis store, against a real redis-server.
 
 // scaleOp is an in-test mutating operation that counts its plans and executions. Its plan diffs against an
 // observed state the test can change; its execution can be held at a gate, ignoring its context, as a replica
@@ -97,14 +98,14 @@ func (p quorumPolicy) CheckVoter(_ context.Context, rec *ops.Record, voter ops.I
 	return nil
 }
 
-func (p quorumPolicy) Admit(ctx context.Context, rec *ops.Record, d ops.Decision) error {
+func (p quorumPolicy) Admit(ctx context.Context, rec *ops.Record, d engine.Decision) error {
 	if d.Path == ops.ByPolicy || d.Path == ops.ByReplan {
 		return nil
 	}
 	return p.CheckVoter(ctx, rec, d.By)
 }
 
-func (quorumPolicy) Features() ops.PolicyFeatures { return ops.PolicyFeatures{} }
+func (quorumPolicy) Features() engine.PolicyFeatures { return engine.PolicyFeatures{} }
 
 // cluster is a real redis-server shared by engines ("replicas") that each have their own connection.
 type cluster struct {
@@ -120,11 +121,11 @@ func (c *cluster) store(t *testing.T) *state.Store {
 	return state.New(dial(t, c.srv.URL()), state.Options{KeyPrefix: "accept"})
 }
 
-func (c *cluster) engine(t *testing.T, replica string, p ops.Policy, lockTTL time.Duration) *ops.Engine {
+func (c *cluster) engine(t *testing.T, replica string, p engine.Policy, lockTTL time.Duration) *engine.Engine {
 	catalog := ops.NewCatalog()
 	catalog.Register(c.op)
 	s := c.store(t)
-	return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, LockTTL: lockTTL})
+	return engine.New(catalog, s, s, p, engine.Options{Replica: replica, LockTTL: lockTTL})
 }
 
 var (
@@ -159,7 +160,7 @@ func TestSameRequestIDFromManyCallers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cl := newCluster(t)
-			engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{c.required}, 5*time.Second),
+			engines := []*engine.Engine{cl.engine(t, "a", quorumPolicy{c.required}, 5*time.Second),
 				cl.engine(t, "b", quorumPolicy{c.required}, 5*time.Second)}
 			ctx := ctxT(t)
 			const callers = 200
@@ -181,7 +182,7 @@ func TestSameRequestIDFromManyCallers(t *testing.T) {
 					t.Fatalf("caller %d got id %q, error %v", i, got[i], errs[i])
 				}
 			}
-			recs, err := engines[0].List(ctx, ops.ListQuery{Limit: 100})
+			recs, err := engines[0].List(ctx, engine.ListQuery{Limit: 100})
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("List = %d records, %v; want exactly one", len(recs), err)
 			}
@@ -244,8 +245,8 @@ func TestSameRequestIDDifferentContent(t *testing.T) {
 	other := scaleRequest("req-1", 8)
 	other.Initiator = lead1
 	rec, err := e.Submit(ctx, other)
-	if err != nil || rec.ID() != ops.ScopedRequestID("req-1", lead1.ID) || rec.Request.Initiator.ID != lead1.ID {
-		t.Fatalf("the other initiator's req-1: %v, %+v; want its own record %s", err, rec, ops.ScopedRequestID("req-1", lead1.ID))
+	if err != nil || rec.ID() != engine.ScopedRequestID("req-1", lead1.ID) || rec.Request.Initiator.ID != lead1.ID {
+		t.Fatalf("the other initiator's req-1: %v, %+v; want its own record %s", err, rec, engine.ScopedRequestID("req-1", lead1.ID))
 	}
 	other.Params = ops.Params{"group": "gpu", "count": 16}
 	_, err = e.Submit(ctx, other)
@@ -262,7 +263,7 @@ func TestSameRequestIDDifferentContent(t *testing.T) {
 // one each, with unique stored ids, each planned once; each agent's resend returns its own.
 func TestRequestIDsAreEachInitiatorsOwn(t *testing.T) {
 	cl := newCluster(t)
-	engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
+	engines := []*engine.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
 	ctx := ctxT(t)
 	agents := []ops.Initiator{{Kind: ops.Agent, ID: "U0AGENTA"}, {Kind: ops.Agent, ID: "U0AGENTB"}}
 	const sends = 60
@@ -295,7 +296,7 @@ func TestRequestIDsAreEachInitiatorsOwn(t *testing.T) {
 			t.Errorf("stored id %s, want r1 or r1 scoped", id)
 		}
 	}
-	recs, err := engines[0].List(ctx, ops.ListQuery{Limit: 100})
+	recs, err := engines[0].List(ctx, engine.ListQuery{Limit: 100})
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("List = %d records, %v; want two", len(recs), err)
 	}
@@ -308,7 +309,7 @@ func TestRequestIDsAreEachInitiatorsOwn(t *testing.T) {
 func TestTwoReplicasRaceToExecute(t *testing.T) {
 	cl := newCluster(t)
 	cl.op.gate = make(chan struct{})
-	engines := []*ops.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
+	engines := []*engine.Engine{cl.engine(t, "a", quorumPolicy{1}, 5*time.Second), cl.engine(t, "b", quorumPolicy{1}, 5*time.Second)}
 	ctx := ctxT(t)
 	rec, err := engines[0].Submit(ctx, scaleRequest("race-1", 4))
 	if err != nil || rec.Phase != ops.PhaseAwaitingApproval {
@@ -562,7 +563,7 @@ func TestSweepReachesOlderOrphans(t *testing.T) {
 // lockWatcher checks, when a request is told succeeded, that its lock scope is already free: whoever reads the
 // outcome may send the next change to the same object at once.
 type lockWatcher struct {
-	locks ops.Locker
+	locks engine.Locker
 	scope ops.LockScope
 	mu    sync.Mutex
 	held  []string
@@ -588,7 +589,7 @@ func TestScopeIsFreeWhenSuccessIsTold(t *testing.T) {
 	w := &lockWatcher{locks: s, scope: ops.LockScope{Cluster: "c1", Kind: "capacity", Name: "gpu"}}
 	catalog := ops.NewCatalog()
 	catalog.Register(c.op)
-	e := ops.NewEngine(catalog, s, s, quorumPolicy{required: 0}, ops.EngineOptions{Replica: "r1", LockTTL: 5 * time.Second, Notifier: w})
+	e := engine.New(catalog, s, s, quorumPolicy{required: 0}, engine.Options{Replica: "r1", LockTTL: 5 * time.Second, Notifier: w})
 	ctx := context.Background()
 	for i := range 3 {
 		rec, err := e.Submit(ctx, scaleRequest(fmt.Sprintf("free-%d", i), 3+i))
@@ -631,7 +632,7 @@ func TestPlanningPastTheCallersTimeout(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.RunTellers(tctx, s.Outbox(), tl, ops.TellerOptions{Wait: 100 * time.Millisecond})
+		e.RunTellers(tctx, s.Outbox(), tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
 	}()
 	opstest.Eventually(t, 30*time.Second, "the rejection told", func() bool {
 		n, err := s.Outbox().Told(ctx, "req-hung")

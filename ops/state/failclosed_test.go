@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -23,7 +24,7 @@ func TestRedisDownIsStateUnavailable(t *testing.T) {
 	ctx := ctxT(t)
 	scope := ops.LockScope{Cluster: "c1", Kind: "capacity", Name: "gpu"}
 	obj := ops.ObjectRef{Cluster: "c1", Kind: "Job", Name: "j"}
-	lock := &ops.Lock{Scope: scope, Owner: "r", Token: "t", Fence: 1}
+	lock := &engine.Lock{Scope: scope, Owner: "r", Token: "t", Fence: 1}
 	calls := []struct {
 		name string
 		call func() error
@@ -32,7 +33,7 @@ func TestRedisDownIsStateUnavailable(t *testing.T) {
 		{"Create", func() error { _, _, err := s.Create(ctx, record("r1", ops.PhaseReceived, "U1", epoch)); return err }},
 		{"Get", func() error { _, err := s.Get(ctx, "r1"); return err }},
 		{"Update", func() error { return s.Update(ctx, record("r1", ops.PhasePlanned, "U1", epoch), 1, ops.AuditEvent{}) }},
-		{"List", func() error { _, err := s.List(ctx, ops.ListQuery{}); return err }},
+		{"List", func() error { _, err := s.List(ctx, engine.ListQuery{}); return err }},
 		{"Acquire", func() error { _, err := s.Acquire(ctx, scope, "r1", time.Second); return err }},
 		{"Holder", func() error { _, _, err := s.Holder(ctx, scope); return err }},
 		{"Renew", func() error { return s.Renew(ctx, lock, time.Second) }},

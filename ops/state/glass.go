@@ -8,14 +8,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Break-glass claims: {p}:glass:<user> holds "<request id>|<unix ms claimed>", the person's break-glass that no lead
 // has acknowledged yet, for RequestTTL (it goes with the record it names). One script claims it atomically, so two
 // replicas breaking glass for one person at once cannot both win; another releases it only if it names the request.
 
-var _ ops.GlassLog = (*Store)(nil)
+var _ engine.GlassLog = (*Store)(nil)
 
 // claimGlassScript: KEYS the person's key; ARGV the claim value, its request id, the id it may replace ("" none),
 // the ttl in ms. Returns the value the key holds afterwards.
@@ -41,27 +41,27 @@ return 0
 
 func (s *Store) glassKey(person string) string { return s.key("glass", person) }
 
-// ClaimGlass implements ops.GlassLog.
-func (s *Store) ClaimGlass(ctx context.Context, person string, claim ops.GlassClaim, replace string) (ops.GlassClaim, error) {
+// ClaimGlass implements engine.GlassLog.
+func (s *Store) ClaimGlass(ctx context.Context, person string, claim engine.GlassClaim, replace string) (engine.GlassClaim, error) {
 	value := claim.RequestID + "|" + strconv.FormatInt(claim.At.UnixMilli(), 10)
 	got, err := claimGlassScript.Run(ctx, s.rdb, []string{s.glassKey(person)}, value, claim.RequestID, replace, ms(s.opts.RequestTTL)).Text()
 	if err != nil {
-		return ops.GlassClaim{}, unavailable("claim the break-glass of "+person, err)
+		return engine.GlassClaim{}, unavailable("claim the break-glass of "+person, err)
 	}
 	return parseGlassClaim(got), nil
 }
 
-// ReleaseGlass implements ops.GlassLog.
+// ReleaseGlass implements engine.GlassLog.
 func (s *Store) ReleaseGlass(ctx context.Context, person, requestID string) error {
 	return unavailable("release the break-glass of "+person,
 		releaseGlassScript.Run(ctx, s.rdb, []string{s.glassKey(person)}, requestID).Err())
 }
 
-func parseGlassClaim(v string) ops.GlassClaim {
+func parseGlassClaim(v string) engine.GlassClaim {
 	i := strings.LastIndex(v, "|")
 	if i < 0 {
-		return ops.GlassClaim{RequestID: v}
+		return engine.GlassClaim{RequestID: v}
 	}
 	n, _ := strconv.ParseInt(v[i+1:], 10, 64)
-	return ops.GlassClaim{RequestID: v[:i], At: time.UnixMilli(n)}
+	return engine.GlassClaim{RequestID: v[:i], At: time.UnixMilli(n)}
 }

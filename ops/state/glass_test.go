@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -44,31 +45,31 @@ var (
 	bob   = ops.Initiator{Kind: ops.Human, ID: "U0BOB", Name: "bob"}
 )
 
-func glassEngines(t *testing.T) (a, b *ops.Engine, s *state.Store) {
+func glassEngines(t *testing.T) (a, b *engine.Engine, s *state.Store) {
 	t.Helper()
 	return glassEnginesOn(t, clockwork.NewFakeClock())
 }
 
-func glassEnginesOn(t *testing.T, clock clockwork.Clock) (a, b *ops.Engine, s *state.Store) {
+func glassEnginesOn(t *testing.T, clock clockwork.Clock) (a, b *engine.Engine, s *state.Store) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(glassConfig), "glass.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := redistest.Start(t)
-	engine := func(replica string) (*ops.Engine, *state.Store) {
+	newEngine := func(replica string) (*engine.Engine, *state.Store) {
 		catalog := ops.NewCatalog()
 		catalog.Register(trainOp{})
 		s := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "glass"})
 		p := approvals.New(cfg, glassDirectory{}, clock)
-		return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, Clock: clock, Glass: s}), s
+		return engine.New(catalog, s, s, p, engine.Options{Replica: replica, Clock: clock, Glass: s}), s
 	}
-	a, s = engine("r1")
-	b, _ = engine("r2")
+	a, s = newEngine("r1")
+	b, _ = newEngine("r2")
 	return a, b, s
 }
 
-func submitAs(t *testing.T, e *ops.Engine, id string, who ops.Initiator) *ops.Record {
+func submitAs(t *testing.T, e *engine.Engine, id string, who ops.Initiator) *ops.Record {
 	t.Helper()
 	req := trainRequest(id)
 	req.Initiator = who
@@ -236,7 +237,7 @@ func TestBreakGlassRaceOneWins(t *testing.T) {
 		submitAs(t, r1, b, who)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for i, e := range []*ops.Engine{r1, r2} {
+		for i, e := range []*engine.Engine{r1, r2} {
 			wg.Go(func() { _, errs[i] = e.BreakGlass(ctx, []string{a, b}[i], who, "race") })
 		}
 		wg.Wait()
@@ -285,7 +286,7 @@ func TestBreakGlassStaleClaim(t *testing.T) {
 	r1, _, s := glassEngines(t)
 	submitAs(t, r1, "req-lost", alice)
 	submitAs(t, r1, "req-next", alice)
-	if _, err := s.ClaimGlass(ctx, alice.ID, ops.GlassClaim{RequestID: "req-lost", At: r1.Now()}, ""); err != nil {
+	if _, err := s.ClaimGlass(ctx, alice.ID, engine.GlassClaim{RequestID: "req-lost", At: r1.Now()}, ""); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r1.BreakGlass(ctx, "req-next", alice, "urgent")
@@ -327,7 +328,7 @@ func TestBreakGlassLostAnswerKeepsTheClaim(t *testing.T) {
 	catalog := ops.NewCatalog()
 	catalog.Register(trainOp{})
 	s := &lostUpdates{Store: state.New(dial(t, redistest.Start(t).URL()), state.Options{KeyPrefix: "glass"})}
-	e := ops.NewEngine(catalog, s, s, approvals.New(cfg, glassDirectory{}, clock), ops.EngineOptions{Replica: "r1", Clock: clock, Glass: s})
+	e := engine.New(catalog, s, s, approvals.New(cfg, glassDirectory{}, clock), engine.Options{Replica: "r1", Clock: clock, Glass: s})
 	submitAs(t, e, "req-lost", alice)
 	submitAs(t, e, "req-next", alice)
 	s.lose.Store(true)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Standing grants: {p}:grant:<id> is a hash with def (the grant as given, JSON), used (uses counted), revoked (who
@@ -18,7 +19,7 @@ import (
 // the grant expires. One script counts a use atomically and idempotently per request id, so two replicas using the
 // last use at once cannot both get it, and a retry after a lost answer gets the use it had.
 
-var _ ops.GrantStore = (*Store)(nil)
+var _ engine.GrantStore = (*Store)(nil)
 
 // createGrantScript: KEYS grant, index; ARGV def JSON, expiry ms, key ttl ms, id. Returns 1 created, 0 existed.
 var createGrantScript = redis.NewScript(`
@@ -66,7 +67,7 @@ func (s *Store) grantTTL(g ops.Grant, now time.Time) time.Duration {
 	return max(g.ExpiresAt.Sub(now), 0) + s.opts.RequestTTL
 }
 
-// CreateGrant implements ops.GrantStore.
+// CreateGrant implements engine.GrantStore.
 func (s *Store) CreateGrant(ctx context.Context, g ops.Grant) (ops.Grant, bool, error) {
 	g.Used, g.RevokedBy, g.RevokedAt = 0, nil, time.Time{}
 	def, err := json.Marshal(g)
@@ -82,7 +83,7 @@ func (s *Store) CreateGrant(ctx context.Context, g ops.Grant) (ops.Grant, bool, 
 	return stored, n == 1, err
 }
 
-// Grant implements ops.GrantStore.
+// Grant implements engine.GrantStore.
 func (s *Store) Grant(ctx context.Context, id string) (ops.Grant, error) {
 	v, err := s.rdb.HMGet(ctx, s.grantKey(id), "def", "used", "revoked").Result()
 	if err != nil {
@@ -112,7 +113,7 @@ func decodeGrant(id string, v []any) (ops.Grant, error) {
 	return g, nil
 }
 
-// Grants implements ops.GrantStore: the grants not yet expired, or expired less than RequestTTL ago.
+// Grants implements engine.GrantStore: the grants not yet expired, or expired less than RequestTTL ago.
 func (s *Store) Grants(ctx context.Context, now time.Time) ([]ops.Grant, error) {
 	from := now.Add(-s.opts.RequestTTL).UnixMilli()
 	ids, err := s.rdb.ZRangeByScore(ctx, s.grantsKey(), &redis.ZRangeBy{Min: fmt.Sprint(from), Max: "+inf"}).Result()
@@ -145,33 +146,33 @@ func (s *Store) Grants(ctx context.Context, now time.Time) ([]ops.Grant, error) 
 	return out, nil
 }
 
-// UseGrant implements ops.GrantStore.
-func (s *Store) UseGrant(ctx context.Context, id, requestID string, now time.Time) (ops.UseResult, error) {
+// UseGrant implements engine.GrantStore.
+func (s *Store) UseGrant(ctx context.Context, id, requestID string, now time.Time) (engine.UseResult, error) {
 	g, err := s.Grant(ctx, id)
 	if errors.Is(err, ops.ErrNotFound) {
-		return ops.UseResult{Refused: "gone"}, nil
+		return engine.UseResult{Refused: "gone"}, nil
 	}
 	if err != nil {
-		return ops.UseResult{}, err
+		return engine.UseResult{}, err
 	}
 	v, err := useGrantScript.Run(ctx, s.rdb, []string{s.grantKey(id), s.grantUsesKey(id)}, requestID, now.UnixMilli(),
 		g.Uses, ms(s.grantTTL(g, now))).Slice()
 	if err != nil {
-		return ops.UseResult{}, unavailable("use grant "+id, err)
+		return engine.UseResult{}, unavailable("use grant "+id, err)
 	}
 	if len(v) != 3 {
-		return ops.UseResult{}, fmt.Errorf("use grant %s: unexpected answer %v", id, v)
+		return engine.UseResult{}, fmt.Errorf("use grant %s: unexpected answer %v", id, v)
 	}
 	used, _ := v[2].(int64)
 	if ok, _ := v[0].(int64); ok == 1 {
 		use, _ := v[1].(int64)
-		return ops.UseResult{OK: true, Use: int(use), Used: int(used)}, nil
+		return engine.UseResult{OK: true, Use: int(use), Used: int(used)}, nil
 	}
 	why, _ := v[1].(string)
-	return ops.UseResult{Refused: why, Used: int(used)}, nil
+	return engine.UseResult{Refused: why, Used: int(used)}, nil
 }
 
-// RevokeGrant implements ops.GrantStore.
+// RevokeGrant implements engine.GrantStore.
 func (s *Store) RevokeGrant(ctx context.Context, id string, who ops.Initiator, now time.Time) (ops.Grant, bool, error) {
 	rv, _ := json.Marshal(revocation{By: who, At: now})
 	n, err := revokeGrantScript.Run(ctx, s.rdb, []string{s.grantKey(id)}, rv).Int()

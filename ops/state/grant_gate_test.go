@@ -7,6 +7,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -103,8 +104,8 @@ func TestGrantFormSubmittedAgainAsksWhoMayVoteNow(t *testing.T) {
 	catalog := ops.NewCatalog()
 	catalog.Register(scaleTestOp{})
 	s := state.New(dial(t, r.srv.URL()), state.Options{KeyPrefix: "grant", Clock: r.clock})
-	moved := ops.NewEngine(catalog, s, s, approvals.New(cfg, glassDirectory{}, r.clock),
-		ops.EngineOptions{Replica: "r3", Clock: r.clock, Ledger: s, Grants: s})
+	moved := engine.New(catalog, s, s, approvals.New(cfg, glassDirectory{}, r.clock),
+		engine.Options{Replica: "r3", Clock: r.clock, Ledger: s, Grants: s})
 	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
 		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
 	_, g, err := moved.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)

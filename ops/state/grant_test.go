@@ -13,6 +13,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -69,19 +70,19 @@ func (scaleTestOp) Execute(context.Context, *ops.Request, *ops.Plan, ops.Executi
 }
 
 type grantRig struct {
-	a, b  *ops.Engine
+	a, b  *engine.Engine
 	s     *state.Store
 	clock *clockwork.FakeClock
 	srv   *redistest.Server
 }
 
-func grantEngines(t *testing.T, grants func(s *state.Store) ops.GrantStore) grantRig {
+func grantEngines(t *testing.T, grants func(s *state.Store) engine.GrantStore) grantRig {
 	t.Helper()
 	return grantEnginesWith(t, grantConfig, grants)
 }
 
 // grantEnginesWith is grantEngines under another configuration.
-func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops.GrantStore, extra ...ops.Operation) grantRig {
+func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) engine.GrantStore, extra ...ops.Operation) grantRig {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "grant.yaml")
 	if err != nil {
@@ -89,23 +90,23 @@ func grantEnginesWith(t *testing.T, yaml string, grants func(s *state.Store) ops
 	}
 	srv := redistest.Start(t)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC))
-	engine := func(replica string) (*ops.Engine, *state.Store) {
+	newEngine := func(replica string) (*engine.Engine, *state.Store) {
 		catalog := ops.NewCatalog()
 		catalog.Register(scaleTestOp{})
 		for _, op := range extra {
 			catalog.Register(op)
 		}
 		s := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "grant", Clock: clock})
-		var gs ops.GrantStore = s
+		var gs engine.GrantStore = s
 		if grants != nil {
 			gs = grants(s)
 		}
 		p := approvals.New(cfg, glassDirectory{}, clock)
-		return ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: replica, Clock: clock, Ledger: s, Grants: gs}), s
+		return engine.New(catalog, s, s, p, engine.Options{Replica: replica, Clock: clock, Ledger: s, Grants: gs}), s
 	}
 	r := grantRig{clock: clock, srv: srv}
-	r.a, r.s = engine("r1")
-	r.b, _ = engine("r2")
+	r.a, r.s = newEngine("r1")
+	r.b, _ = newEngine("r2")
 	return r
 }
 
@@ -114,7 +115,7 @@ func scaleReq(id, group string, count int64, who ops.Initiator) ops.Request {
 		Params: ops.Params{"group": group, "count": count}, Initiator: who}
 }
 
-func submit(t *testing.T, e *ops.Engine, req ops.Request) *ops.Record {
+func submit(t *testing.T, e *engine.Engine, req ops.Request) *ops.Record {
 	t.Helper()
 	rec, err := e.Submit(ctxT(t), req)
 	if err != nil && (rec == nil || rec.Phase != ops.PhaseRejected) {
@@ -392,7 +393,7 @@ func TestGrantGivingChecks(t *testing.T) {
 func TestGrantStoreUnreachableWaits(t *testing.T) {
 	other := redistest.Start(t)
 	var gs *state.Store
-	r := grantEngines(t, func(*state.Store) ops.GrantStore {
+	r := grantEngines(t, func(*state.Store) engine.GrantStore {
 		if gs == nil {
 			gs = state.New(dial(t, other.URL()), state.Options{KeyPrefix: "grants"})
 		}
@@ -445,7 +446,7 @@ func TestGrantUsesUnderContention(t *testing.T) {
 		t.Fatalf("create again: %v, %v; want the one grant", created, err)
 	}
 	const callers = 200
-	uses := make([][2]ops.UseResult, callers)
+	uses := make([][2]engine.UseResult, callers)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range callers {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/config/endpoint"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -87,15 +88,15 @@ func haRequest(id string) ops.Request {
 }
 
 // haEngine is an engine over a store on rdb with haOp registered and no approval needed.
-func haEngine(rdb redis.UniversalClient, prefix string, op *haOp) (*ops.Engine, *state.Store) {
+func haEngine(rdb redis.UniversalClient, prefix string, op *haOp) (*engine.Engine, *state.Store) {
 	catalog := ops.NewCatalog()
 	catalog.Register(op)
 	s := state.New(rdb, state.Options{KeyPrefix: prefix})
-	return ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "ha", LockTTL: 5 * time.Second}), s
+	return engine.New(catalog, s, s, quorumPolicy{0}, engine.Options{Replica: "ha", LockTTL: 5 * time.Second}), s
 }
 
 // run submits req and, when the engine only queued it, executes it: the outcome either way.
-func run(ctx context.Context, e *ops.Engine, req ops.Request) (*ops.Record, error) {
+func run(ctx context.Context, e *engine.Engine, req ops.Request) (*ops.Record, error) {
 	rec, err := e.Submit(ctx, req)
 	if err == nil && rec.Phase == ops.PhaseApproved {
 		rec, err = e.Execute(ctx, rec.ID())
@@ -104,7 +105,7 @@ func run(ctx context.Context, e *ops.Engine, req ops.Request) (*ops.Record, erro
 }
 
 // mustSucceed runs a request that must go through, executed exactly once.
-func mustSucceed(t *testing.T, e *ops.Engine, op *haOp, id string) {
+func mustSucceed(t *testing.T, e *engine.Engine, op *haOp, id string) {
 	t.Helper()
 	rec, err := run(ctxT(t), e, haRequest(id))
 	if err != nil || rec.Phase != ops.PhaseSucceeded {
@@ -119,7 +120,7 @@ func mustSucceed(t *testing.T, e *ops.Engine, op *haOp, id string) {
 // outcome: succeeded and executed once, or E_STATE_UNAVAILABLE and executed at most once; asking again to execute
 // it does not execute it again. Other requests submitted while the failover runs obey the same rule. Then new work
 // goes through on the same client.
-func midRequestFailover(t *testing.T, e *ops.Engine, op *haOp, name string, failover func() string, rejoin func()) {
+func midRequestFailover(t *testing.T, e *engine.Engine, op *haOp, name string, failover func() string, rejoin func()) {
 	t.Helper()
 	ctx := ctxT(t)
 	held := name + "-held"
@@ -201,7 +202,7 @@ func midRequestFailover(t *testing.T, e *ops.Engine, op *haOp, name string, fail
 
 // resumed sends one request until it succeeds — the same id each time, so at most one execution — and checks it
 // executed exactly once. A first attempt may still meet the replica catching up (E_STATE_UNAVAILABLE).
-func resumed(t *testing.T, e *ops.Engine, op *haOp, id string) {
+func resumed(t *testing.T, e *engine.Engine, op *haOp, id string) {
 	t.Helper()
 	// Its own context: ctxT's 30 s would end the attempts before the minute they may take on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -342,7 +343,7 @@ func exerciseStore(t *testing.T, s *state.Store) {
 	if got.Phase != ops.PhasePlanned {
 		t.Fatalf("Get phase %s, want planned", got.Phase)
 	}
-	list, err := s.List(ctx, ops.ListQuery{Limit: 10})
+	list, err := s.List(ctx, engine.ListQuery{Limit: 10})
 	must("List", err)
 	if len(list) != 1 || list[0].ID() != "script-1" {
 		t.Fatalf("List = %v", list)
@@ -496,7 +497,7 @@ func TestResendPlansARequestItsCreatorLeftReceived(t *testing.T) {
 		op := newHAOp()
 		catalog := ops.NewCatalog()
 		catalog.Register(op)
-		e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "ha", LockTTL: 5 * time.Second})
+		e := engine.New(catalog, s, s, quorumPolicy{0}, engine.Options{Replica: "ha", LockTTL: 5 * time.Second})
 		ctx := ctxT(t)
 		req := haRequest("left-1")
 		now := time.Now().Add(-time.Minute) // left a minute ago: its creator is not planning it

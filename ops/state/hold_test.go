@@ -10,6 +10,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -33,7 +34,7 @@ budgets:
 `
 
 // bobUsed is what bob's daily budget has used, as /hp budget reads it.
-func bobUsed(t *testing.T, e *ops.Engine) float64 {
+func bobUsed(t *testing.T, e *engine.Engine) float64 {
 	t.Helper()
 	uses, err := e.BudgetsOf(ctxT(t), bob)
 	if err != nil || len(uses) != 1 {
@@ -42,7 +43,7 @@ func bobUsed(t *testing.T, e *ops.Engine) float64 {
 	return uses[0].Used.Cost
 }
 
-func wantUsed(t *testing.T, e *ops.Engine, want float64, when string) {
+func wantUsed(t *testing.T, e *engine.Engine, want float64, when string) {
 	t.Helper()
 	if got := bobUsed(t, e); got != want {
 		t.Errorf("%s: bob's budget used $%v, want $%v", when, got, want)
@@ -52,13 +53,13 @@ func wantUsed(t *testing.T, e *ops.Engine, want float64, when string) {
 // takenGrants answers every use refused while refusing is set, after the gate held the budget: as when another
 // replica took the grant's last use, or a lead revoked it meanwhile.
 type takenGrants struct {
-	ops.GrantStore
+	engine.GrantStore
 	refusing atomic.Bool
 }
 
-func (g *takenGrants) UseGrant(ctx context.Context, id, requestID string, now time.Time) (ops.UseResult, error) {
+func (g *takenGrants) UseGrant(ctx context.Context, id, requestID string, now time.Time) (engine.UseResult, error) {
 	if g.refusing.Load() {
-		return ops.UseResult{}, nil
+		return engine.UseResult{}, nil
 	}
 	return g.GrantStore.UseGrant(ctx, id, requestID, now)
 }
@@ -68,7 +69,7 @@ func (g *takenGrants) UseGrant(ctx context.Context, id, requestID string, now ti
 // requests left the ledger at $160 and a fourth fitted the $250 budget.
 func TestLostGrantRaceCountsTheLaterVote(t *testing.T) {
 	var taken *takenGrants
-	r := grantEngines(t, func(s *state.Store) ops.GrantStore {
+	r := grantEngines(t, func(s *state.Store) engine.GrantStore {
 		if taken == nil {
 			taken = &takenGrants{GrantStore: s}
 		}
@@ -81,7 +82,7 @@ func TestLostGrantRaceCountsTheLaterVote(t *testing.T) {
 	}
 	wantUsed(t, r.a, 80, "after the first request")
 	taken.refusing.Store(true)
-	for i, e := range []*ops.Engine{r.a, r.b} {
+	for i, e := range []*engine.Engine{r.a, r.b} {
 		rec := submit(t, e, scaleReq(fmt.Sprintf("req-%d", i), fmt.Sprintf("ng-1%d", i), 5, bob))
 		wantWaits(t, rec)
 		wantUsed(t, r.a, 80+80*float64(i), "after a grant's use was lost to a race")
@@ -307,8 +308,8 @@ func TestGrantApprovalNotStoredGoesOn(t *testing.T) {
 			failing := &failingApproval{Store: r.s}
 			catalog := ops.NewCatalog()
 			catalog.Register(scaleTestOp{})
-			e := ops.NewEngine(catalog, failing, r.s, approvals.New(cfg, glassDirectory{}, r.clock),
-				ops.EngineOptions{Replica: "r3", Clock: r.clock, Ledger: r.s, Grants: r.s})
+			e := engine.New(catalog, failing, r.s, approvals.New(cfg, glassDirectory{}, r.clock),
+				engine.Options{Replica: "r3", Clock: r.clock, Ledger: r.s, Grants: r.s})
 			given := submit(t, r.a, scaleReq("req-give", "ng-01", 5, bob))
 			_, g, err := r.a.ApproveAndGrant(ctxT(t), given.ID(), lead1, given.Approval.PlanHash,
 				ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2})

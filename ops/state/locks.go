@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // A lock is a string "token|fence|owner" at {p}:lock:<scope>, set with NX PX. Its fencing number comes from INCR
@@ -61,7 +62,7 @@ func (s *Store) fenceKey(scope ops.LockScope) string { return s.key("fence", sco
 
 // Acquire takes scope for owner for ttl. The same owner acquiring again refreshes the lock and keeps its token
 // and fence; another owner's lock is a *ops.LockHeldError naming it.
-func (s *Store) Acquire(ctx context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*ops.Lock, error) {
+func (s *Store) Acquire(ctx context.Context, scope ops.LockScope, owner string, ttl time.Duration) (*engine.Lock, error) {
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (s *Store) Holder(ctx context.Context, scope ops.LockScope) (string, bool, 
 }
 
 // Renew extends l for ttl if it still holds the lock; otherwise ops.ErrLockLost.
-func (s *Store) Renew(ctx context.Context, l *ops.Lock, ttl time.Duration) error {
+func (s *Store) Renew(ctx context.Context, l *engine.Lock, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
@@ -113,13 +114,13 @@ func (s *Store) Renew(ctx context.Context, l *ops.Lock, ttl time.Duration) error
 }
 
 // Release frees l if it still holds the lock; a lock that expired or passed to another holder is left alone.
-func (s *Store) Release(ctx context.Context, l *ops.Lock) error {
+func (s *Store) Release(ctx context.Context, l *engine.Lock) error {
 	err := releaseScript.Run(ctx, s.rdb, []string{s.lockKey(l.Scope)}, l.Token).Err()
 	return unavailable("release lock "+l.Scope.String(), err)
 }
 
 // Check reports whether l still holds its lock: one GET compared with its token, ops.ErrLockLost otherwise.
-func (s *Store) Check(ctx context.Context, l *ops.Lock) error {
+func (s *Store) Check(ctx context.Context, l *engine.Lock) error {
 	raw, err := s.rdb.Get(ctx, s.lockKey(l.Scope)).Result()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("state: lock %s (fence %d) expired: %w", l.Scope, l.Fence, ops.ErrLockLost)
@@ -133,7 +134,7 @@ func (s *Store) Check(ctx context.Context, l *ops.Lock) error {
 	return nil
 }
 
-func parseLock(scope ops.LockScope, raw string) (*ops.Lock, error) {
+func parseLock(scope ops.LockScope, raw string) (*engine.Lock, error) {
 	parts := strings.SplitN(raw, "|", 3)
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("state: lock %s has a malformed value", scope)
@@ -142,7 +143,7 @@ func parseLock(scope ops.LockScope, raw string) (*ops.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: lock %s has a malformed fence: %w", scope, err)
 	}
-	return &ops.Lock{Scope: scope, Token: parts[0], Fence: fence, Owner: parts[2]}, nil
+	return &engine.Lock{Scope: scope, Token: parts[0], Fence: fence, Owner: parts[2]}, nil
 }
 
 func newToken() string {

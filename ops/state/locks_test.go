@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -74,7 +75,7 @@ func TestLockExpiresWithoutRenewal(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		var next *ops.Lock
+		var next *engine.Lock
 		opstest.Eventually(t, 5*time.Second, "the lock to lapse", func() bool {
 			next, err = s.Acquire(ctx, scope, "req-new", time.Minute)
 			return err == nil

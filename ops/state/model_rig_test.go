@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // The world and the faults of the model-based test (model_test.go): a fake operation whose writes change a world
@@ -386,8 +387,8 @@ func (q *modelQueue) take(id string) {
 }
 
 // The engine delivers from the queue only in RunExecutors, which the model does not run.
-func (q *modelQueue) Next(context.Context, string, time.Duration) (*ops.Delivery, error) {
+func (q *modelQueue) Next(context.Context, string, time.Duration) (*engine.Delivery, error) {
 	return nil, nil
 }
-func (q *modelQueue) Touch(context.Context, string, *ops.Delivery) error { return nil }
-func (q *modelQueue) Done(context.Context, *ops.Delivery) error          { return nil }
+func (q *modelQueue) Touch(context.Context, string, *engine.Delivery) error { return nil }
+func (q *modelQueue) Done(context.Context, *engine.Delivery) error          { return nil }

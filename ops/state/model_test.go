@@ -24,6 +24,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -140,7 +141,7 @@ type replica struct {
 	client redis.UniversalClient
 	hook   *faultHook
 	store  *state.Store
-	e      *ops.Engine
+	e      *engine.Engine
 }
 
 // model is one run: the system under test and what the test knows of it.
@@ -252,7 +253,7 @@ func (m *model) newReplica(t *rapid.T, slot int) *replica {
 	catalog.Register(m.world)
 	s := state.New(c, state.Options{KeyPrefix: modelPrefix})
 	p := approvals.New(m.cfg, modelDirectory{}, m.clock)
-	e := ops.NewEngine(catalog, s, s, p, ops.EngineOptions{Replica: name, Clock: m.clock, Risk: ops.RiskPolicy{},
+	e := engine.New(catalog, s, s, p, engine.Options{Replica: name, Clock: m.clock, Risk: ops.RiskPolicy{},
 		Queue: m.queue, Ledger: s, Glass: s, Grants: s, OnError: m.report})
 	return &replica{name: name, client: c, hook: h, store: s, e: e}
 }

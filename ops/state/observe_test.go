@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -127,19 +128,19 @@ func (o *longOp) counts() (writes map[string]int, awaits map[string]int, most in
 
 // longReplica is one replica over url: its own store and engine, executors with two workers and one execution
 // per cluster. ClaimIdle is short, so a crashed replica's pending entries are claimed by the other.
-func longReplica(t *testing.T, url, name string, op *longOp) (*ops.Engine, *state.Store) {
+func longReplica(t *testing.T, url, name string, op *longOp) (*engine.Engine, *state.Store) {
 	catalog := ops.NewCatalog()
 	catalog.Register(op)
 	s := state.New(dial(t, url), state.Options{KeyPrefix: "long", ClaimIdle: 2 * time.Second})
-	return ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: name, LockTTL: 900 * time.Millisecond, Queue: s.Queue()}), s
+	return engine.New(catalog, s, s, quorumPolicy{0}, engine.Options{Replica: name, LockTTL: 900 * time.Millisecond, Queue: s.Queue()}), s
 }
 
-func runLongExecutors(e *ops.Engine) (stop func()) {
+func runLongExecutors(e *engine.Engine) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.RunExecutors(ctx, ops.ExecutorOptions{Workers: 2, PerCluster: 1, Poll: 50 * time.Millisecond})
+		_ = e.RunExecutors(ctx, engine.ExecutorOptions{Workers: 2, PerCluster: 1, Poll: 50 * time.Millisecond})
 	}()
 	return func() { cancel(); <-done }
 }
@@ -150,7 +151,7 @@ func longRequest(i int) ops.Request {
 }
 
 // submitLong submits the n changes gap apart (each is approved and queued at once: the policy needs no vote).
-func submitLong(t *testing.T, ctx context.Context, e *ops.Engine, n int, gap time.Duration) {
+func submitLong(t *testing.T, ctx context.Context, e *engine.Engine, n int, gap time.Duration) {
 	t.Helper()
 	for i := range n {
 		if rec, err := e.Submit(ctx, longRequest(i)); err != nil || rec.Phase != ops.PhaseApproved {

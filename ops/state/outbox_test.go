@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -62,7 +63,7 @@ func TestFailingTellsDoNotHoldTellerSlots(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.RunTellers(runCtx, s.Outbox(), ft, ops.TellerOptions{Concurrency: slots})
+		e.RunTellers(runCtx, s.Outbox(), ft, engine.TellerOptions{Concurrency: slots})
 	}()
 	defer func() { stop(); <-done }()
 	// Every stuck request has failed at least once, so each would hold a slot if failing held one.
@@ -163,7 +164,7 @@ func TestChangeDuringTellingIsTold(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.RunTellers(runCtx, s.Outbox(), g, ops.TellerOptions{Concurrency: 2, Wait: 10 * time.Millisecond})
+		e.RunTellers(runCtx, s.Outbox(), g, engine.TellerOptions{Concurrency: 2, Wait: 10 * time.Millisecond})
 	}()
 	defer func() { stop(); <-done }()
 	<-g.holding

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // The execution queue and the outbox are Redis streams read through consumer groups (XADD, XREADGROUP, XACK,
@@ -122,15 +122,15 @@ func (st *stream) done(ctx context.Context, ids ...string) error {
 	return unavailable("acknowledge entries of "+st.key, err)
 }
 
-// Queue is the execution queue (ops.Queue) over the store's Redis.
+// Queue is the execution queue (engine.Queue) over the store's Redis.
 type Queue struct{ st stream }
 
-// Outbox is the record of changes still to be told (ops.Outbox) over the store's Redis.
+// Outbox is the record of changes still to be told (engine.Outbox) over the store's Redis.
 type Outbox struct{ st stream }
 
 var (
-	_ ops.Queue  = (*Queue)(nil)
-	_ ops.Outbox = (*Outbox)(nil)
+	_ engine.Queue  = (*Queue)(nil)
+	_ engine.Outbox = (*Outbox)(nil)
 )
 
 // Queue returns the execution queue kept in this store's Redis.
@@ -141,15 +141,15 @@ func (s *Store) Outbox() *Outbox {
 	return &Outbox{st: stream{s: s, key: s.outboxKey(), group: outboxGroup}}
 }
 
-// Enqueue implements ops.Queue.
+// Enqueue implements engine.Queue.
 func (q *Queue) Enqueue(ctx context.Context, id string) error {
 	err := q.st.s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.st.key,
 		Values: []any{"request", id}}).Err()
 	return unavailable("enqueue "+id, err)
 }
 
-// Next implements ops.Queue.
-func (q *Queue) Next(ctx context.Context, consumer string, wait time.Duration) (*ops.Delivery, error) {
+// Next implements engine.Queue.
+func (q *Queue) Next(ctx context.Context, consumer string, wait time.Duration) (*engine.Delivery, error) {
 	ms, err := q.st.next(ctx, consumer, wait, 1)
 	if err != nil || len(ms) == 0 {
 		return nil, err
@@ -157,20 +157,20 @@ func (q *Queue) Next(ctx context.Context, consumer string, wait time.Duration) (
 	return delivery(ms[0]), nil
 }
 
-func delivery(m redis.XMessage) *ops.Delivery {
+func delivery(m redis.XMessage) *engine.Delivery {
 	id, _ := m.Values["request"].(string)
-	return &ops.Delivery{RequestID: id, Entry: m.ID}
+	return &engine.Delivery{RequestID: id, Entry: m.ID}
 }
 
-// Touch implements ops.Queue: claiming the entry again for the same consumer resets its idle time.
-func (q *Queue) Touch(ctx context.Context, consumer string, d *ops.Delivery) error {
+// Touch implements engine.Queue: claiming the entry again for the same consumer resets its idle time.
+func (q *Queue) Touch(ctx context.Context, consumer string, d *engine.Delivery) error {
 	err := q.st.s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: q.st.key, Group: q.st.group, Consumer: consumer,
 		MinIdle: 0, Messages: []string{d.Entry}}).Err()
 	return unavailable("keep "+d.RequestID+" claimed", err)
 }
 
-// Done implements ops.Queue.
-func (q *Queue) Done(ctx context.Context, d *ops.Delivery) error { return q.st.done(ctx, d.Entry) }
+// Done implements engine.Queue.
+func (q *Queue) Done(ctx context.Context, d *engine.Delivery) error { return q.st.done(ctx, d.Entry) }
 
 // Pending counts the entries waiting or executing, for metrics.
 func (q *Queue) Pending(ctx context.Context) (int64, error) {
@@ -178,21 +178,21 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 	return n, unavailable("count the execution queue", err)
 }
 
-// Next implements ops.Outbox.
-func (o *Outbox) Next(ctx context.Context, consumer string, wait time.Duration, max int) ([]*ops.Delivery, error) {
+// Next implements engine.Outbox.
+func (o *Outbox) Next(ctx context.Context, consumer string, wait time.Duration, max int) ([]*engine.Delivery, error) {
 	ms, err := o.st.next(ctx, consumer, wait, int64(max))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*ops.Delivery, 0, len(ms))
+	out := make([]*engine.Delivery, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, delivery(m))
 	}
 	return out, nil
 }
 
-// Done implements ops.Outbox.
-func (o *Outbox) Done(ctx context.Context, ds ...*ops.Delivery) error {
+// Done implements engine.Outbox.
+func (o *Outbox) Done(ctx context.Context, ds ...*engine.Delivery) error {
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
 		ids = append(ids, d.Entry)
@@ -200,7 +200,7 @@ func (o *Outbox) Done(ctx context.Context, ds ...*ops.Delivery) error {
 	return o.st.done(ctx, ids...)
 }
 
-// Told implements ops.Outbox: how many history entries of the request were told.
+// Told implements engine.Outbox: how many history entries of the request were told.
 func (o *Outbox) Told(ctx context.Context, id string) (int, error) {
 	v, err := o.st.s.rdb.Get(ctx, o.st.s.requestToldKey(id)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -223,7 +223,7 @@ func (o *Outbox) Poke(ctx context.Context, id string) error {
 	return unavailable("poke the outbox for "+id, err)
 }
 
-// SetTold implements ops.Outbox.
+// SetTold implements engine.Outbox.
 func (o *Outbox) SetTold(ctx context.Context, id string, n int) error {
 	err := o.st.s.rdb.Set(ctx, o.st.s.requestToldKey(id), n, o.st.s.opts.RequestTTL).Err()
 	return unavailable("record what was told of "+id, err)

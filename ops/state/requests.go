@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // A request is a hash {data, version, phase} at {p}:req:<id>. {p}:idx holds every request id scored by creation
@@ -191,7 +192,7 @@ const listPage = 100
 
 // List returns recent records, newest first: those in one of q.Phases (all phases when empty) whose initiator or
 // current owner is q.Initiator (anyone when empty), at most q.Limit (default 50).
-func (s *Store) List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error) {
+func (s *Store) List(ctx context.Context, q engine.ListQuery) ([]*ops.Record, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
@@ -226,7 +227,7 @@ func (s *Store) List(ctx context.Context, q ops.ListQuery) ([]*ops.Record, error
 	return out, nil
 }
 
-func matches(rec *ops.Record, q ops.ListQuery) bool {
+func matches(rec *ops.Record, q engine.ListQuery) bool {
 	if len(q.Phases) > 0 && !slices.Contains(q.Phases, rec.Phase) {
 		return false // it moved on after the index was read
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -93,17 +94,17 @@ func TestList(t *testing.T) {
 		}
 		cases := []struct {
 			name string
-			q    ops.ListQuery
+			q    engine.ListQuery
 			want []string
 		}{
-			{"default limit, newest first", ops.ListQuery{}, ids(59, -1, 50)},
-			{"limit", ops.ListQuery{Limit: 3}, []string{"r59", "r58", "r57"}},
-			{"one phase", ops.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 3}, []string{"r58", "r55", "r52"}},
-			{"two phases merged by time", ops.ListQuery{Phases: []ops.Phase{ops.PhaseAwaitingApproval, ops.PhaseExecuting}, Limit: 4},
+			{"default limit, newest first", engine.ListQuery{}, ids(59, -1, 50)},
+			{"limit", engine.ListQuery{Limit: 3}, []string{"r59", "r58", "r57"}},
+			{"one phase", engine.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 3}, []string{"r58", "r55", "r52"}},
+			{"two phases merged by time", engine.ListQuery{Phases: []ops.Phase{ops.PhaseAwaitingApproval, ops.PhaseExecuting}, Limit: 4},
 				[]string{"r58", "r57", "r55", "r54"}},
-			{"phase and initiator", ops.ListQuery{Phases: []ops.Phase{ops.PhaseSucceeded}, Initiator: "U1", Limit: 2}, []string{"r59", "r53"}},
-			{"no phase left in old index", ops.ListQuery{Phases: []ops.Phase{ops.PhaseReceived}}, nil},
-			{"everything of a phase", ops.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 100}, ids(58, -3, 20)},
+			{"phase and initiator", engine.ListQuery{Phases: []ops.Phase{ops.PhaseSucceeded}, Initiator: "U1", Limit: 2}, []string{"r59", "r53"}},
+			{"no phase left in old index", engine.ListQuery{Phases: []ops.Phase{ops.PhaseReceived}}, nil},
+			{"everything of a phase", engine.ListQuery{Phases: []ops.Phase{ops.PhaseExecuting}, Limit: 100}, ids(58, -3, 20)},
 		}
 		for _, c := range cases {
 			recs, err := s.List(ctx, c.q)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -146,24 +147,24 @@ func (r *replicas) store(t *testing.T) *state.Store {
 	return state.New(dial(t, r.srv.URL()), state.Options{KeyPrefix: "resume", ClaimIdle: time.Hour})
 }
 
-func (r *replicas) engine(t *testing.T, name string, queue bool) *ops.Engine {
+func (r *replicas) engine(t *testing.T, name string, queue bool) *engine.Engine {
 	catalog := ops.NewCatalog()
 	catalog.Register(r.op)
 	s := r.store(t)
-	opts := ops.EngineOptions{Replica: name, LockTTL: 600 * time.Millisecond}
+	opts := engine.Options{Replica: name, LockTTL: 600 * time.Millisecond}
 	if queue {
 		opts.Queue = s.Queue()
 	}
-	return ops.NewEngine(catalog, s, s, quorumPolicy{0}, opts)
+	return engine.New(catalog, s, s, quorumPolicy{0}, opts)
 }
 
 // runExecutors runs e's executors until the returned stop is called; stop waits for them to return.
-func runExecutors(e *ops.Engine) (stop func()) {
+func runExecutors(e *engine.Engine) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.RunExecutors(ctx, ops.ExecutorOptions{Workers: 2, Poll: 50 * time.Millisecond})
+		_ = e.RunExecutors(ctx, engine.ExecutorOptions{Workers: 2, Poll: 50 * time.Millisecond})
 	}()
 	return func() { cancel(); <-done }
 }
@@ -179,7 +180,7 @@ func leaseScope(id string) ops.LockScope {
 }
 
 // requeueOrphan sweeps until the orphaned execution of id is back on the queue (its lease lapsed).
-func requeueOrphan(t *testing.T, ctx context.Context, e *ops.Engine, q *state.Queue) {
+func requeueOrphan(t *testing.T, ctx context.Context, e *engine.Engine, q *state.Queue) {
 	t.Helper()
 	opstest.Eventually(t, 10*time.Second, "a sweep to put the orphaned execution back on the queue", func() bool {
 		if _, err := e.Sweep(ctx); err != nil {
@@ -190,7 +191,7 @@ func requeueOrphan(t *testing.T, ctx context.Context, e *ops.Engine, q *state.Qu
 	})
 }
 
-func waitPhase(t *testing.T, ctx context.Context, e *ops.Engine, id string, phase ops.Phase) *ops.Record {
+func waitPhase(t *testing.T, ctx context.Context, e *engine.Engine, id string, phase ops.Phase) *ops.Record {
 	t.Helper()
 	var rec *ops.Record
 	opstest.Eventually(t, 20*time.Second, "request "+id+" to be "+string(phase), func() bool {
@@ -454,7 +455,7 @@ func TestRequestQueuedWhileReplicaStopsIsNotStranded(t *testing.T) {
 	go func() {
 		defer close(doneA)
 		// A long poll: a's last read is still waiting on Redis when the request is queued.
-		_ = a.RunExecutors(runCtx, ops.ExecutorOptions{Workers: 2, Poll: 2 * time.Second})
+		_ = a.RunExecutors(runCtx, engine.ExecutorOptions{Workers: 2, Poll: 2 * time.Second})
 	}()
 	rdb := dial(t, r.srv.URL())
 	opstest.Eventually(t, 10*time.Second, "a's executors to read the queue", func() bool {
@@ -507,7 +508,7 @@ func TestAcceptedWriteIsRecordedAfterABriefOutage(t *testing.T) {
 	s := &outageStore{Store: r.store(t), fails: 3, armed: func(rec *ops.Record) bool {
 		return rec.Execution != nil && !rec.Execution.WriteAccepted.IsZero()
 	}}
-	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "r1", LockTTL: 5 * time.Second})
+	e := engine.New(catalog, s, s, quorumPolicy{0}, engine.Options{Replica: "r1", LockTTL: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec, err := e.Submit(ctx, stepRequest("outage-1"))
@@ -532,7 +533,7 @@ func TestLostWriteStartedAnswerIsNotInterrupted(t *testing.T) {
 	catalog := ops.NewCatalog()
 	catalog.Register(op)
 	s := state.New(dial(t, "redis://"+proxy.Addr()), state.Options{KeyPrefix: "resume", ClaimIdle: time.Hour})
-	e := ops.NewEngine(catalog, s, s, quorumPolicy{0}, ops.EngineOptions{Replica: "flaky", LockTTL: 3 * time.Second, Queue: s.Queue()})
+	e := engine.New(catalog, s, s, quorumPolicy{0}, engine.Options{Replica: "flaky", LockTTL: 3 * time.Second, Queue: s.Queue()})
 	ctx := ctxT(t)
 
 	// The answer is lost and Redis stays unreachable for a moment, so the client's own retries fail too.

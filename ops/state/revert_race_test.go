@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -95,7 +96,7 @@ func (s revertStore) Get(ctx context.Context, id string) (*ops.Record, error) {
 }
 
 type revertRig struct {
-	engines []*ops.Engine
+	engines []*engine.Engine
 	dial    *revertDial
 	stores  []*revertStore
 }
@@ -115,8 +116,8 @@ func revertEngines(t *testing.T) revertRig {
 		catalog.Register(r.dial)
 		s := &revertStore{Store: state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "revert", Clock: clock})}
 		r.stores = append(r.stores, s)
-		r.engines = append(r.engines, ops.NewEngine(catalog, s, s.Store, approvals.New(cfg, glassDirectory{}, clock),
-			ops.EngineOptions{Replica: replica, Clock: clock}))
+		r.engines = append(r.engines, engine.New(catalog, s, s.Store, approvals.New(cfg, glassDirectory{}, clock),
+			engine.Options{Replica: replica, Clock: clock}))
 	}
 	return r
 }
@@ -150,7 +151,7 @@ func (r revertRig) succeeded(t *testing.T, id string, who ops.Initiator) *ops.Re
 // reverts lists the requests that revert id.
 func (r revertRig) reverts(t *testing.T, id string) []string {
 	t.Helper()
-	recs, err := r.engines[0].List(ctxT(t), ops.ListQuery{Limit: 100})
+	recs, err := r.engines[0].List(ctxT(t), engine.ListQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

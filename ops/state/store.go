@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Options tune the store; zero values take the documented defaults.
@@ -69,8 +70,8 @@ type Store struct {
 }
 
 var (
-	_ ops.Store  = (*Store)(nil)
-	_ ops.Locker = (*Store)(nil)
+	_ engine.Store  = (*Store)(nil)
+	_ engine.Locker = (*Store)(nil)
 )
 
 // New returns a store over client. The caller owns the client and closes it.

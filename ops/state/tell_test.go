@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // flakyOutbox is the store's outbox whose first SetTold fails, as a Redis cut right after a reply was posted.
 type flakyOutbox struct {
-	ops.Outbox
+	engine.Outbox
 	mu     sync.Mutex
 	failed bool
 }
@@ -59,7 +60,10 @@ func TestTellerRetryDoesNotRetellWhatItTold(t *testing.T) {
 	tl := &countingTeller{told: map[int]int{}}
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); e.RunTellers(tctx, ob, tl, ops.TellerOptions{Wait: 100 * time.Millisecond}) }()
+	go func() {
+		defer close(done)
+		e.RunTellers(tctx, ob, tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
+	}()
 	for {
 		n, err := s.Outbox().Told(ctx, "tell-once")
 		if err == nil && n == len(rec.History) {

@@ -1,4 +1,4 @@
-package ops
+package engine
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Queue is the durable execution queue: approving a request enqueues it, and executors on every replica take work
@@ -133,7 +134,7 @@ func (e *Engine) deliver(ctx context.Context, d *Delivery, slots *clusterSlots, 
 	q := e.opts.Queue
 	settle := context.WithoutCancel(ctx)
 	rec, err := e.store.Get(ctx, d.RequestID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ops.ErrNotFound) {
 		_ = q.Done(settle, d)
 		return
 	}
@@ -242,19 +243,13 @@ func (e *Engine) executeSafely(ctx context.Context, id string) (out outcome) {
 
 // failInternal ends an executing request failed after a panic.
 func (e *Engine) failInternal(ctx context.Context, id string, what string) {
-	_, _ = e.withRecord(ctx, id, func(rec *Record) (*Record, error) {
-		if rec.Phase != PhaseExecuting && rec.Phase != PhaseApproved {
+	_, _ = e.withRecord(ctx, id, func(rec *ops.Record) (*ops.Record, error) {
+		if rec.Phase != ops.PhaseExecuting && rec.Phase != ops.PhaseApproved {
 			return rec, nil
 		}
-		ue := Errorf(CodeInternal, "", "tell the platform team; the log has the stack", "HyperOps failed internally while executing (%s)", what)
-		return e.move(ctx, rec, PhaseFailed, systemActor, ue.Message, func(r *Record) { r.Errors = append(r.Errors, ue) })
+		ue := ops.Errorf(ops.CodeInternal, "", "tell the platform team; the log has the stack", "HyperOps failed internally while executing (%s)", what)
+		return e.move(ctx, rec, ops.PhaseFailed, systemActor, ue.Message, func(r *ops.Record) { r.Errors = append(r.Errors, ue) })
 	})
-}
-
-func (e *Engine) report(id string, err error) {
-	if e.opts.OnError != nil {
-		e.opts.OnError(id, err)
-	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

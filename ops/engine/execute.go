@@ -1,4 +1,4 @@
-package ops
+package engine
 
 import (
 	"context"
@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // executionScope is the lease an executing replica holds on a request; when it lapses, another replica resumes it.
-func executionScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "execution", Name: id} }
+func executionScope(id string) ops.LockScope {
+	return ops.LockScope{Cluster: "_", Kind: "execution", Name: id}
+}
 
 // outcome is how one execution attempt ended, for the queue.
 type outcome int
@@ -27,33 +30,33 @@ const (
 	outcomeRetry
 )
 
-// DefaultWriteTimeout bounds the one call that changes the world (EngineOptions.WriteTimeout); it is not cut
+// DefaultWriteTimeout bounds the one call that changes the world (Options.WriteTimeout); it is not cut
 // short by a hand-over, so a write in flight when the replica stops is finished and recorded. Reading back a
 // write whose answer was lost has the same bound.
 const DefaultWriteTimeout = time.Duration(config.DefaultWriteTimeout)
 
 // DefaultHoldTTL is how long the scope lock of a request interrupted with an unknown outcome stays held for a
-// person to choose Stop or Take over (EngineOptions.HoldTTL).
+// person to choose Stop or Take over (Options.HoldTTL).
 const DefaultHoldTTL = 24 * time.Hour
 
 // Execute runs an approved request on this replica, or resumes an executing one whose replica went away: a
 // recorded write is only observed, a write whose outcome is unknown ends interrupted after reading the real state.
 // Exactly one replica executes a request at a time (the execution lease); a plan whose observed state changed
 // since approval goes back to awaiting-approval (E_STALE_PLAN).
-func (e *Engine) Execute(ctx context.Context, id string) (*Record, error) {
+func (e *Engine) Execute(ctx context.Context, id string) (*ops.Record, error) {
 	rec, _, err := e.execute(ctx, id)
 	return rec, err
 }
 
-func (e *Engine) execute(ctx context.Context, id string) (*Record, outcome, error) {
+func (e *Engine) execute(ctx context.Context, id string) (*ops.Record, outcome, error) {
 	rec, err := e.Get(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || AsError(err).Code == CodeNotFound {
+		if errors.Is(err, ops.ErrNotFound) || ops.AsError(err).Code == ops.CodeNotFound {
 			return nil, outcomeFinished, err
 		}
 		return nil, outcomeRetry, err
 	}
-	if rec.Phase != PhaseApproved && rec.Phase != PhaseExecuting {
+	if rec.Phase != ops.PhaseApproved && rec.Phase != ops.PhaseExecuting {
 		return rec, outcomeFinished, nil // someone else moved it on: nothing to do, and never a second execution
 	}
 	op, err := e.catalog.Lookup(rec.Request.Operation)
@@ -63,7 +66,7 @@ func (e *Engine) execute(ctx context.Context, id string) (*Record, outcome, erro
 	// The owner is unique per attempt: two attempts on one replica must not share (refresh) one lease.
 	lease, err := e.locks.Acquire(ctx, executionScope(id), id+"@"+e.opts.Replica+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
-		var held *LockHeldError
+		var held *ops.LockHeldError
 		if errors.As(err, &held) {
 			return rec, outcomeElsewhere, nil // another replica is on it
 		}
@@ -71,7 +74,7 @@ func (e *Engine) execute(ctx context.Context, id string) (*Record, outcome, erro
 	}
 	defer e.release(lease)
 	rec, err = e.start(ctx, op, rec)
-	if errors.Is(err, ErrVersionConflict) {
+	if errors.Is(err, ops.ErrVersionConflict) {
 		rec, _ = e.store.Get(ctx, id)
 		return rec, outcomeElsewhere, nil
 	}
@@ -84,44 +87,44 @@ func (e *Engine) execute(ctx context.Context, id string) (*Record, outcome, erro
 
 // start moves an approved request to executing with its budget's deadline, or records that this replica resumes
 // an executing one.
-func (e *Engine) start(ctx context.Context, op Operation, rec *Record) (*Record, error) {
+func (e *Engine) start(ctx context.Context, op ops.Operation, rec *ops.Record) (*ops.Record, error) {
 	now := e.opts.Clock.Now()
-	if rec.Phase == PhaseApproved {
-		return e.move(ctx, rec, PhaseExecuting, systemActor, "executing on "+e.opts.Replica, func(r *Record) {
+	if rec.Phase == ops.PhaseApproved {
+		return e.move(ctx, rec, ops.PhaseExecuting, systemActor, "executing on "+e.opts.Replica, func(r *ops.Record) {
 			r.Replica = e.opts.Replica
-			r.Execution = &ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
+			r.Execution = &ops.ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
 		})
 	}
 	from := rec.Replica
-	return e.record(ctx, rec, KindStep, "resumed (left by "+from+")", func(r *Record) {
+	return e.record(ctx, rec, ops.KindStep, "resumed (left by "+from+")", func(r *ops.Record) {
 		r.Replica = e.opts.Replica
 		if r.Execution == nil {
-			r.Execution = &ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
+			r.Execution = &ops.ExecutionState{Deadline: now.Add(e.budget(op.Spec()))}
 		}
 		r.Execution.Handovers++
 	})
 }
 
-func (e *Engine) budget(s Spec) time.Duration {
+func (e *Engine) budget(s ops.Spec) time.Duration {
 	b := s.Budget
 	if b == "" {
-		b = BudgetKubernetes
+		b = ops.BudgetKubernetes
 	}
 	if d, ok := e.opts.Budgets[b]; ok && d > 0 {
 		return d
 	}
-	return DefaultBudgets[b]
+	return ops.DefaultBudgets[b]
 }
 
 // record stores an entry of the request's history that keeps its phase (a step or progress).
-func (e *Engine) record(ctx context.Context, rec *Record, kind TransitionKind, note string, fn func(*Record)) (*Record, error) {
+func (e *Engine) record(ctx context.Context, rec *ops.Record, kind ops.TransitionKind, note string, fn func(*ops.Record)) (*ops.Record, error) {
 	return e.moveKind(ctx, rec, rec.Phase, systemActor, note, kind, fn)
 }
 
 // executor is one execution attempt of one request on this replica.
 type executor struct {
 	e     *Engine
-	op    Operation
+	op    ops.Operation
 	id    string
 	lease *Lock
 	scope *Lock
@@ -132,13 +135,13 @@ type executor struct {
 	finals  []string
 }
 
-func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, error) {
+func (x *executor) run(ctx context.Context, rec *ops.Record) (*ops.Record, outcome, error) {
 	e := x.e
 	fence := x.lease.Fence
 	locks := []*Lock{x.lease}
 	if scope := lockScope(x.op.Spec(), rec.Request); !scope.IsZero() {
 		l, err := e.locks.Acquire(ctx, scope, rec.ID(), e.opts.LockTTL)
-		var held *LockHeldError
+		var held *ops.LockHeldError
 		switch {
 		case errors.As(err, &held):
 			return x.finish(ctx, nil, lockedError(scope, held.Holder))
@@ -156,7 +159,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			e.release(x.scope)
 		}
 	}()
-	xn := Execution{RequestID: x.id, Fence: fence, Replica: e.opts.Replica, Guard: func(ctx context.Context) error { return e.guard(ctx, locks) }}
+	xn := ops.Execution{RequestID: x.id, Fence: fence, Replica: e.opts.Replica, Guard: func(ctx context.Context) error { return e.guard(ctx, locks) }}
 	// The budget's end is recorded in the engine's clock; contexts run on real time, so what is left of it counts.
 	left := rec.Execution.Deadline.Sub(e.opts.Clock.Now())
 	bctx, cancel := context.WithTimeout(lctx, left)
@@ -177,10 +180,10 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		var out outcome
 		var err error
 		rec, out, err = x.contract(bctx, rec)
-		if out == outcomeRetry || rec == nil || rec.Phase != PhaseExecuting { // retry: the check could not finish, nothing is sent
+		if out == outcomeRetry || rec == nil || rec.Phase != ops.PhaseExecuting { // retry: the check could not finish, nothing is sent
 			return rec, out, err
 		}
-		if rec, err = x.step(ctx, fmt.Sprintf("fence %d; sending the change", fence), func(r *Record) {
+		if rec, err = x.step(ctx, fmt.Sprintf("fence %d; sending the change", fence), func(r *ops.Record) {
 			r.Fence = fence
 			r.Execution.WriteStarted = e.opts.Clock.Now()
 		}); err != nil {
@@ -194,13 +197,13 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		res, wrote, err := x.write(wctx, rec, xn)
 		wcancel()
 		accepted := "change accepted"
-		if errors.Is(err, ErrOutcomeUnknown) {
+		if errors.Is(err, ops.ErrOutcomeUnknown) {
 			// The answer was lost, not the change: read back, never send it blindly again.
 			v, vw, verr := x.verify(ctx, bctx, left, rec, xn, err)
 			switch v {
-			case VerdictApplied:
+			case ops.VerdictApplied:
 				wrote, err, accepted = vw, nil, "change accepted (read back after the answer was lost)"
-			case VerdictNotApplied:
+			case ops.VerdictNotApplied:
 				stop()
 				x.freeScope()
 				return x.finish(ctx, nil, notApplied(err, verr))
@@ -216,7 +219,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 		}
 		written = wrote
 		// Recorded even when the replica is stopping meanwhile: a write sent must never look unknown.
-		if err := x.stepPersisting(context.WithoutCancel(ctx), accepted, func(r *Record) {
+		if err := x.stepPersisting(context.WithoutCancel(ctx), accepted, func(r *ops.Record) {
 			r.Execution.WriteAccepted = e.opts.Clock.Now()
 			r.Execution.Written = wrote
 		}); err != nil {
@@ -226,7 +229,7 @@ func (x *executor) run(ctx context.Context, rec *Record) (*Record, outcome, erro
 			return rec, outcomeRetry, stateError("record the accepted write", err)
 		}
 	}
-	steps := x.op.(Steps)
+	steps := x.op.(ops.Steps)
 	// From here on the execution only observes: it gives its worker and cluster slots back (the locks stay held
 	// until it ends), so a long wait for AWS or the cluster never holds up the next write.
 	defer startObserving(ctx)() // until the outcome is stored; a panicking Await ends it too
@@ -249,23 +252,23 @@ func (x *executor) writeContext(bctx context.Context, left time.Duration) (conte
 }
 
 // verify reads back, through the operation's Verifier, whether a write whose answer was lost took effect.
-func (x *executor) verify(ctx, bctx context.Context, left time.Duration, rec *Record, xn Execution, writeErr error) (Verdict, []byte, error) {
-	vf, ok := x.op.(Verifier)
+func (x *executor) verify(ctx, bctx context.Context, left time.Duration, rec *ops.Record, xn ops.Execution, writeErr error) (ops.Verdict, []byte, error) {
+	vf, ok := x.op.(ops.Verifier)
 	if !ok {
-		return VerdictUnknown, nil, errors.New("this operation cannot read back its change")
+		return ops.VerdictUnknown, nil, errors.New("this operation cannot read back its change")
 	}
 	// Progress, not a step: the thread tells people why the change takes a moment longer.
-	note := "the answer to the change was lost (" + AsError(writeErr).Message + "); reading back whether it took effect, without sending it again"
+	note := "the answer to the change was lost (" + ops.AsError(writeErr).Message + "); reading back whether it took effect, without sending it again"
 	dctx := context.WithoutCancel(ctx)
-	if _, err := x.update(dctx, func(r *Record) (*Record, error) {
-		return x.e.record(dctx, r, KindProgress, note, nil)
+	if _, err := x.update(dctx, func(r *ops.Record) (*ops.Record, error) {
+		return x.e.record(dctx, r, ops.KindProgress, note, nil)
 	}); err != nil {
-		return VerdictUnknown, nil, stateError("record the lost answer", err)
+		return ops.VerdictUnknown, nil, stateError("record the lost answer", err)
 	}
 	vctx, cancel := x.writeContext(bctx, left)
 	defer cancel()
 	v, written, err := vf.Verify(vctx, &rec.Request, rec.Plan, xn)
-	if v == VerdictApplied && written == nil {
+	if v == ops.VerdictApplied && written == nil {
 		written = []byte("null")
 	}
 	return v, written, err
@@ -278,17 +281,17 @@ func notApplied(writeErr, verifyErr error) error {
 	if verifyErr != nil {
 		cause = verifyErr
 	}
-	ue := *AsError(cause)
+	ue := *ops.AsError(cause)
 	ue.Message += "; read back: nothing changed"
 	return &ue
 }
 
 // interruptUnknown ends an execution whose write's answer was lost and whose read-back could not tell whether it
 // took effect: people decide, and the scope lock stays held until they do.
-func (x *executor) interruptUnknown(ctx context.Context, rec *Record, writeErr, verifyErr error) (*Record, outcome, error) {
-	why := "the answer to the change was lost (" + AsError(writeErr).Message + ") and reading back could not tell whether it took effect"
+func (x *executor) interruptUnknown(ctx context.Context, rec *ops.Record, writeErr, verifyErr error) (*ops.Record, outcome, error) {
+	why := "the answer to the change was lost (" + ops.AsError(writeErr).Message + ") and reading back could not tell whether it took effect"
 	if verifyErr != nil {
-		why += " (" + AsError(verifyErr).Message + ")"
+		why += " (" + ops.AsError(verifyErr).Message + ")"
 	}
 	return x.interrupt(ctx, rec, why+"; nothing was sent again")
 }
@@ -316,8 +319,8 @@ func (x *executor) freeScope() {
 
 // write sends the change: Steps.Write, or the whole Execute of an operation without steps (its result is then
 // returned at once).
-func (x *executor) write(ctx context.Context, rec *Record, xn Execution) (*Result, []byte, error) {
-	if s, ok := x.op.(Steps); ok {
+func (x *executor) write(ctx context.Context, rec *ops.Record, xn ops.Execution) (*ops.Result, []byte, error) {
+	if s, ok := x.op.(ops.Steps); ok {
 		wrote, err := s.Write(ctx, &rec.Request, rec.Plan, xn)
 		if err != nil {
 			return nil, nil, err
@@ -329,7 +332,7 @@ func (x *executor) write(ctx context.Context, rec *Record, xn Execution) (*Resul
 	}
 	res, err := x.op.Execute(ctx, &rec.Request, rec.Plan, xn)
 	if err == nil && res == nil {
-		res = &Result{}
+		res = &ops.Result{}
 	}
 	return res, nil, err
 }
@@ -337,9 +340,9 @@ func (x *executor) write(ctx context.Context, rec *Record, xn Execution) (*Resul
 // contract checks, right before the write, that the plan the approvers saw still holds: it re-reads only the
 // observed state the plan's hash covers (Rechecker), and re-plans only when that changed. A plan whose hash
 // changed goes back to approval (E_STALE_PLAN) unless the new plan needs none.
-func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome, error) {
+func (x *executor) contract(ctx context.Context, rec *ops.Record) (*ops.Record, outcome, error) {
 	e := x.e
-	if rc, ok := x.op.(Rechecker); ok && rec.Plan != nil {
+	if rc, ok := x.op.(ops.Rechecker); ok && rec.Plan != nil {
 		observed, err := rc.Recheck(ctx, &rec.Request, rec.Plan)
 		if err != nil {
 			return x.refuse(ctx, rec, err)
@@ -366,12 +369,12 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 	}
 	old := ""
 	if rec.Plan != nil {
-		old = ShortHash(rec.Plan.Hash)
+		old = ops.ShortHash(rec.Plan.Hash)
 	}
-	stale := Errorf(CodeStalePlan, "", "review the new plan and approve again",
-		"the plan changed since it was approved (%s → %s); earlier votes no longer count", old, ShortHash(p.Hash))
-	back, err := x.update(ctx, func(r *Record) (*Record, error) {
-		return e.move(ctx, r, PhaseAwaitingApproval, systemActor, stale.Message, func(r *Record) {
+	stale := ops.Errorf(ops.CodeStalePlan, "", "review the new plan and approve again",
+		"the plan changed since it was approved (%s → %s); earlier votes no longer count", old, ops.ShortHash(p.Hash))
+	back, err := x.update(ctx, func(r *ops.Record) (*ops.Record, error) {
+		return e.move(ctx, r, ops.PhaseAwaitingApproval, systemActor, stale.Message, func(r *ops.Record) {
 			r.Plan, r.Approval, r.Execution = p, appr, nil
 			r.Grant = nil // the grant approved the old plan; the new one waits for votes
 			r.Errors = append(r.Errors, stale)
@@ -385,16 +388,16 @@ func (x *executor) contract(ctx context.Context, rec *Record) (*Record, outcome,
 
 // replanned goes on with the new plan p, which needs no approval, once it passed the gate: the budget is held for
 // the new plan (the old plan's hold given back in the same step) or the request fails, nothing written.
-func (x *executor) replanned(ctx context.Context, rec *Record, p *Plan, appr Approval) (*Record, outcome, error) {
+func (x *executor) replanned(ctx context.Context, rec *ops.Record, p *ops.Plan, appr ops.Approval) (*ops.Record, outcome, error) {
 	e := x.e
-	d := Decision{Path: ByReplan, By: systemActor}
+	d := Decision{Path: ops.ByReplan, By: systemActor}
 	candidate := rec.Clone()
 	candidate.Plan, candidate.Approval = p, appr
 	candidate.Approval.DecidedBy = d.Path
 	if err := e.admit(ctx, candidate, d); err != nil {
 		return x.refuse(ctx, rec, err)
 	}
-	next, err := x.step(ctx, "plan refreshed", func(r *Record) {
+	next, err := x.step(ctx, "plan refreshed", func(r *ops.Record) {
 		r.Plan, r.Approval = p, appr
 		approvedBy(d)(r)
 	})
@@ -407,8 +410,8 @@ func (x *executor) replanned(ctx context.Context, rec *Record, p *Plan, appr App
 // refuse ends, before its write, an execution whose contract check failed: failed with the cause, unless the
 // cause is the state store not answering (a failover, an outage), which says nothing about the request: it is left
 // executing with nothing sent, and the queue delivers it again once the store answers.
-func (x *executor) refuse(ctx context.Context, rec *Record, err error) (*Record, outcome, error) {
-	if errors.Is(err, ErrStateUnavailable) {
+func (x *executor) refuse(ctx context.Context, rec *ops.Record, err error) (*ops.Record, outcome, error) {
+	if errors.Is(err, ops.ErrStateUnavailable) {
 		return rec, outcomeRetry, err
 	}
 	return x.finish(ctx, nil, err)
@@ -416,7 +419,7 @@ func (x *executor) refuse(ctx context.Context, rec *Record, err error) (*Record,
 
 // update applies fn to the latest record while this replica still executes it, retrying lost compare-and-sets
 // (a person taking the request over changes its version meanwhile).
-func (x *executor) update(ctx context.Context, fn func(*Record) (*Record, error)) (*Record, error) {
+func (x *executor) update(ctx context.Context, fn func(*ops.Record) (*ops.Record, error)) (*ops.Record, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for range maxCASAttempts {
@@ -424,26 +427,26 @@ func (x *executor) update(ctx context.Context, fn func(*Record) (*Record, error)
 		if err != nil {
 			return nil, err
 		}
-		if rec.Phase != PhaseExecuting || rec.Replica != x.e.opts.Replica {
-			return rec, fmt.Errorf("ops: request %s is %s on %s: %w", x.id, rec.Phase, rec.Replica, ErrVersionConflict)
+		if rec.Phase != ops.PhaseExecuting || rec.Replica != x.e.opts.Replica {
+			return rec, fmt.Errorf("ops: request %s is %s on %s: %w", x.id, rec.Phase, rec.Replica, ops.ErrVersionConflict)
 		}
 		next, err := fn(rec)
-		if errors.Is(err, ErrVersionConflict) {
+		if errors.Is(err, ops.ErrVersionConflict) {
 			continue
 		}
 		return next, err
 	}
-	return nil, fmt.Errorf("ops: too much contention updating %s: %w", x.id, ErrVersionConflict)
+	return nil, fmt.Errorf("ops: too much contention updating %s: %w", x.id, ops.ErrVersionConflict)
 }
 
-func (x *executor) step(ctx context.Context, note string, fn func(*Record)) (*Record, error) {
-	return x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindStep, note, fn) })
+func (x *executor) step(ctx context.Context, note string, fn func(*ops.Record)) (*ops.Record, error) {
+	return x.update(ctx, func(r *ops.Record) (*ops.Record, error) { return x.e.record(ctx, r, ops.KindStep, note, fn) })
 }
 
 // stepPersisting records a step only this replica knows (a write's answer), retrying while the store cannot be
 // reached, for up to a lock TTL: given up, a resuming replica can only read back or leave it to people. It stops
 // at once when the record moved on elsewhere (another replica resumed it).
-func (x *executor) stepPersisting(ctx context.Context, note string, fn func(*Record)) error {
+func (x *executor) stepPersisting(ctx context.Context, note string, fn func(*ops.Record)) error {
 	return x.persist(ctx, x.e.opts.LockTTL, func() error {
 		_, err := x.step(ctx, note, fn)
 		return err
@@ -456,7 +459,7 @@ func (x *executor) persist(ctx context.Context, patience time.Duration, save fun
 	backoff := 100 * time.Millisecond
 	for {
 		err := save()
-		if err == nil || errors.Is(err, ErrVersionConflict) || !time.Now().Add(backoff).Before(deadline) {
+		if err == nil || errors.Is(err, ops.ErrVersionConflict) || !time.Now().Add(backoff).Before(deadline) {
 			return err
 		}
 		sleep(ctx, backoff)
@@ -472,12 +475,12 @@ func (x *executor) persist(ctx context.Context, patience time.Duration, save fun
 func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 	ctx = context.WithoutCancel(ctx)
 	err := x.persist(ctx, 4*x.e.opts.LockTTL, func() error {
-		_, err := x.update(ctx, func(r *Record) (*Record, error) {
+		_, err := x.update(ctx, func(r *ops.Record) (*ops.Record, error) {
 			ex := r.Execution
 			if ex == nil || ex.WriteStarted.IsZero() || !ex.WriteAccepted.IsZero() || r.Fence != fence {
 				return r, nil // the step never landed, or the record is another attempt's
 			}
-			return x.e.record(ctx, r, KindStep, fmt.Sprintf("fence %d; write withdrawn: never sent", fence), func(r *Record) {
+			return x.e.record(ctx, r, ops.KindStep, fmt.Sprintf("fence %d; write withdrawn: never sent", fence), func(r *ops.Record) {
 				r.Execution.WriteStarted = time.Time{}
 			})
 		})
@@ -491,7 +494,7 @@ func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 // withProgress has the operation's Progress and ProgressMarked calls in ctx recorded by this attempt, on a context
 // detached from rec's cancellation: a note reported just before a hand-over is still recorded.
 func (x *executor) withProgress(ctx, rec context.Context) context.Context {
-	return WithMarkedProgress(ctx,
+	return ops.WithMarkedProgress(ctx,
 		func(msg string) { x.progress(context.WithoutCancel(rec), msg, "", "") },
 		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) },
 		func(msg string) { x.keepFinal(msg) })
@@ -521,23 +524,23 @@ func (x *executor) progress(ctx context.Context, msg, key, mark string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var fn func(*Record)
+	var fn func(*ops.Record)
 	if key != "" {
-		fn = func(r *Record) {
+		fn = func(r *ops.Record) {
 			if r.Execution.Marks == nil {
 				r.Execution.Marks = map[string]string{}
 			}
 			r.Execution.Marks[key] = mark
 		}
 	}
-	if _, err := x.update(ctx, func(r *Record) (*Record, error) { return x.e.record(ctx, r, KindProgress, msg, fn) }); err != nil {
+	if _, err := x.update(ctx, func(r *ops.Record) (*ops.Record, error) { return x.e.record(ctx, r, ops.KindProgress, msg, fn) }); err != nil {
 		x.e.report(x.id, fmt.Errorf("record progress %q: %w", msg, err))
 	}
 }
 
 // handover releases the execution to another replica: the lease goes now (not by expiry), the scope lock is
 // kept for the resuming replica, and the step is recorded.
-func (x *executor) handover(ctx context.Context, rec *Record) (*Record, outcome, error) {
+func (x *executor) handover(ctx context.Context, rec *ops.Record) (*ops.Record, outcome, error) {
 	ctx = context.WithoutCancel(ctx)
 	next, err := x.step(ctx, "handed over: this replica is stopping", nil)
 	if x.scope != nil {
@@ -553,7 +556,7 @@ func (x *executor) handover(ctx context.Context, rec *Record) (*Record, outcome,
 // interrupt ends an execution whose write has an unknown outcome: the real state is read through the operation's
 // Observer and recorded; people choose Stop or Take over. The scope lock stays held (HoldTTL) until they do: a
 // change whose outcome nobody knows must not let the next one in. Stop releases it; Resume executes under it.
-func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Record, outcome, error) {
+func (x *executor) interrupt(ctx context.Context, rec *ops.Record, why string) (*ops.Record, outcome, error) {
 	e := x.e
 	ctx = context.WithoutCancel(ctx)
 	next := "use Take over, then Resume or Stop"
@@ -561,16 +564,16 @@ func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Rec
 		next += fmt.Sprintf(" (the lock on %s stays held until then)", held.Scope)
 	}
 	observed, note := e.observe(ctx, rec, why)
-	stored, err := x.update(ctx, func(r *Record) (*Record, error) {
+	stored, err := x.update(ctx, func(r *ops.Record) (*ops.Record, error) {
 		if r.Execution == nil || r.Execution.WriteStarted.IsZero() {
 			// Withdrawn meanwhile by the attempt that never sent it: run again from the start instead.
 			return r, errors.New("ops: the write was withdrawn: never sent")
 		}
-		return e.move(ctx, r, PhaseInterrupted, systemActor, note, func(r *Record) {
+		return e.move(ctx, r, ops.PhaseInterrupted, systemActor, note, func(r *ops.Record) {
 			if observed != nil {
 				r.Result = observed
 			}
-			r.Errors = append(r.Errors, Errorf(CodeInternal, "", next, "execution was interrupted: %s", why))
+			r.Errors = append(r.Errors, ops.Errorf(ops.CodeInternal, "", next, "execution was interrupted: %s", why))
 		})
 	})
 	if err != nil {
@@ -580,25 +583,25 @@ func (x *executor) interrupt(ctx context.Context, rec *Record, why string) (*Rec
 }
 
 // finish records the outcome of an execution.
-func (x *executor) finish(ctx context.Context, res *Result, runErr error) (*Record, outcome, error) {
+func (x *executor) finish(ctx context.Context, res *ops.Result, runErr error) (*ops.Record, outcome, error) {
 	ctx = context.WithoutCancel(ctx)
-	to, note := PhaseSucceeded, ""
+	to, note := ops.PhaseSucceeded, ""
 	if res != nil {
 		note = res.Summary
 	}
-	var ue *Error
+	var ue *ops.Error
 	if runErr != nil {
-		to, ue = PhaseFailed, AsError(runErr)
+		to, ue = ops.PhaseFailed, ops.AsError(runErr)
 		note = ue.Message
 	}
 	finals := x.takeFinals()
-	var told []Transition
-	next, err := x.update(ctx, func(r *Record) (*Record, error) {
-		return x.e.move(ctx, r, to, systemActor, note, func(r *Record) {
+	var told []ops.Transition
+	next, err := x.update(ctx, func(r *ops.Record) (*ops.Record, error) {
+		return x.e.move(ctx, r, to, systemActor, note, func(r *ops.Record) {
 			// The status that ended the wait goes in the same change as the outcome: told in one reply.
 			told = told[:0]
 			for _, f := range finals {
-				t := Transition{From: r.Phase, To: r.Phase, At: x.e.opts.Clock.Now(), By: systemActor, Note: f, Kind: KindProgress}
+				t := ops.Transition{From: r.Phase, To: r.Phase, At: x.e.opts.Clock.Now(), By: systemActor, Note: f, Kind: ops.KindProgress}
 				r.History = append(r.History, t)
 				told = append(told, t)
 			}
@@ -634,8 +637,8 @@ func (e *Engine) guard(ctx context.Context, locks []*Lock) error {
 func (e *Engine) checkLocks(ctx context.Context, locks []*Lock) error {
 	for _, l := range locks {
 		if err := e.locks.Check(ctx, l); err != nil {
-			if errors.Is(err, ErrLockLost) {
-				return Wrap(err, CodeLocked, "", "see who holds it with "+Ask("request show")+", then retry",
+			if errors.Is(err, ops.ErrLockLost) {
+				return ops.Wrap(err, ops.CodeLocked, "", "see who holds it with "+ops.Ask("request show")+", then retry",
 					"refused to write: the lock %s (fence %d) is no longer held by this execution", l.Scope, l.Fence)
 			}
 			return stateError("check the lock before writing", err)
@@ -651,7 +654,7 @@ func retryUnavailable(ctx context.Context, patience time.Duration, try func() er
 	backoff := 50 * time.Millisecond
 	for {
 		err := try()
-		if err == nil || !errors.Is(err, ErrStateUnavailable) || ctx.Err() != nil || !time.Now().Add(backoff).Before(deadline) {
+		if err == nil || !errors.Is(err, ops.ErrStateUnavailable) || ctx.Err() != nil || !time.Now().Add(backoff).Before(deadline) {
 			return err
 		}
 		sleep(ctx, backoff)
@@ -721,18 +724,18 @@ func (e *Engine) releaseErr(l *Lock) error {
 }
 
 // observe reads what really happened to an interrupted execution, through the operation's Observer.
-func (e *Engine) observe(ctx context.Context, rec *Record, why string) (*Result, string) {
+func (e *Engine) observe(ctx context.Context, rec *ops.Record, why string) (*ops.Result, string) {
 	op, err := e.catalog.Lookup(rec.Request.Operation)
 	if err != nil {
 		return nil, why
 	}
-	o, ok := op.(Observer)
+	o, ok := op.(ops.Observer)
 	if !ok {
 		return nil, why
 	}
 	res, err := o.Observe(ctx, &rec.Request)
 	if err != nil {
-		return nil, why + "; the real state could not be read: " + AsError(err).Message
+		return nil, why + "; the real state could not be read: " + ops.AsError(err).Message
 	}
 	return res, why + "; found: " + res.Summary
 }

@@ -1,17 +1,19 @@
-package ops
+package engine
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // ApproverResolver is a Policy that can say who may vote on a request now, its approver groups' user groups
 // resolved to their members (approvals.Policy implements it). The sweep asks it whom a reminder mentions; without
 // it, or when it fails, the reminder mentions the group as configured.
 type ApproverResolver interface {
-	Voters(ctx context.Context, rec *Record) ([]string, error)
+	Voters(ctx context.Context, rec *ops.Record) ([]string, error)
 }
 
 // nudge records the reminder and then the escalation of a request awaiting approval when they are due, each once
@@ -22,13 +24,13 @@ type ApproverResolver interface {
 // next sweep reads which: a stored one is never recorded again, a missing one is recorded then. A request that is
 // no longer awaiting approval (decided, expired, cancelled) is never swept here, and the expiry wins over both:
 // Sweep expires a request whose window closed instead of nudging it.
-func (e *Engine) nudge(ctx context.Context, rec *Record, now time.Time) (*Record, error) {
-	var out *Record
+func (e *Engine) nudge(ctx context.Context, rec *ops.Record, now time.Time) (*ops.Record, error) {
+	var out *ops.Record
 	a := rec.Approval
 	if !a.Reminded && !a.RemindAt.IsZero() && !now.Before(a.RemindAt) {
 		users := e.pendingVoters(ctx, rec)
 		note := fmt.Sprintf("reminded: %d of %d approvals so far", a.Received(), a.Required)
-		next, err := e.moveKind(ctx, rec, rec.Phase, systemActor, note, KindReminder, func(r *Record) {
+		next, err := e.moveKind(ctx, rec, rec.Phase, systemActor, note, ops.KindReminder, func(r *ops.Record) {
 			r.Approval.Reminded, r.Approval.RemindUsers = true, users
 		})
 		if err != nil {
@@ -39,7 +41,7 @@ func (e *Engine) nudge(ctx context.Context, rec *Record, now time.Time) (*Record
 	a = rec.Approval
 	if !a.Escalated && a.EscalateTo != "" && !a.EscalateAt.IsZero() && !now.Before(a.EscalateAt) {
 		note := fmt.Sprintf("escalated to %s: %d of %d approvals so far", a.EscalateTo, a.Received(), a.Required)
-		next, err := e.moveKind(ctx, rec, rec.Phase, systemActor, note, KindEscalation, func(r *Record) {
+		next, err := e.moveKind(ctx, rec, rec.Phase, systemActor, note, ops.KindEscalation, func(r *ops.Record) {
 			r.Approval.Escalated = true
 		})
 		if err != nil {
@@ -52,7 +54,7 @@ func (e *Engine) nudge(ctx context.Context, rec *Record, now time.Time) (*Record
 
 // pendingVoters are who may vote on rec and have not voted on its current plan, without its requester: nil when
 // the policy cannot say.
-func (e *Engine) pendingVoters(ctx context.Context, rec *Record) []string {
+func (e *Engine) pendingVoters(ctx context.Context, rec *ops.Record) []string {
 	r := e.features.Approvers
 	if r == nil {
 		return nil

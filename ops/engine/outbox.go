@@ -1,4 +1,4 @@
-package ops
+package engine
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Outbox is the durable record of stored changes still to be told: the store appends (request id, version) to it
@@ -25,10 +27,10 @@ type Outbox interface {
 type Teller interface {
 	// Tell tells history entry i of rec, rec being the latest record. It is called in order, once per entry
 	// across replicas; an error stops the run, which is retried from that entry later.
-	Tell(ctx context.Context, rec *Record, i int) error
+	Tell(ctx context.Context, rec *ops.Record, i int) error
 	// Settle brings the request's standing messages (the plan message) up to date with rec, once after a run of
 	// Tell calls: updates of one message coalesce.
-	Settle(ctx context.Context, rec *Record) error
+	Settle(ctx context.Context, rec *ops.Record) error
 }
 
 // TellerOptions tune RunTellers.
@@ -69,7 +71,7 @@ func (o TellerOptions) withDefaults(e *Engine) TellerOptions {
 }
 
 // tellScope is the lock that makes one replica at a time tell one request, so its entries are told in order.
-func tellScope(id string) LockScope { return LockScope{Cluster: "_", Kind: "tell", Name: id} }
+func tellScope(id string) ops.LockScope { return ops.LockScope{Cluster: "_", Kind: "tell", Name: id} }
 
 // RunTellers consumes the outbox until ctx ends, telling each request's new history entries in order, once across
 // replicas. A failure to tell (Slack down, rate limited) delays that request's messages and retries them with
@@ -292,8 +294,8 @@ var errPlanning = errors.New("ops: the request is being planned")
 
 // beingPlanned reports whether rec is between its creation (or a commit after a dry run) and the end of its
 // planning, which its planner reaches within moments: received or planned, updated within PlanTTL.
-func (e *Engine) beingPlanned(rec *Record) bool {
-	return (rec.Phase == PhaseReceived || rec.Phase == PhasePlanned) && e.opts.Clock.Since(rec.UpdatedAt) < e.opts.PlanTTL
+func (e *Engine) beingPlanned(rec *ops.Record) bool {
+	return (rec.Phase == ops.PhaseReceived || rec.Phase == ops.PhasePlanned) && e.opts.Clock.Since(rec.UpdatedAt) < e.opts.PlanTTL
 }
 
 // toldMemo is what this replica told but could not yet count in the store (the count's write failed after the
@@ -364,7 +366,7 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 	// The owner is unique per attempt, so two goroutines of one replica never both hold it.
 	l, err := e.locks.Acquire(ctx, tellScope(id), opts.Consumer+"#"+randomID(4), e.opts.LockTTL)
 	if err != nil {
-		var held *LockHeldError
+		var held *ops.LockHeldError
 		if errors.As(err, &held) {
 			return errTellBusy
 		}
@@ -386,7 +388,7 @@ func (e *Engine) tellOnce(ctx context.Context, ob Outbox, t Teller, opts TellerO
 	}
 	told := memo.from(id, stored)
 	rec, err := e.store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ops.ErrNotFound) {
 		return nil
 	}
 	if err != nil {

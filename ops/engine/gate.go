@@ -1,36 +1,20 @@
-package ops
+package engine
 
 import (
 	"context"
 	"fmt"
-)
 
-// DecisionPath is how a request became approved. Each path passes the same gate (Engine.admit, which asks
-// Policy.Admit), and the path is recorded on the approval (Approval.DecidedBy) and in the audit stream.
-type DecisionPath string
-
-// The paths to approved.
-const (
-	// ByVotes: the vote that reaches the quorum of the request's approval rule (its overBudget rule's, over a budget).
-	ByVotes DecisionPath = "votes"
-	// ByGrant: a standing grant, its giver's standing vote.
-	ByGrant DecisionPath = "grant"
-	// ByBreakGlass: its requester, on call, alone.
-	ByBreakGlass DecisionPath = "break-glass"
-	// ByPolicy: its rule requires no approval.
-	ByPolicy DecisionPath = "policy"
-	// ByReplan: its plan changed between approval and the write, and the new plan requires no approval.
-	ByReplan DecisionPath = "re-plan"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Decision is one way a request may become approved, for the gate to judge.
 type Decision struct {
-	Path DecisionPath
+	Path ops.DecisionPath
 	// By is who decided: the voter whose vote reaches the quorum, the grant's giver, the person who broke glass;
 	// the engine itself for ByPolicy and ByReplan.
-	By Initiator
+	By ops.Initiator
 	// Grant is the grant that decides, for ByGrant.
-	Grant *Grant
+	Grant *ops.Grant
 }
 
 // PolicyFeatures are the parts of a Policy beyond who may ask and vote, each nil when the policy does not offer it
@@ -58,7 +42,7 @@ type PolicyFeatures struct {
 // it may a caller move the request to approved (approvedBy records the path); a caller that does not move it after
 // all gives the hold back (releaseBudget), and a request that ends without a write gives it back as it ends
 // (moveAt).
-func (e *Engine) admit(ctx context.Context, rec *Record, d Decision) error {
+func (e *Engine) admit(ctx context.Context, rec *ops.Record, d Decision) error {
 	if err := e.judge(ctx, rec, d); err != nil {
 		return err
 	}
@@ -67,9 +51,9 @@ func (e *Engine) admit(ctx context.Context, rec *Record, d Decision) error {
 
 // judge is the policy's half of the gate, without holding anything: a dry run's word on the grant that would
 // approve it asks it alone.
-func (e *Engine) judge(ctx context.Context, rec *Record, d Decision) error {
+func (e *Engine) judge(ctx context.Context, rec *ops.Record, d Decision) error {
 	if rec.Plan == nil {
-		return Errorf(CodeInvalidPhase, "", "see "+Ask("request show id="+rec.ID()), "request %s has no plan to approve", rec.ID())
+		return ops.Errorf(ops.CodeInvalidPhase, "", "see "+ops.Ask("request show id="+rec.ID()), "request %s has no plan to approve", rec.ID())
 	}
 	if e.policy == nil {
 		return nil
@@ -78,24 +62,24 @@ func (e *Engine) judge(ctx context.Context, rec *Record, d Decision) error {
 }
 
 // approvedBy records on r the path that approved it.
-func approvedBy(d Decision) func(*Record) {
-	return func(r *Record) { r.Approval.DecidedBy = d.Path }
+func approvedBy(d Decision) func(*ops.Record) {
+	return func(r *ops.Record) { r.Approval.DecidedBy = d.Path }
 }
 
 // releasesHold says whether rec, just moved from phase from, gave up its budget hold by moving: it ended without
 // its write (denied, expired, cancelled, rejected, failed before the write) or went back to approval with a new plan.
 // An interrupted request's write may have taken effect: its hold stays whatever it becomes.
-func releasesHold(from Phase, rec *Record) bool {
-	if from == PhaseInterrupted {
+func releasesHold(from ops.Phase, rec *ops.Record) bool {
+	if from == ops.PhaseInterrupted {
 		return false
 	}
 	switch rec.Phase {
-	case PhaseDenied, PhaseExpired, PhaseCancelled, PhaseRejected:
+	case ops.PhaseDenied, ops.PhaseExpired, ops.PhaseCancelled, ops.PhaseRejected:
 		return true
-	case PhaseFailed:
+	case ops.PhaseFailed:
 		return rec.Execution == nil || rec.Execution.WriteStarted.IsZero()
-	case PhaseAwaitingApproval:
-		return from == PhaseApproved || from == PhaseExecuting
+	case ops.PhaseAwaitingApproval:
+		return from == ops.PhaseApproved || from == ops.PhaseExecuting
 	}
 	return false
 }
