@@ -3,7 +3,7 @@ GO        ?= go
 CONFIG    ?= config/example.yaml
 STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests need nothing but Go (no redis-server, no control plane).
-UNIT_PKGS ?= ./config/... ./ops ./approvals/... ./handlers/... ./cmd/...
+UNIT_PKGS ?= ./config/... ./ops ./ops/engine ./approvals/... ./handlers/... ./cmd/...
 
 .PHONY: run playground test unit lint bench fuzz model stress e2e-tools deps build image clean
 

@@ -6,6 +6,9 @@ import (
 	"github.com/hyperops/hyperops/ops"
 )
 
+// alice is the requester of the grant and of the requests it is tried on.
+var alice = ops.Initiator{Kind: ops.Human, ID: "U0ALICE"}
+
 // Every change has a size a grant holds it to: the count it moves, else the objects it changes. A grant given on a
 // one-node reboot (size cap 1) does not approve a twenty-node reboot; before, an operation without a count had no
 // size cap at all, and a grant on it approved any number of nodes.

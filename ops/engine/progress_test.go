@@ -1,4 +1,4 @@
-package ops_test
+package engine_test
 
 import (
 	"context"
