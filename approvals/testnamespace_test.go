@@ -75,7 +75,7 @@ func exampleEngine(t *testing.T, scopeLine string) (*engine.Engine, *opstest.Sto
 	clock := newFakeClock()
 	store := opstest.NewStore()
 	eng := engine.New(catalog, store, opstest.NewLocker(clock), New(cfg, newDirectory(), clock),
-		engine.Options{Replica: "r1", Clock: clock, Targets: ops.ConfigTargets(cfg), Risk: ops.RiskPolicyFor(cfg)})
+		engine.Options{Replica: "r1", Clock: clock, Targets: engine.ConfigTargets(cfg), Risk: ops.RiskPolicyFor(cfg)})
 	return eng, store, cfg
 }
 

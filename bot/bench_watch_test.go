@@ -56,7 +56,7 @@ type watchBench struct {
 }
 
 // BenchmarkWatch5000Jobs runs one bot replica whose watcher informs on 5,000 managed Jobs of a fake clientset, each
-// subscribed from a watch message in fake Slack (the /hp watch path: watch message, then ops.Watches.Watch). Each
+// subscribed from a watch message in fake Slack (the /hp watch path: watch message, then engine.Watches.Watch). Each
 // iteration changes the status of 200 Jobs and measures, per Job, the time from the status update to its thread
 // reply (p50/p99/max), then checks every thread for lost or repeated transitions. It also reports the informers
 // opened per kind, the time to subscribe and to sync, and heap and RSS after sync (docs/architecture.md: one informer per kind,

@@ -81,7 +81,7 @@ type Bot struct {
 	slack   *SlackClient
 	metrics *Metrics
 	rt      *runtime
-	watches *ops.Watches
+	watches *engine.Watches
 	watcher *kube.Watcher
 	reports *schedule.Scheduler
 	teller  *teller
@@ -114,12 +114,12 @@ func (n *notifier) Changed(ctx context.Context, rec *ops.Record, t ops.Transitio
 	n.homes.Changed(ctx, rec, from)
 }
 
-var _ ops.ReservationWarningSink = (*watchSink)(nil)
+var _ engine.ReservationWarningSink = (*watchSink)(nil)
 
 // watchTeller tells watched workloads' changes and their reservation warnings.
 type watchTeller interface {
-	ops.WatchSink
-	ops.ReservationWarningSink
+	engine.WatchSink
+	engine.ReservationWarningSink
 }
 
 // watchSink tells a watched workload's change in Slack, then refreshes the Homes that show the request that made it:
@@ -203,7 +203,7 @@ func New(opts Options) (*Bot, error) {
 	policy := approvals.New(cfg, sc, opts.Clock)
 	log := opts.Log
 	eng := engine.New(opts.Catalog, store, store, policy, engine.Options{
-		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: ops.ConfigTargets(cfg),
+		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: engine.ConfigTargets(cfg),
 		Risk:  ops.RiskPolicyFor(cfg),
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store, Grants: store,
@@ -231,10 +231,10 @@ func New(opts Options) (*Bot, error) {
 			Str("method", u.Method).Str("slack_error", u.Code).Msg("slack refused a message for good")
 	}
 	hcfg.Workloads = store
-	var watches *ops.Watches
+	var watches *engine.Watches
 	sink := &watchSink{watchTeller: handlers.NewWatchTeller(hcfg, opts.Catalog, eng, sc), records: eng}
 	if opts.Clusters != nil {
-		watches = ops.NewWatches(ops.WatchOptions{Store: store, Objects: opts.Clusters, Targets: ops.ConfigTargets(cfg),
+		watches = engine.NewWatches(engine.WatchOptions{Store: store, Objects: opts.Clusters, Targets: engine.ConfigTargets(cfg),
 			Sink: sink, Clusters: opts.Clusters.Names(),
 			OnCount: func(n int64) { m.WatchedObjects.Set(float64(n)) },
 			OnEnded: func(ctx context.Context, c ops.WatchChange) {

@@ -12,7 +12,7 @@ import (
 // Slack notifies nobody of a mention that an edit adds, so the outcomes a requester must hear of go as a new thread
 // reply that mentions them first: what happened, then what to do next. The plan message is still updated in place,
 // for whoever looks at it. The outbox posts each reply once per transition (deliver), the job watch once per state
-// (ops.Watches), whichever replica tells it.
+// (engine.Watches), whichever replica tells it.
 
 // needsRequester reports whether a phase is an outcome its requester must hear of: it failed, expired or was denied,
 // or it waits for a person's choice (interrupted: Take over, then Resume or Stop).

@@ -10,9 +10,10 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-// Watches keeps job-watch subscriptions (ops.Watches implements it).
+// Watches keeps job-watch subscriptions (engine.Watches implements it).
 type Watches interface {
 	// Resolve fills the target's defaults and refuses unregistered clusters, namespaces and unknown kinds.
 	Resolve(t ops.WatchTarget) (ops.ObjectRef, error)
@@ -27,7 +28,7 @@ func WatchID(channel string) string { return "watch:" + channel }
 
 // WatchRequest names the request whose workload a change is about: the request the object's label names, else
 // the request the subscription was made for. A subscription's first state is told from a read of the cluster
-// (ops.Watches catch-up), which carries no label: a job already running when its request was told succeeded is
+// (engine.Watches catch-up), which carries no label: a job already running when its request was told succeeded is
 // still its request's. "" for a person's /hp watch of an object HyperOps did not make.
 func WatchRequest(sub ops.WatchSubscription, c ops.WatchChange) string {
 	if c.RequestID != "" || IsWatchID(sub.ID) {
@@ -82,8 +83,8 @@ type Records interface {
 	Get(ctx context.Context, id string) (*ops.Record, error)
 }
 
-// WatchTeller tells the changes of watched objects in Slack (ops.WatchSink). It stands apart from the Handler, so
-// the protocol that calls it (ops.Watches) and the Handler that subscribes through that protocol need no pointer
+// WatchTeller tells the changes of watched objects in Slack (engine.WatchSink). It stands apart from the Handler, so
+// the protocol that calls it (engine.Watches) and the Handler that subscribes through that protocol need no pointer
 // back to each other.
 type WatchTeller struct {
 	specs   Specs
@@ -92,7 +93,7 @@ type WatchTeller struct {
 	poster  Poster
 }
 
-var _ ops.WatchSink = (*WatchTeller)(nil)
+var _ engine.WatchSink = (*WatchTeller)(nil)
 
 // NewWatchTeller returns the teller of watched objects, posting with poster as the Handler built from cfg does;
 // specs are the operations' facts its request messages are drawn with, and cfg.Workloads the states last told of

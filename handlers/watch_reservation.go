@@ -8,12 +8,13 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
-var _ ops.ReservationWarningSink = (*WatchTeller)(nil)
+var _ engine.ReservationWarningSink = (*WatchTeller)(nil)
 
 // WarnReservation tells one subscription, in its thread, that the training plan its workload's nodes run on ends
-// soon (ops.Watches claimed it once for this end of the plan).
+// soon (engine.Watches claimed it once for this end of the plan).
 func (w *WatchTeller) WarnReservation(ctx context.Context, sub ops.WatchSubscription, rw ops.ReservationWarning) error {
 	reply := ReservationWarningReply(rw)
 	reply.ThreadTS = threadOf(sub.Thread, sub.Message)

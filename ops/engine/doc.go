@@ -1,4 +1,4 @@
 // Package engine drives every request through the one guarded lifecycle (validate → plan → approve → lock → execute):
-// transitions, the gate with budgets, grants and break-glass, the queue executors, the outbox tellers and the sweep,
-// with the ports it needs (Store, Locker, Queue, Outbox, Policy). It imports ops, config, clockwork and the stdlib.
+// transitions, the gate with budgets, grants and break-glass, queue executors, outbox tellers, the sweep and job
+// watching, with the ports they need (Store, Locker, Queue, Outbox, Policy). It imports ops, config, clockwork, std.
 package engine

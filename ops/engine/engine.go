@@ -20,7 +20,7 @@ type Options struct {
 	// Risk holds the shared risk rules.
 	Risk ops.RiskPolicy
 	// Targets resolves defaults and registration of clusters and namespaces; nil accepts targets as given.
-	Targets ops.TargetResolver
+	Targets TargetResolver
 	// LockTTL is how long a lock or execution lease lives without renewal (default 30s); renewed every third of it.
 	LockTTL time.Duration
 	// Notifier is told about stored transitions (optional).

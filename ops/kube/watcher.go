@@ -32,7 +32,7 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
 
-// TransitionSink receives the status changes of watched objects. It decides what was already told (ops.Watches
+// TransitionSink receives the status changes of watched objects. It decides what was already told (engine.Watches
 // claims each state in ops/state) so that re-emitting current state after a restart or hand-over is harmless.
 type TransitionSink interface {
 	Transition(ctx context.Context, c ops.WatchChange)

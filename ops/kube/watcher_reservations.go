@@ -15,7 +15,7 @@ import (
 )
 
 // ReservationSink receives the workloads whose nodes run on a reservation (a training plan) that ends soon. It
-// decides what was already warned about (ops.Watches claims each plan's end per object in ops/state), so a check
+// decides what was already warned about (engine.Watches claims each plan's end per object in ops/state), so a check
 // repeated every minute, after a restart or by another replica, warns once.
 type ReservationSink interface {
 	ReservationEnding(ctx context.Context, w ops.ReservationWarning) error

@@ -27,6 +27,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 	hpaws "github.com/hyperops/hyperops/ops/aws"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -105,13 +106,13 @@ type resvEnv struct {
 	reader ops.ReservationReader
 	reads  atomic.Int64
 	heard  *heard
-	// handed counts the warnings the watchers handed to ops.Watches and it answered (told, or claimed already).
+	// handed counts the warnings the watchers handed to engine.Watches and it answered (told, or claimed already).
 	handed atomic.Int64
 }
 
-// countingSink is ops.Watches counting the warnings it answered, so a test knows a check is over.
+// countingSink is engine.Watches counting the warnings it answered, so a test knows a check is over.
 type countingSink struct {
-	*ops.Watches
+	*engine.Watches
 	n *atomic.Int64
 }
 
@@ -163,10 +164,10 @@ func newResvEnv(t *testing.T, opts ...envOption) *resvEnv {
 	return r
 }
 
-// start runs a replica's watcher and its ops.Watches over the shared store, checking the plans every minute.
+// start runs a replica's watcher and its engine.Watches over the shared store, checking the plans every minute.
 func (r *resvEnv) start(t *testing.T, holder string) (stop func()) {
 	t.Helper()
-	watches := ops.NewWatches(ops.WatchOptions{Store: r.store, Sink: heardBy{r.heard, holder}})
+	watches := engine.NewWatches(engine.WatchOptions{Store: r.store, Sink: heardBy{r.heard, holder}})
 	w := NewWatcher(r.e.cs, WatcherOptions{Leases: r.store, Sink: countingSink{watches, &r.handed}, Holder: holder, LeaseTTL: 300 * time.Millisecond,
 		Reservations: countedReader{r.reader, &r.reads}, ReservationWarnBefore: time.Hour, ReservationCheck: time.Minute, Clock: r.clock,
 		OnError: func(c string, err error) { t.Logf("%s %s: %v", holder, c, err) }})
@@ -287,8 +288,8 @@ func TestWatcherWarnsNothingWhenTheReservationsCannotBeRead(t *testing.T) {
 	}
 }
 
-// ops.Watches is the reservation sink the bot wires in.
-var _ ReservationSink = (*ops.Watches)(nil)
+// engine.Watches is the reservation sink the bot wires in.
+var _ ReservationSink = (*engine.Watches)(nil)
 
 // Through ops/aws's reader over the real SDK and the fake AWS: while DescribeTrainingPlan is throttled the plan's end
 // is unknown and nobody is warned, the watch going on; once it answers, the job on the plan's group is warned once,

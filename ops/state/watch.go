@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // Job-watch state of one object: {p}:subs:<object> is a hash requestID → Subscription, {p}:told:<object> the last
@@ -28,7 +29,7 @@ type storedSubscription struct {
 	ThreadTS  string `json:"threadTs,omitempty"`
 }
 
-var _ ops.WatchStore = (*Store)(nil)
+var _ engine.WatchStore = (*Store)(nil)
 
 // unsubscribeScript: KEYS subs, watched, told; ARGV request id, object JSON. Forgets the object when its last
 // subscription goes.

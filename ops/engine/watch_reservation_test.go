@@ -1,4 +1,4 @@
-package ops_test
+package engine_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -41,9 +42,9 @@ func (s *warnedSink) warnings() []string {
 func TestWatchesWarnOncePerPlanEnd(t *testing.T) {
 	store := opstest.NewRedisStore(t).Store
 	sinks := []*warnedSink{{}, {}}
-	var ws []*ops.Watches
+	var ws []*engine.Watches
 	for _, s := range sinks {
-		ws = append(ws, ops.NewWatches(ops.WatchOptions{Store: store, Objects: clusterObjects{}, Targets: oneCluster{}, Sink: s}))
+		ws = append(ws, engine.NewWatches(engine.WatchOptions{Store: store, Objects: clusterObjects{}, Targets: oneCluster{}, Sink: s}))
 	}
 	ctx := context.Background()
 	end := time.Date(2026, 12, 5, 16, 0, 0, 0, time.UTC)
@@ -59,7 +60,7 @@ func TestWatchesWarnOncePerPlanEnd(t *testing.T) {
 		}
 	}
 	// A plain WatchSink hears no warning and claims nothing.
-	plain := ops.NewWatches(ops.WatchOptions{Store: store, Objects: clusterObjects{}, Targets: oneCluster{}, Sink: &toldSink{}})
+	plain := engine.NewWatches(engine.WatchOptions{Store: store, Objects: clusterObjects{}, Targets: oneCluster{}, Sink: &toldSink{}})
 	if err := store.Subscribe(ctx, job("train"), ops.WatchSubscription{ID: "w-1", Channel: "C1", Thread: "1.1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ops_test
+package engine_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -73,7 +74,7 @@ func (oneCluster) Resolve(t ops.Target) (ops.Target, error) {
 
 // replicas returns n protocols sharing one Redis, as replicas do, each with its own sink; count is the last
 // number of watched objects any of them reported.
-func replicas(t *testing.T, n int, objects clusterObjects) (ws []*ops.Watches, sinks []*toldSink, count func() int64) {
+func replicas(t *testing.T, n int, objects clusterObjects) (ws []*engine.Watches, sinks []*toldSink, count func() int64) {
 	t.Helper()
 	store := opstest.NewRedisStore(t).Store
 	var mu sync.Mutex
@@ -81,7 +82,7 @@ func replicas(t *testing.T, n int, objects clusterObjects) (ws []*ops.Watches, s
 	for range n {
 		sink := &toldSink{}
 		sinks = append(sinks, sink)
-		ws = append(ws, ops.NewWatches(ops.WatchOptions{Store: store, Objects: objects, Targets: oneCluster{}, Sink: sink,
+		ws = append(ws, engine.NewWatches(engine.WatchOptions{Store: store, Objects: objects, Targets: oneCluster{}, Sink: sink,
 			Clusters: []string{"c1"}, OnCount: func(n int64) { mu.Lock(); last = n; mu.Unlock() },
 			OnError: func(c ops.WatchChange, err error) { t.Errorf("telling %s→%s: %v", c.Object.Name, c.To, err) }}))
 	}
@@ -92,7 +93,7 @@ func job(name string) ops.ObjectRef {
 	return ops.ObjectRef{Cluster: "c1", Namespace: "ml", APIVersion: "batch/v1", Kind: "Job", Name: name}
 }
 
-func mustWatch(t *testing.T, w *ops.Watches, obj ops.ObjectRef, id string) {
+func mustWatch(t *testing.T, w *engine.Watches, obj ops.ObjectRef, id string) {
 	t.Helper()
 	if err := w.Watch(context.Background(), obj, ops.WatchSubscription{ID: id, Channel: "C1", Message: id + ".1", Thread: id + ".1"}); err != nil {
 		t.Fatal(err)
