@@ -1,5 +1,7 @@
 package ops
 
+import "context"
+
 // WatchDeleted is the state told when a watched object is gone; telling it ends the object's subscriptions.
 const WatchDeleted = "deleted"
 
@@ -46,4 +48,14 @@ type WatchChange struct {
 // watcher's states, ops/kube).
 func RunEnded(state string) bool {
 	return state == "completed" || state == "failed" || state == WatchDeleted
+}
+
+// WatchedObjects names and reads the objects people watch (ops/kube implements it over the registered clusters).
+type WatchedObjects interface {
+	// WatchedObject names the object of a known kind and a valid name on a resolved target.
+	WatchedObject(t Target, kind, name string) (ObjectRef, error)
+	// ObserveWatched reads obj's current state; found is false when it does not exist (yet).
+	ObserveWatched(ctx context.Context, obj ObjectRef) (state, reason string, found bool, err error)
+	// Watchable reports whether the watcher informs on obj's kind: only those are ever told.
+	Watchable(obj ObjectRef) bool
 }

@@ -28,16 +28,6 @@ type WatchStore interface {
 	ClaimReservationWarning(ctx context.Context, obj ops.ObjectRef, plan string, end time.Time) (bool, error)
 }
 
-// WatchedObjects names and reads the objects people watch (ops/kube implements it over the registered clusters).
-type WatchedObjects interface {
-	// WatchedObject names the object of a known kind and a valid name on a resolved target.
-	WatchedObject(t ops.Target, kind, name string) (ops.ObjectRef, error)
-	// ObserveWatched reads obj's current state; found is false when it does not exist (yet).
-	ObserveWatched(ctx context.Context, obj ops.ObjectRef) (state, reason string, found bool, err error)
-	// Watchable reports whether the watcher informs on obj's kind: only those are ever told.
-	Watchable(obj ops.ObjectRef) bool
-}
-
 // WatchSink tells one subscription about a change of its object (handlers tells it in Slack).
 type WatchSink interface {
 	Watched(ctx context.Context, sub ops.WatchSubscription, c ops.WatchChange) error
@@ -46,7 +36,7 @@ type WatchSink interface {
 // WatchOptions wire Watches; Store, Objects, Targets and Sink are required.
 type WatchOptions struct {
 	Store   WatchStore
-	Objects WatchedObjects
+	Objects ops.WatchedObjects
 	Targets TargetResolver
 	Sink    WatchSink
 	// Clusters are the registered clusters' names, whose watched objects OnCount counts.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hyperops/hyperops/ops"
-	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // watchKinds maps what people write in kind= to the resources the watcher informs on.
@@ -19,7 +18,7 @@ var watchKinds = map[string]Resource{
 	"hyperpodpytorchjob": ResHyperPod, "deployment": ResDeployment,
 }
 
-var _ engine.WatchedObjects = (*Clusters)(nil)
+var _ ops.WatchedObjects = (*Clusters)(nil)
 
 // WatchedObject names the object a person asked to watch on a resolved target: a known kind and a DNS-1123 name.
 func (cs *Clusters) WatchedObject(t ops.Target, kind, name string) (ops.ObjectRef, error) {
