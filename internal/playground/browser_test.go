@@ -144,9 +144,11 @@ func (b *browser) screenshot(name string) string {
 	return path
 }
 
-// become switches the "you are" selector as a person would.
+// become switches the "you are" selector as a person would, once it offers key: the page fills its options from
+// its first read of the playground, which may come after the selector is shown.
 func (b *browser) become(key string) {
 	b.t.Helper()
+	b.waitFor("the selector offering "+key, fmt.Sprintf(`document.querySelector(%q) !== null`, `#persona option[value="`+key+`"]`), 30*time.Second)
 	b.run("switch to "+key, 10*time.Second, chromedp.SetValue(chromedp.ID("persona"), key),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("persona").dispatchEvent(new Event("change", {bubbles: true}))`))
 	b.waitFor("the page as "+key, fmt.Sprintf(`document.body.dataset.as === %q && document.querySelector(".who") !== null`, key), 10*time.Second)
