@@ -23,7 +23,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
-	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -63,7 +63,7 @@ type Options struct {
 	// Groups is the AWS view of instance groups in capacity reports (optional); when it is an
 	// ops.ReservationReader too, reports list the training plans that end within a day, and the job-watch threads
 	// of the workloads on a plan are warned risk.reservationWarnBefore before it ends.
-	Groups report.GroupSource
+	Groups collect.GroupSource
 	// MCPListener serves MCP (bot/mcp.go); nil listens on Config.MCP.Listen, off when that is empty.
 	MCPListener net.Listener
 	// MCPPollEvery is how often MCP long polls and subscriptions re-read a request (default 250ms).

@@ -23,7 +23,7 @@ import (
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
-	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -218,7 +218,7 @@ type harnessOptions struct {
 	// tellers tune the outbox tellers.
 	tellers engine.TellerOptions
 	// groups is the AWS view of the instance groups (and, as an ops.ReservationReader, of their training plans).
-	groups report.GroupSource
+	groups collect.GroupSource
 	// tick makes the bots read the fake clock as a real one reads: each reading later than the last (tickingClock).
 	tick bool
 }

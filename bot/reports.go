@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -48,7 +49,7 @@ func (p reportPublisher) PublishNotice(ctx context.Context, channel, text string
 	return err
 }
 
-// awsGroups is the AWS view of a cluster's instance groups for reports (report.GroupSource): HyperPod instance
+// awsGroups is the AWS view of a cluster's instance groups for reports (collect.GroupSource): HyperPod instance
 // groups and EKS managed node groups, from DescribeCluster and DescribeNodegroup.
 type awsGroups struct {
 	clients *aws.Clients
@@ -63,8 +64,8 @@ func (g awsGroups) Reservations(ctx context.Context, cluster string) ([]ops.Capa
 	return g.clients.Reservations(ctx, cluster)
 }
 
-// InstanceGroups implements report.GroupSource; a cluster with neither HyperPod nor EKS configured has none.
-func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report.GroupStatus, error) {
+// InstanceGroups implements collect.GroupSource; a cluster with neither HyperPod nor EKS configured has none.
+func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]collect.GroupStatus, error) {
 	if cl, ok := g.cfg.Cluster(cluster); ok && cl.HyperPod.ClusterName == "" && cl.EKS.ClusterName == "" {
 		return nil, nil
 	}
@@ -72,10 +73,10 @@ func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report
 	if err != nil {
 		return nil, fmt.Errorf("read the instance groups of %s: %w", cluster, err)
 	}
-	var out []report.GroupStatus
+	var out []collect.GroupStatus
 	add := func(groups []aws.GroupCapacity) {
 		for _, gr := range groups {
-			out = append(out, report.GroupStatus{Name: gr.Name, InstanceType: strings.Join(gr.InstanceTypes, ","), Current: gr.Current,
+			out = append(out, collect.GroupStatus{Name: gr.Name, InstanceType: strings.Join(gr.InstanceTypes, ","), Current: gr.Current,
 				Target: gr.Target, Status: gr.Status, Instances: gr.NotRunning})
 		}
 	}
@@ -90,13 +91,13 @@ func (g awsGroups) InstanceGroups(ctx context.Context, cluster string) ([]report
 
 // reporting builds the report builder, the scheduler of cfg.Reports (claimed once per tick across replicas) and
 // the on-demand reporter of /hp report capacity.
-func reporting(opts Options, store *state.Store, sc *SlackClient, teams report.TeamSpendSource) (*schedule.Scheduler, handlers.Reporter, error) {
+func reporting(opts Options, store *state.Store, sc *SlackClient, teams collect.TeamSpendSource) (*schedule.Scheduler, handlers.Reporter, error) {
 	clusters := opts.Clusters
 	pricer := opts.Pricer
 	if pricer == nil {
 		pricer = ops.NewPriceTable(opts.Config.Pricing.Overrides)
 	}
-	b := &report.Builder{
+	b := &collect.Builder{
 		Kube: func(name string) (kubernetes.Interface, error) {
 			c, err := clusters.Get(name)
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/kube"
-	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 )
 
 // trainingPlans is the AWS view of one instance group, gpu, on training plan tp-gpu ending at end on the harness's
@@ -26,7 +26,7 @@ type trainingPlans struct {
 	n     int
 }
 
-func (p *trainingPlans) InstanceGroups(context.Context, string) ([]report.GroupStatus, error) {
+func (p *trainingPlans) InstanceGroups(context.Context, string) ([]collect.GroupStatus, error) {
 	return nil, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 )
 
 // memClaimer claims like Redis SET NX: the first claim of a (report, time) wins; failing makes it unreachable.
@@ -111,7 +112,7 @@ type clockBuilder struct {
 	fail  map[string]bool
 }
 
-func (b clockBuilder) Build(_ context.Context, s report.Spec) (report.Report, error) {
+func (b clockBuilder) Build(_ context.Context, s collect.Spec) (report.Report, error) {
 	if b.fail[s.Cluster] {
 		return report.Report{}, ops.Errorf(ops.CodeClusterUnavailable, "", "check the API server", "cannot read cluster %s", s.Cluster)
 	}

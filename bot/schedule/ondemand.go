@@ -8,6 +8,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 )
 
 // OnDemand answers /hp report capacity [cluster=]: the same report as the schedules, for the named clusters (all
@@ -28,7 +29,7 @@ func (o *OnDemand) CapacityReport(ctx context.Context, channel string, clusters 
 		}
 	}
 	var errs []error
-	for _, spec := range report.SpecsFor(o.Config, &rep) {
+	for _, spec := range collect.SpecsFor(o.Config, &rep) {
 		if err := Publish(ctx, o.Builder, o.Publisher, channel, spec); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", spec.Cluster, err))
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops/report"
+	"github.com/hyperops/hyperops/ops/report/collect"
 )
 
 // TickClaimer claims a report's scheduled run; exactly one caller across replicas gets true (ops/state's Store
@@ -29,9 +30,9 @@ type Publisher interface {
 	PublishNotice(ctx context.Context, channel, text string) error
 }
 
-// Builder builds one cluster's report; *report.Builder implements it.
+// Builder builds one cluster's report; *collect.Builder implements it.
 type Builder interface {
-	Build(ctx context.Context, s report.Spec) (report.Report, error)
+	Build(ctx context.Context, s collect.Spec) (report.Report, error)
 }
 
 // Defaults of Options.
@@ -281,7 +282,7 @@ func (s *Scheduler) post(ctx context.Context, r *scheduled, tick time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.BuildTimeout)
 	defer cancel()
 	log := s.opts.Log.With().Str("report", r.cfg.Name).Time("scheduled", tick).Logger()
-	for _, spec := range report.SpecsFor(s.opts.Config, &r.cfg) {
+	for _, spec := range collect.SpecsFor(s.opts.Config, &r.cfg) {
 		if err := Publish(ctx, s.opts.Builder, s.opts.Publisher, r.cfg.Channel, spec); err != nil {
 			log.Error().Err(err).Str("cluster", spec.Cluster).Msg("capacity report failed")
 			s.notice(ctx, r.cfg.Channel, fmt.Sprintf(":x: report %s for cluster %s scheduled at %s failed: %s", r.cfg.Name, spec.Cluster,
@@ -298,7 +299,7 @@ func (s *Scheduler) notice(ctx context.Context, channel, text string) {
 
 // Publish builds one cluster's report, draws its chart when the report shows one, and publishes both. A chart that
 // cannot be drawn is a warning on the report, not a failure.
-func Publish(ctx context.Context, b Builder, p Publisher, channel string, spec report.Spec) error {
+func Publish(ctx context.Context, b Builder, p Publisher, channel string, spec collect.Spec) error {
 	r, err := b.Build(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("build: %w", err)

@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
+// t0 is when the charts' reports were read.
+var t0 = time.Date(2025, 3, 10, 16, 0, 0, 0, time.UTC)
+
 func chartReport(groups []Group, history []Point) Report {
 	return Report{Name: "daily-capacity", Cluster: "ml-prod-eks", At: t0, Groups: groups, History: history}
 }
 
 func group(name string, alloc, free int64) Group {
-	return Group{Name: name, GPUs: newGPUs(alloc+free, alloc)}
+	return Group{Name: name, GPUs: GPUsOf(alloc+free, alloc)}
 }
 
 func decode(t *testing.T, b []byte) image.Image {

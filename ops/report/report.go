@@ -34,6 +34,13 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// OnDemand is the report name of /hp report capacity, so on-demand reports keep their own series.
+const OnDemand = "on-demand"
+
+// ReservationWindow is how far ahead a report lists the reservations that end: a day, so the report before the
+// end always names it.
+const ReservationWindow = 24 * time.Hour
+
 // Shows reports whether the report includes section (an empty Sections means all).
 func (r Report) Shows(section string) bool {
 	if len(r.Sections) == 0 {
@@ -92,7 +99,8 @@ type GPUs struct {
 	Utilisation float64 `json:"utilisation"`
 }
 
-func newGPUs(total, allocated int64) GPUs {
+// GPUsOf returns the GPUs of total allocatable of which allocated are requested.
+func GPUsOf(total, allocated int64) GPUs {
 	g := GPUs{Total: total, Allocated: allocated, Free: total - allocated}
 	if g.Free < 0 {
 		g.Free = 0 // requests can exceed allocatable while a node shrinks; nothing is free then
@@ -207,4 +215,54 @@ func (r Report) InferenceCount() int {
 		n += len(ns.Inference)
 	}
 	return n
+}
+
+// Kueue is the Kueue view of a cluster whose config names a LocalQueue (clusters[].kueue.queue): the LocalQueues of
+// that name in the cluster's namespaces and the ClusterQueues they submit to.
+type Kueue struct {
+	// Installed is false when the cluster serves none of KueueVersions; the rest is then empty.
+	Installed bool `json:"installed"`
+	// Version is the API version read (v1beta2 or v1beta1).
+	Version string `json:"version,omitempty"`
+	// Queue is the configured LocalQueue name.
+	Queue string `json:"queue"`
+	// Resource is the resource the quota figures are of (the report's GPU resource).
+	Resource string `json:"resource"`
+	// LocalQueues are the LocalQueues named Queue, by namespace.
+	LocalQueues []LocalQueue `json:"localQueues,omitempty"`
+	// ClusterQueues are the ClusterQueues those LocalQueues submit to, by name.
+	ClusterQueues []ClusterQueue `json:"clusterQueues,omitempty"`
+}
+
+// LocalQueue is one namespace's LocalQueue: the ClusterQueue it submits to and its workloads.
+type LocalQueue struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	ClusterQueue string `json:"clusterQueue"`
+	// Pending counts its workloads not yet admitted; Admitted those admitted and not finished.
+	Pending  int64 `json:"pending"`
+	Admitted int64 `json:"admitted"`
+}
+
+// ClusterQueue is one ClusterQueue's quota and use of the report's resource, summed over its flavors, and its
+// workloads.
+type ClusterQueue struct {
+	Name string `json:"name"`
+	// Missing is true when a LocalQueue names a ClusterQueue that does not exist: its workloads cannot be admitted.
+	Missing bool   `json:"missing,omitempty"`
+	Cohort  string `json:"cohort,omitempty"`
+	// Covered is false when no flavor of the queue has quota for the resource.
+	Covered bool `json:"covered"`
+	// Flavors are the flavors that have quota for the resource.
+	Flavors []string `json:"flavors,omitempty"`
+	Nominal int64    `json:"nominal"`
+	// BorrowingLimit is how much the queue may borrow from its cohort; nil means no limit (with a cohort).
+	BorrowingLimit *int64 `json:"borrowingLimit,omitempty"`
+	// Used is the quota the admitted workloads use, including Borrowed, what they use beyond Nominal.
+	Used     int64 `json:"used"`
+	Borrowed int64 `json:"borrowed"`
+	// Pending, Reserving and Admitted count the queue's workloads waiting, holding quota, and admitted.
+	Pending   int64 `json:"pending"`
+	Reserving int64 `json:"reserving"`
+	Admitted  int64 `json:"admitted"`
 }

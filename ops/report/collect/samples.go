@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +23,7 @@ type snapshot struct {
 	Inference     int     `json:"inference"`
 }
 
-func snapshotOf(r *Report) snapshot {
+func snapshotOf(r *report.Report) snapshot {
 	return snapshot{
 		Nodes: r.Nodes(), GPUsTotal: r.GPUs.Total, GPUsAllocated: r.GPUs.Allocated, Utilisation: r.GPUs.Utilisation,
 		PendingPods: r.Pending.Pods, Hourly: r.Spend.Hourly, Training: r.TrainingCount(), Inference: r.InferenceCount(),
@@ -30,11 +32,11 @@ func snapshotOf(r *Report) snapshot {
 
 // track reads the series for the change and history, then appends this report to it. Samples that cannot be read
 // or stored become warnings: a report without its history is still worth posting.
-func (b *Builder) track(ctx context.Context, s Spec, r *Report) {
+func (b *Builder) track(ctx context.Context, s Spec, r *report.Report) {
 	now := snapshotOf(r)
-	current := Point{At: r.At, Total: now.GPUsTotal, Allocated: now.GPUsAllocated, Utilisation: now.Utilisation}
+	current := report.Point{At: r.At, Total: now.GPUsTotal, Allocated: now.GPUsAllocated, Utilisation: now.Utilisation}
 	if b.Samples == nil {
-		r.History = []Point{current}
+		r.History = []report.Point{current}
 		return
 	}
 	series := SeriesName(s.Report, s.Cluster)
@@ -52,7 +54,7 @@ func (b *Builder) track(ctx context.Context, s Spec, r *Report) {
 			continue // a sample written by another version: leave it out of the line
 		}
 		at := sm.At.In(r.At.Location())
-		r.History = append(r.History, Point{At: at, Total: snap.GPUsTotal, Allocated: snap.GPUsAllocated, Utilisation: snap.Utilisation})
+		r.History = append(r.History, report.Point{At: at, Total: snap.GPUsTotal, Allocated: snap.GPUsAllocated, Utilisation: snap.Utilisation})
 		r.Change = changeFrom(&snap, &now, at)
 	}
 	r.History = append(r.History, current)
@@ -66,8 +68,8 @@ func (b *Builder) track(ctx context.Context, s Spec, r *Report) {
 	}
 }
 
-func changeFrom(prev, now *snapshot, at time.Time) *Change {
-	return &Change{
+func changeFrom(prev, now *snapshot, at time.Time) *report.Change {
+	return &report.Change{
 		Since:         at,
 		Nodes:         now.Nodes - prev.Nodes,
 		GPUsTotal:     now.GPUsTotal - prev.GPUsTotal,

@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"reflect"
 	"sort"
@@ -131,7 +133,7 @@ func TestBuildKueueQueues(t *testing.T) {
 		name      string
 		notServed []string
 		objs      []runtime.Object
-		want      *Kueue
+		want      *report.Kueue
 	}{
 		{
 			name: "queue borrowing from its cohort",
@@ -143,9 +145,9 @@ func TestBuildKueueQueues(t *testing.T) {
 				localQueueObj("v1beta2", "ml-platform", "team-a", "team-a-cq", 0, 2),
 				localQueueObj("v1beta2", "ml-platform", "team-b", "team-b-cq", 0, 0),
 			},
-			want: &Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
-				LocalQueues: []LocalQueue{{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "team-a-cq", Admitted: 2}},
-				ClusterQueues: []ClusterQueue{{Name: "team-a-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5", "p4d"},
+			want: &report.Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
+				LocalQueues: []report.LocalQueue{{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "team-a-cq", Admitted: 2}},
+				ClusterQueues: []report.ClusterQueue{{Name: "team-a-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5", "p4d"},
 					Nominal: 24, BorrowingLimit: ptr(int64(8)), Used: 32, Borrowed: 8, Reserving: 2, Admitted: 2}},
 			},
 		},
@@ -159,12 +161,12 @@ func TestBuildKueueQueues(t *testing.T) {
 				// Not the cluster's namespaces: another team's queue of the same name.
 				localQueueObj("v1beta2", "other-team", "team-a", "other-cq", 9, 9),
 			},
-			want: &Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
-				LocalQueues: []LocalQueue{
+			want: &report.Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
+				LocalQueues: []report.LocalQueue{
 					{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "shared-cq", Pending: 3, Admitted: 2},
 					{Namespace: "research", Name: "team-a", ClusterQueue: "shared-cq", Pending: 2, Admitted: 1},
 				},
-				ClusterQueues: []ClusterQueue{{Name: "shared-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5"},
+				ClusterQueues: []report.ClusterQueue{{Name: "shared-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5"},
 					Nominal: 64, Used: 64, Pending: 5, Reserving: 3, Admitted: 3}},
 			},
 		},
@@ -176,9 +178,9 @@ func TestBuildKueueQueues(t *testing.T) {
 					flavorQuota{name: "p5", gpu: "8", cpu: "192", borrowingLimit: "4", usedGPU: "12", borrowedGPU: "4"}),
 				localQueueObj("v1beta1", "ml-platform", "team-a", "team-a-cq", 1, 1),
 			},
-			want: &Kueue{Installed: true, Version: "v1beta1", Queue: "team-a", Resource: "nvidia.com/gpu",
-				LocalQueues: []LocalQueue{{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "team-a-cq", Pending: 1, Admitted: 1}},
-				ClusterQueues: []ClusterQueue{{Name: "team-a-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5"},
+			want: &report.Kueue{Installed: true, Version: "v1beta1", Queue: "team-a", Resource: "nvidia.com/gpu",
+				LocalQueues: []report.LocalQueue{{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "team-a-cq", Pending: 1, Admitted: 1}},
+				ClusterQueues: []report.ClusterQueue{{Name: "team-a-cq", Cohort: "gpu-pool", Covered: true, Flavors: []string{"p5"},
 					Nominal: 8, BorrowingLimit: ptr(int64(4)), Used: 12, Borrowed: 4, Pending: 1, Reserving: 1, Admitted: 1}},
 			},
 		},
@@ -189,23 +191,23 @@ func TestBuildKueueQueues(t *testing.T) {
 				localQueueObj("v1beta2", "ml-platform", "team-a", "cpu-cq", 0, 0),
 				localQueueObj("v1beta2", "research", "team-a", "deleted-cq", 4, 0),
 			},
-			want: &Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
-				LocalQueues: []LocalQueue{
+			want: &report.Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu",
+				LocalQueues: []report.LocalQueue{
 					{Namespace: "ml-platform", Name: "team-a", ClusterQueue: "cpu-cq"},
 					{Namespace: "research", Name: "team-a", ClusterQueue: "deleted-cq", Pending: 4},
 				},
-				ClusterQueues: []ClusterQueue{{Name: "cpu-cq"}, {Name: "deleted-cq", Missing: true}},
+				ClusterQueues: []report.ClusterQueue{{Name: "cpu-cq"}, {Name: "deleted-cq", Missing: true}},
 			},
 		},
 		{
 			name: "no LocalQueue of that name",
 			objs: []runtime.Object{localQueueObj("v1beta2", "ml-platform", "team-b", "team-b-cq", 0, 0)},
-			want: &Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu"},
+			want: &report.Kueue{Installed: true, Version: "v1beta2", Queue: "team-a", Resource: "nvidia.com/gpu"},
 		},
 		{
 			name:      "CRD missing",
 			notServed: KueueVersions,
-			want:      &Kueue{Queue: "team-a", Resource: "nvidia.com/gpu"},
+			want:      &report.Kueue{Queue: "team-a", Resource: "nvidia.com/gpu"},
 		},
 	}
 	for _, tt := range tests {
@@ -233,7 +235,7 @@ func TestBuildKueueNotConfigured(t *testing.T) {
 		spec Spec
 	}{
 		{"no queue in the cluster's config", prodSpec},
-		{"queues section not shown", func() Spec { s := kueueSpec; s.Sections = []string{SectionGPUs, SectionSpend}; return s }()},
+		{"queues section not shown", func() Spec { s := kueueSpec; s.Sections = []string{report.SectionGPUs, report.SectionSpend}; return s }()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

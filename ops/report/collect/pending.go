@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"sort"
 	"time"
 )
@@ -11,22 +13,22 @@ type pendingPods struct {
 	pods int
 	gpus int64
 	// oldest are the longest-waiting pods, longest first.
-	oldest []PendingPod
+	oldest []report.PendingPod
 }
 
 // add counts pod and keeps it if it is among the longest-waiting.
-func (p *pendingPods) add(pod PendingPod) {
+func (p *pendingPods) add(pod report.PendingPod) {
 	p.pods++
 	p.gpus += pod.GPUs
 	i := sort.Search(len(p.oldest), func(i int) bool { return waitsLonger(&pod, &p.oldest[i]) })
-	if i == MaxPendingListed {
+	if i == report.MaxPendingListed {
 		return
 	}
-	if len(p.oldest) < MaxPendingListed {
+	if len(p.oldest) < report.MaxPendingListed {
 		if p.oldest == nil {
-			p.oldest = make([]PendingPod, 0, MaxPendingListed)
+			p.oldest = make([]report.PendingPod, 0, report.MaxPendingListed)
 		}
-		p.oldest = append(p.oldest, PendingPod{})
+		p.oldest = append(p.oldest, report.PendingPod{})
 	}
 	copy(p.oldest[i+1:], p.oldest[i:]) // the last one falls off when the list is full
 	p.oldest[i] = pod
@@ -34,7 +36,7 @@ func (p *pendingPods) add(pod PendingPod) {
 
 // waitsLonger orders pending pods: the one waiting since earlier first, then by namespace and name so the order is
 // the same on every run.
-func waitsLonger(a, b *PendingPod) bool {
+func waitsLonger(a, b *report.PendingPod) bool {
 	if !a.Since.Equal(b.Since) {
 		return a.Since.Before(b.Since)
 	}
@@ -45,8 +47,8 @@ func waitsLonger(a, b *PendingPod) bool {
 }
 
 // summary is the report's Pending section as of now.
-func (p *pendingPods) summary(now time.Time) Pending {
-	out := Pending{Pods: p.pods, GPUs: p.gpus}
+func (p *pendingPods) summary(now time.Time) report.Pending {
+	out := report.Pending{Pods: p.pods, GPUs: p.gpus}
 	if len(p.oldest) == 0 {
 		return out
 	}

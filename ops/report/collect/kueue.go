@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"fmt"
 	"slices"
@@ -34,60 +36,10 @@ const (
 	ResourceLocalQueues   = "localqueues"
 )
 
-// Kueue is the Kueue view of a cluster whose config names a LocalQueue (clusters[].kueue.queue): the LocalQueues of
-// that name in the cluster's namespaces and the ClusterQueues they submit to.
-type Kueue struct {
-	// Installed is false when the cluster serves none of KueueVersions; the rest is then empty.
-	Installed bool `json:"installed"`
-	// Version is the API version read (v1beta2 or v1beta1).
-	Version string `json:"version,omitempty"`
-	// Queue is the configured LocalQueue name.
-	Queue string `json:"queue"`
-	// Resource is the resource the quota figures are of (the report's GPU resource).
-	Resource string `json:"resource"`
-	// LocalQueues are the LocalQueues named Queue, by namespace.
-	LocalQueues []LocalQueue `json:"localQueues,omitempty"`
-	// ClusterQueues are the ClusterQueues those LocalQueues submit to, by name.
-	ClusterQueues []ClusterQueue `json:"clusterQueues,omitempty"`
-}
-
-// LocalQueue is one namespace's LocalQueue: the ClusterQueue it submits to and its workloads.
-type LocalQueue struct {
-	Namespace    string `json:"namespace"`
-	Name         string `json:"name"`
-	ClusterQueue string `json:"clusterQueue"`
-	// Pending counts its workloads not yet admitted; Admitted those admitted and not finished.
-	Pending  int64 `json:"pending"`
-	Admitted int64 `json:"admitted"`
-}
-
-// ClusterQueue is one ClusterQueue's quota and use of the report's resource, summed over its flavors, and its
-// workloads.
-type ClusterQueue struct {
-	Name string `json:"name"`
-	// Missing is true when a LocalQueue names a ClusterQueue that does not exist: its workloads cannot be admitted.
-	Missing bool   `json:"missing,omitempty"`
-	Cohort  string `json:"cohort,omitempty"`
-	// Covered is false when no flavor of the queue has quota for the resource.
-	Covered bool `json:"covered"`
-	// Flavors are the flavors that have quota for the resource.
-	Flavors []string `json:"flavors,omitempty"`
-	Nominal int64    `json:"nominal"`
-	// BorrowingLimit is how much the queue may borrow from its cohort; nil means no limit (with a cohort).
-	BorrowingLimit *int64 `json:"borrowingLimit,omitempty"`
-	// Used is the quota the admitted workloads use, including Borrowed, what they use beyond Nominal.
-	Used     int64 `json:"used"`
-	Borrowed int64 `json:"borrowed"`
-	// Pending, Reserving and Admitted count the queue's workloads waiting, holding quota, and admitted.
-	Pending   int64 `json:"pending"`
-	Reserving int64 `json:"reserving"`
-	Admitted  int64 `json:"admitted"`
-}
-
 // readKueue reads the LocalQueues named queue in namespaces (all namespaces when empty) and the ClusterQueues they
 // submit to. A cluster that serves no Kueue API is a Kueue with Installed false, not an error.
-func readKueue(ctx context.Context, dc dynamic.Interface, queue string, namespaces []string, res string) (*Kueue, error) {
-	k := &Kueue{Queue: queue, Resource: res}
+func readKueue(ctx context.Context, dc dynamic.Interface, queue string, namespaces []string, res string) (*report.Kueue, error) {
+	k := &report.Kueue{Queue: queue, Resource: res}
 	for _, v := range KueueVersions {
 		lqs, err := readLocalQueues(ctx, dc, v, queue, namespaces)
 		if apierrors.IsNotFound(err) {
@@ -116,8 +68,8 @@ func readKueue(ctx context.Context, dc dynamic.Interface, queue string, namespac
 	return k, nil
 }
 
-func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue string, namespaces []string) ([]LocalQueue, error) {
-	var out []LocalQueue
+func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue string, namespaces []string) ([]report.LocalQueue, error) {
+	var out []report.LocalQueue
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", queue).String()
 		l, err := dc.Resource(schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: ResourceLocalQueues}).
@@ -132,7 +84,7 @@ func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue s
 				continue
 			}
 			cq, _, _ := unstructured.NestedString(u.Object, "spec", "clusterQueue")
-			out = append(out, LocalQueue{Namespace: u.GetNamespace(), Name: u.GetName(), ClusterQueue: cq,
+			out = append(out, report.LocalQueue{Namespace: u.GetNamespace(), Name: u.GetName(), ClusterQueue: cq,
 				Pending: intField(u, "status", "pendingWorkloads"), Admitted: intField(u, "status", "admittedWorkloads")})
 		}
 		return l.GetContinue(), nil
@@ -142,8 +94,8 @@ func readLocalQueues(ctx context.Context, dc dynamic.Interface, version, queue s
 }
 
 // readClusterQueues lists the ClusterQueues and keeps the wanted ones; a wanted one the cluster lacks is Missing.
-func readClusterQueues(ctx context.Context, dc dynamic.Interface, version string, wanted map[string]bool, res string) ([]ClusterQueue, error) {
-	found := map[string]ClusterQueue{}
+func readClusterQueues(ctx context.Context, dc dynamic.Interface, version string, wanted map[string]bool, res string) ([]report.ClusterQueue, error) {
+	found := map[string]report.ClusterQueue{}
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := dc.Resource(schema.GroupVersionResource{Group: KueueGroup, Version: version, Resource: ResourceClusterQueues}).List(ctx, o)
 		if err != nil {
@@ -159,11 +111,11 @@ func readClusterQueues(ctx context.Context, dc dynamic.Interface, version string
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ClusterQueue, 0, len(wanted))
+	out := make([]report.ClusterQueue, 0, len(wanted))
 	for name := range wanted {
 		cq, ok := found[name]
 		if !ok {
-			cq = ClusterQueue{Name: name, Missing: true}
+			cq = report.ClusterQueue{Name: name, Missing: true}
 		}
 		out = append(out, cq)
 	}
@@ -173,8 +125,8 @@ func readClusterQueues(ctx context.Context, dc dynamic.Interface, version string
 
 // clusterQueueOf reads a ClusterQueue's quota of res (spec.resourceGroups[].flavors[].resources[]) and its use
 // (status.flavorsUsage[].resources[]), summed over flavors.
-func clusterQueueOf(u *unstructured.Unstructured, res string) ClusterQueue {
-	q := ClusterQueue{Name: u.GetName(), Pending: intField(u, "status", "pendingWorkloads"),
+func clusterQueueOf(u *unstructured.Unstructured, res string) report.ClusterQueue {
+	q := report.ClusterQueue{Name: u.GetName(), Pending: intField(u, "status", "pendingWorkloads"),
 		Reserving: intField(u, "status", "reservingWorkloads"), Admitted: intField(u, "status", "admittedWorkloads")}
 	q.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
 	if q.Cohort == "" {

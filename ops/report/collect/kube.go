@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"fmt"
 	"sort"
@@ -35,9 +37,9 @@ const livePods = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase
 // kubeView is what one pass over the cluster's nodes, pods and managed workloads found.
 type kubeView struct {
 	nodes     *kube.NodeGrouping
-	groups    map[string]*Group
+	groups    map[string]*report.Group
 	pending   pendingPods
-	workloads map[workloadKey]*Workload
+	workloads map[workloadKey]*report.Workload
 }
 
 type workloadKey struct {
@@ -50,7 +52,7 @@ func training(kind string) bool { return kind != "Deployment" }
 // readKube lists nodes, pods, and HyperOps Jobs and Deployments, and folds them into groups, pending pods and
 // workloads.
 func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceName) (*kubeView, error) {
-	v := &kubeView{workloads: map[workloadKey]*Workload{}}
+	v := &kubeView{workloads: map[workloadKey]*report.Workload{}}
 	nodes := kube.NewNodeGrouping(gpu)
 	err := listPages(ctx, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := k.CoreV1().Nodes().List(ctx, o)
@@ -87,11 +89,11 @@ func readKube(ctx context.Context, k kubernetes.Interface, gpu corev1.ResourceNa
 }
 
 // groupsOf is the report's view of the cluster's node groups.
-func groupsOf(nodes *kube.NodeGrouping) map[string]*Group {
-	out := map[string]*Group{}
+func groupsOf(nodes *kube.NodeGrouping) map[string]*report.Group {
+	out := map[string]*report.Group{}
 	for _, n := range nodes.Groups() {
-		out[n.Group] = &Group{Name: n.Group, InstanceType: n.InstanceType, Nodes: n.Nodes, Ready: n.Ready, Health: n.Health,
-			States: n.States, Unhealthy: n.Unhealthy, GPUs: GPUs{Total: n.GPUAllocatable, Allocated: n.GPURequested}}
+		out[n.Group] = &report.Group{Name: n.Group, InstanceType: n.InstanceType, Nodes: n.Nodes, Ready: n.Ready, Health: n.Health,
+			States: n.States, Unhealthy: n.Unhealthy, GPUs: report.GPUs{Total: n.GPUAllocatable, Allocated: n.GPURequested}}
 	}
 	return out
 }
@@ -128,7 +130,7 @@ func (v *kubeView) addPod(p *corev1.Pod, nodes *kube.NodeGrouping) {
 	}
 	if req > 0 && p.Status.Phase == corev1.PodPending {
 		since, reason := waitingSince(p)
-		v.pending.add(PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: req, Since: since, Reason: reason})
+		v.pending.add(report.PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: req, Since: since, Reason: reason})
 	}
 }
 
@@ -144,7 +146,7 @@ func waitingSince(p *corev1.Pod) (time.Time, string) {
 
 // workloadOf finds the managed workload a pod belongs to: its Job, its Deployment (through the ReplicaSet's name),
 // or a PyTorchJob / HyperPodPyTorchJob, which the report only knows through its labelled pods.
-func (v *kubeView) workloadOf(p *corev1.Pod) *Workload {
+func (v *kubeView) workloadOf(p *corev1.Pod) *report.Workload {
 	for _, o := range p.OwnerReferences {
 		switch o.Kind {
 		case "Job":
@@ -159,7 +161,7 @@ func (v *kubeView) workloadOf(p *corev1.Pod) *Workload {
 			key := workloadKey{p.Namespace, o.Kind, o.Name}
 			w := v.workloads[key]
 			if w == nil {
-				w = &Workload{Kind: o.Kind, Name: o.Name, Since: p.CreationTimestamp.Time}
+				w = &report.Workload{Kind: o.Kind, Name: o.Name, Since: p.CreationTimestamp.Time}
 				v.workloads[key] = w
 			}
 			w.Since = minTime(w.Since, p.CreationTimestamp.Time)
@@ -188,7 +190,7 @@ func (v *kubeView) readWorkloads(ctx context.Context, k kubernetes.Interface) er
 		for i := range l.Items {
 			j := &l.Items[i]
 			if !jobFinished(j) {
-				v.workloads[workloadKey{j.Namespace, "Job", j.Name}] = &Workload{Kind: "Job", Name: j.Name, Since: j.CreationTimestamp.Time}
+				v.workloads[workloadKey{j.Namespace, "Job", j.Name}] = &report.Workload{Kind: "Job", Name: j.Name, Since: j.CreationTimestamp.Time}
 			}
 		}
 		return l.Continue, nil
@@ -205,7 +207,7 @@ func (v *kubeView) readWorkloads(ctx context.Context, k kubernetes.Interface) er
 		for i := range l.Items {
 			d := &l.Items[i]
 			if d.Spec.Replicas == nil || *d.Spec.Replicas > 0 || d.Status.Replicas > 0 {
-				v.workloads[workloadKey{d.Namespace, "Deployment", d.Name}] = &Workload{Kind: "Deployment", Name: d.Name, Since: d.CreationTimestamp.Time}
+				v.workloads[workloadKey{d.Namespace, "Deployment", d.Name}] = &report.Workload{Kind: "Deployment", Name: d.Name, Since: d.CreationTimestamp.Time}
 			}
 		}
 		return l.Continue, nil
@@ -222,12 +224,12 @@ func jobFinished(j *batchv1.Job) bool {
 }
 
 // namespaces groups the workloads by namespace, sorted by namespace, kind and name.
-func (v *kubeView) namespaces() []NamespaceWorkloads {
-	byNS := map[string]*NamespaceWorkloads{}
+func (v *kubeView) namespaces() []report.NamespaceWorkloads {
+	byNS := map[string]*report.NamespaceWorkloads{}
 	for key, w := range v.workloads {
 		ns := byNS[key.namespace]
 		if ns == nil {
-			ns = &NamespaceWorkloads{Namespace: key.namespace}
+			ns = &report.NamespaceWorkloads{Namespace: key.namespace}
 			byNS[key.namespace] = ns
 		}
 		if training(key.kind) {
@@ -236,7 +238,7 @@ func (v *kubeView) namespaces() []NamespaceWorkloads {
 			ns.Inference = append(ns.Inference, *w)
 		}
 	}
-	out := make([]NamespaceWorkloads, 0, len(byNS))
+	out := make([]report.NamespaceWorkloads, 0, len(byNS))
 	for _, ns := range byNS {
 		sortWorkloads(ns.Training)
 		sortWorkloads(ns.Inference)
@@ -246,7 +248,7 @@ func (v *kubeView) namespaces() []NamespaceWorkloads {
 	return out
 }
 
-func sortWorkloads(ws []Workload) {
+func sortWorkloads(ws []report.Workload) {
 	sort.Slice(ws, func(i, j int) bool {
 		if ws[i].Kind != ws[j].Kind {
 			return ws[i].Kind < ws[j].Kind

@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -9,18 +11,18 @@ import (
 )
 
 func TestPendingKeepsTheLongestWaiting(t *testing.T) {
-	pod := func(ns, name string, agoMin int, gpus int64) PendingPod {
-		return PendingPod{Namespace: ns, Name: name, GPUs: gpus, Since: t0.Add(-time.Duration(agoMin) * time.Minute)}
+	pod := func(ns, name string, agoMin int, gpus int64) report.PendingPod {
+		return report.PendingPod{Namespace: ns, Name: name, GPUs: gpus, Since: t0.Add(-time.Duration(agoMin) * time.Minute)}
 	}
-	many := func(n int) []PendingPod {
-		var ps []PendingPod
+	many := func(n int) []report.PendingPod {
+		var ps []report.PendingPod
 		for i := range n {
 			ps = append(ps, pod("team", fmt.Sprintf("p-%03d", i), i, 1))
 		}
 		rand.New(rand.NewPCG(1, 2)).Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		return ps
 	}
-	names := func(ps []PendingPod) []string {
+	names := func(ps []report.PendingPod) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Namespace+"/"+p.Name)
@@ -29,15 +31,15 @@ func TestPendingKeepsTheLongestWaiting(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		pods    []PendingPod
+		pods    []report.PendingPod
 		want    []string
 		gpus    int64
 		longest time.Duration
 	}{
 		{name: "none", want: nil},
-		{name: "fewer than the cap, longest first", pods: []PendingPod{pod("a", "new", 1, 2), pod("a", "old", 30, 8), pod("a", "mid", 5, 1)},
+		{name: "fewer than the cap, longest first", pods: []report.PendingPod{pod("a", "new", 1, 2), pod("a", "old", 30, 8), pod("a", "mid", 5, 1)},
 			want: []string{"a/old", "a/mid", "a/new"}, gpus: 11, longest: 30 * time.Minute},
-		{name: "same wait, by namespace then name", pods: []PendingPod{pod("b", "x", 5, 1), pod("a", "y", 5, 1), pod("a", "x", 5, 1)},
+		{name: "same wait, by namespace then name", pods: []report.PendingPod{pod("b", "x", 5, 1), pod("a", "y", 5, 1), pod("a", "x", 5, 1)},
 			want: []string{"a/x", "a/y", "b/x"}, gpus: 3, longest: 5 * time.Minute},
 		{name: "many, in any order: the cap's worth of the longest", pods: many(500),
 			want: []string{"team/p-499", "team/p-498", "team/p-497", "team/p-496", "team/p-495", "team/p-494", "team/p-493",

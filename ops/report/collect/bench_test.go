@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"fmt"
 	"testing"
@@ -57,7 +59,7 @@ func BenchmarkCapacityReport(b *testing.B) {
 			b.Fatalf("figures: %+v, %d pending", r.GPUs, r.Pending.Pods)
 		}
 		t = time.Now()
-		if _, err := Chart(r); err != nil {
+		if _, err := report.Chart(r); err != nil {
 			b.Fatal(err)
 		}
 		drawing += time.Since(t)

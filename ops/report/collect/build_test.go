@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"errors"
 	"fmt"
@@ -41,21 +43,21 @@ func TestBuildFigures(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	wantGroups := []Group{
+	wantGroups := []report.Group{
 		{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
-			Health: map[string]int{"Schedulable": 1}, States: ops.HealthCounts{Healthy: 1}, GPUs: GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
+			Health: map[string]int{"Schedulable": 1}, States: ops.HealthCounts{Healthy: 1}, GPUs: report.GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
 			Hourly: 7.09, PriceKnown: true},
 		{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
 		{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
 			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1}, States: ops.HealthCounts{Healthy: 2, Faulty: 1},
 			Unhealthy: []ops.NodeHealth{{Node: "p5-3", State: ops.HealthFaulty, Label: "UnschedulablePendingReplacement",
 				Reason: "failed a health check; HyperPod marked it for replacement"}},
-			GPUs: GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
+			GPUs: report.GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
 	}
 	if !reflect.DeepEqual(r.Groups, wantGroups) {
 		t.Errorf("groups:\n got %+v\nwant %+v", r.Groups, wantGroups)
 	}
-	if want := (GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
+	if want := (report.GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
 		t.Errorf("GPUs = %+v, want %+v", r.GPUs, want)
 	}
 	if r.Pending.Pods != 2 || r.Pending.GPUs != 9 || r.Pending.Longest != 90*time.Minute {
@@ -65,12 +67,12 @@ func TestBuildFigures(t *testing.T) {
 		r.Pending.Oldest[1].Name != "notebook" || r.Pending.Oldest[1].Waiting != 10*time.Minute {
 		t.Errorf("pending pods = %+v", r.Pending.Oldest)
 	}
-	wantWork := []NamespaceWorkloads{
-		{Namespace: "ml-platform", Training: []Workload{
+	wantWork := []report.NamespaceWorkloads{
+		{Namespace: "ml-platform", Training: []report.Workload{
 			{Kind: "Job", Name: "fraud-v17", Pods: 2, Running: 2, GPUs: 12, Since: t0.Add(-3 * time.Hour)},
 			{Kind: "PyTorchJob", Name: "llm-ft", Pods: 1, Running: 0, GPUs: 8, Since: t0.Add(-2 * time.Hour)},
 		}},
-		{Namespace: "ml-serving", Inference: []Workload{
+		{Namespace: "ml-serving", Inference: []report.Workload{
 			{Kind: "Deployment", Name: "ranker", Pods: 1, Running: 1, GPUs: 2, Since: t0.Add(-48 * time.Hour)},
 		}},
 	}
@@ -179,7 +181,7 @@ func TestBuildChangeAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Change{Since: t0, Nodes: 1, GPUsTotal: 8, GPUsAllocated: 8, Utilisation: 22.0/36 - 0.5, PendingPods: -1, Hourly: 113.068}
+	want := &report.Change{Since: t0, Nodes: 1, GPUsTotal: 8, GPUsAllocated: 8, Utilisation: 22.0/36 - 0.5, PendingPods: -1, Hourly: 113.068}
 	if c := second.Change; c == nil || !c.Since.Equal(want.Since) || c.Nodes != want.Nodes || c.GPUsTotal != want.GPUsTotal ||
 		c.GPUsAllocated != want.GPUsAllocated || math.Abs(c.Utilisation-want.Utilisation) > 1e-9 || c.PendingPods != want.PendingPods ||
 		math.Abs(c.Hourly-want.Hourly) > 1e-9 {
@@ -285,7 +287,7 @@ func TestBuildAsksForLivePodsOnly(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
-			if want := (GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
+			if want := (report.GPUs{Total: 28, Allocated: 14, Free: 14, Utilisation: 0.5}); r.GPUs != want {
 				t.Errorf("GPUs = %+v, want %+v", r.GPUs, want)
 			}
 			if r.Pending.Pods != 2 || r.Pending.GPUs != 9 {
@@ -394,7 +396,7 @@ func TestBuildTeamSpend(t *testing.T) {
 		src := &teamSpend{uses: []ops.BudgetUse{use}}
 		b.Teams = src
 		spec := prodSpec
-		spec.Sections = []string{SectionGPUs}
+		spec.Sections = []string{report.SectionGPUs}
 		if _, err := b.Build(context.Background(), spec); err != nil || len(src.asks) != 0 {
 			t.Fatalf("Build: %v; asked %q, want no question", err, src.asks)
 		}

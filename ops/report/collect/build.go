@@ -1,6 +1,8 @@
-package report
+package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/report"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +16,6 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 )
-
-// OnDemand is the report name of /hp report capacity, so on-demand reports keep their own series.
-const OnDemand = "on-demand"
 
 // Spec says which report to build: for which cluster, in which zone, with which sections and how many samples.
 type Spec struct {
@@ -78,7 +77,7 @@ type Builder struct {
 
 // Build reads the cluster and returns its report, and records it as a sample of its series. A cluster that cannot
 // be read is an E_CLUSTER_UNAVAILABLE error; the AWS view, prices and samples that cannot be read become warnings.
-func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
+func (b *Builder) Build(ctx context.Context, s Spec) (report.Report, error) {
 	clock := b.Clock
 	if clock == nil {
 		clock = clockwork.NewRealClock()
@@ -93,14 +92,14 @@ func (b *Builder) Build(ctx context.Context, s Spec) (Report, error) {
 	}
 	k, err := b.Kube(s.Cluster)
 	if err != nil {
-		return Report{}, ops.Wrap(err, ops.CodeUnknownCluster, "cluster", "name a registered cluster", "cluster %q: %v", s.Cluster, err)
+		return report.Report{}, ops.Wrap(err, ops.CodeUnknownCluster, "cluster", "name a registered cluster", "cluster %q: %v", s.Cluster, err)
 	}
 	view, err := readKube(ctx, k, gpu)
 	if err != nil {
-		return Report{}, ops.Wrap(err, ops.CodeClusterUnavailable, "", "check the cluster's API server and the bot's RBAC (list nodes, pods, jobs, deployments)",
+		return report.Report{}, ops.Wrap(err, ops.CodeClusterUnavailable, "", "check the cluster's API server and the bot's RBAC (list nodes, pods, jobs, deployments)",
 			"cannot read cluster %s: %v", s.Cluster, err)
 	}
-	r := Report{Name: s.Report, Cluster: s.Cluster, At: clock.Now().In(loc), Sections: s.Sections}
+	r := report.Report{Name: s.Report, Cluster: s.Cluster, At: clock.Now().In(loc), Sections: s.Sections}
 	var aws []GroupStatus
 	if b.Groups != nil {
 		if aws, err = b.Groups.InstanceGroups(ctx, s.Cluster); err != nil {
@@ -133,8 +132,8 @@ type TeamSpendSource interface {
 
 // teams adds each team's budget use to the spend section; a ledger that cannot be read is a warning, not a failed
 // report.
-func (b *Builder) teams(ctx context.Context, s Spec, r *Report) {
-	if b.Teams == nil || !r.Shows(SectionSpend) {
+func (b *Builder) teams(ctx context.Context, s Spec, r *report.Report) {
+	if b.Teams == nil || !r.Shows(report.SectionSpend) {
 		return
 	}
 	uses, err := b.Teams.TeamSpend(ctx, s.Cluster)
@@ -147,8 +146,8 @@ func (b *Builder) teams(ctx context.Context, s Spec, r *Report) {
 
 // queues adds the Kueue view when the cluster names a LocalQueue and the report shows queues. Kueue's queues that
 // cannot be read (RBAC, an API server hiccup) become a warning: the rest of the report still stands.
-func (b *Builder) queues(ctx context.Context, s Spec, gpu corev1.ResourceName, r *Report) {
-	if s.KueueQueue == "" || b.Dynamic == nil || !r.Shows(SectionQueues) {
+func (b *Builder) queues(ctx context.Context, s Spec, gpu corev1.ResourceName, r *report.Report) {
+	if s.KueueQueue == "" || b.Dynamic == nil || !r.Shows(report.SectionQueues) {
 		return
 	}
 	dc, err := b.Dynamic(s.Cluster)
@@ -160,15 +159,11 @@ func (b *Builder) queues(ctx context.Context, s Spec, gpu corev1.ResourceName, r
 	}
 }
 
-// ReservationWindow is how far ahead a report lists the reservations that end: a day, so the report before the
-// end always names it.
-const ReservationWindow = 24 * time.Hour
-
 // reservations lists, with the instance groups, the reservations (training plans) that end within
 // ReservationWindow or have ended, soonest first. One whose end cannot be read is a warning, as is a cluster whose
 // reservations cannot be read at all.
-func (b *Builder) reservations(ctx context.Context, s Spec, r *Report) {
-	if b.Reservations == nil || !r.Shows(SectionGroups) {
+func (b *Builder) reservations(ctx context.Context, s Spec, r *report.Report) {
+	if b.Reservations == nil || !r.Shows(report.SectionGroups) {
 		return
 	}
 	all, err := b.Reservations.Reservations(ctx, s.Cluster)
@@ -180,7 +175,7 @@ func (b *Builder) reservations(ctx context.Context, s Spec, r *Report) {
 		switch {
 		case !res.Known():
 			r.Warnings = append(r.Warnings, res.Line())
-		case res.Left <= ReservationWindow:
+		case res.Left <= report.ReservationWindow:
 			r.Reservations = append(r.Reservations, res)
 		}
 	}
@@ -189,14 +184,14 @@ func (b *Builder) reservations(ctx context.Context, s Spec, r *Report) {
 
 // mergeAWS sets Current, Target and Status from AWS; groups AWS knows but that have no nodes yet are added, and
 // without an AWS view the node count stands for both.
-func mergeAWS(groups map[string]*Group, aws []GroupStatus) {
+func mergeAWS(groups map[string]*report.Group, aws []GroupStatus) {
 	for _, g := range groups {
 		g.Current, g.Target = g.Nodes, g.Nodes
 	}
 	for _, a := range aws {
 		g := groups[a.Name]
 		if g == nil {
-			g = &Group{Name: a.Name}
+			g = &report.Group{Name: a.Name}
 			groups[a.Name] = g
 		}
 		if a.InstanceType != "" {
@@ -206,27 +201,27 @@ func mergeAWS(groups map[string]*Group, aws []GroupStatus) {
 	}
 }
 
-func sortedGroups(m map[string]*Group) []Group {
-	out := make([]Group, 0, len(m))
+func sortedGroups(m map[string]*report.Group) []report.Group {
+	out := make([]report.Group, 0, len(m))
 	for _, g := range m {
-		g.GPUs = newGPUs(g.GPUs.Total, g.GPUs.Allocated)
+		g.GPUs = report.GPUsOf(g.GPUs.Total, g.GPUs.Allocated)
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func totalGPUs(groups []Group) GPUs {
+func totalGPUs(groups []report.Group) report.GPUs {
 	var total, alloc int64
 	for _, g := range groups {
 		total += g.GPUs.Total
 		alloc += g.GPUs.Allocated
 	}
-	return newGPUs(total, alloc)
+	return report.GPUsOf(total, alloc)
 }
 
 // price sets each group's $/h (Current × on-demand price) and the cluster's spend.
-func (b *Builder) price(ctx context.Context, region string, r *Report) error {
+func (b *Builder) price(ctx context.Context, region string, r *report.Report) error {
 	var errs []error
 	sources := map[string]bool{}
 	for i := range r.Groups {

@@ -1,0 +1,4 @@
+// Package collect builds the capacity report (ops/report) of a cluster from the Kubernetes API (nodes, pods,
+// HyperOps-managed workloads, Kueue's queues), the AWS view of instance groups, the pricing table and the series'
+// bounded samples. It may import client-go; the surfaces import ops/report, never this package.
+package collect
