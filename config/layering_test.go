@@ -33,10 +33,55 @@ func TestImportsRunDownward(t *testing.T) {
 	}
 }
 
+// The clients of other modules that must not be pulled in, tests included: every package imports config, the
+// handlers among them, so a client config pulled in would be in all of them.
+func TestConfigPullsInNoClient(t *testing.T) {
+	rules := []struct {
+		pkgs      string
+		forbidden []string // import path prefixes
+		rule      string
+	}{
+		{"./config/...", []string{"github.com/redis/go-redis", "k8s.io/client-go"},
+			"config pulls in no Redis or Kubernetes client: config/endpoint reads a Redis URL into data, and ops/state " +
+				"builds go-redis's options from it and checks the client options (state.CheckEndpoint)"},
+	}
+	for _, r := range rules {
+		deps := goList(t, r.pkgs, "{{.ImportPath}}")
+		for _, prefix := range r.forbidden {
+			var found []string
+			for _, dep := range deps {
+				if (dep == prefix || strings.HasPrefix(dep, prefix+"/")) && !slices.Contains(found, dep) {
+					found = append(found, dep)
+				}
+			}
+			if len(found) > 0 {
+				t.Errorf("%s depends on %s: %s", r.pkgs, strings.Join(found, ", "), r.rule)
+			}
+		}
+	}
+}
+
 // moduleDeps lists the packages of this module (relative to it) that pkgs and their tests are built from.
 func moduleDeps(t *testing.T, pkgs string) []string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}", pkgs)
+	var deps []string
+	for _, p := range goList(t, pkgs, "{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}") {
+		p = strings.TrimPrefix(p, module)
+		if !slices.Contains(deps, p) {
+			deps = append(deps, p)
+		}
+	}
+	if len(deps) == 0 {
+		t.Fatalf("go list %s listed no package of this module", pkgs)
+	}
+	return deps
+}
+
+// goList lists, with format, the packages pkgs and their tests are built from; a package built for a test is named
+// as the package itself.
+func goList(t *testing.T, pkgs, format string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-test", "-f", format, pkgs)
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -44,14 +89,14 @@ func moduleDeps(t *testing.T, pkgs string) []string {
 	}
 	var deps []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		p, _, _ := strings.Cut(line, " ") // "pkg [pkg.test]": the package as built for a test
-		p = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(p, module), ".test"), "_test")
-		if !slices.Contains(deps, p) {
-			deps = append(deps, p)
+		if line == "" {
+			continue
 		}
+		p, _, _ := strings.Cut(line, " ") // "pkg [pkg.test]": the package as built for a test
+		deps = append(deps, strings.TrimSuffix(strings.TrimSuffix(p, ".test"), "_test"))
 	}
 	if len(deps) == 0 {
-		t.Fatalf("go list %s listed no package of this module", pkgs)
+		t.Fatalf("go list %s listed no package", pkgs)
 	}
 	return deps
 }

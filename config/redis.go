@@ -120,6 +120,9 @@ func (r *Redis) validateTopology(l *problemList) {
 		}
 	}
 	if r.URL != "" {
+		// Parse checks the URL but for its go-redis client options (dial_timeout, pool_size, …): ops/state checks
+		// those (state.CheckEndpoint, run by state.NewClient and by `hyperops validate-config`), since config
+		// does not import go-redis.
 		if _, err := endpoint.Parse(r.URL); err != nil {
 			// The URL may hold a password: name the problem, never echo the value.
 			l.add("redis.url", "must be a Redis URL such as redis://host:6379/0, rediss://user:password@host:6380, "+

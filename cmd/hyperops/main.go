@@ -15,6 +15,7 @@ import (
 	"github.com/hyperops/hyperops/bot"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/state"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -88,6 +89,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := config.Load(args[0])
+	if err == nil {
+		if ps := redisClientProblems(cfg, args[0]); len(ps) > 0 {
+			err = ps
+		}
+	}
 	if err != nil {
 		var ps config.Problems
 		if errors.As(err, &ps) {
@@ -100,6 +106,28 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "ok")
 	summarize(stdout, cfg)
 	return 0
+}
+
+// redisClientProblems reports the client options of redis.url (dial_timeout, pool_size, …) that go-redis refuses.
+// ops/state checks them (state.CheckEndpoint, which state.NewClient runs too), not config.Validate: config, which
+// every package imports, does not import go-redis.
+func redisClientProblems(cfg *config.Config, source string) config.Problems {
+	if cfg.Redis.Embedded() {
+		return nil
+	}
+	e, err := cfg.Redis.Endpoint()
+	if err != nil {
+		// config.Validate has checked what Endpoint reads, and the error names the field all the same.
+		return config.Problems{{Source: source, Message: err.Error()}}
+	}
+	if err := state.CheckEndpoint(e); err != nil {
+		at := "redis.url"
+		if cfg.Redis.URL == "" {
+			at = "redis"
+		}
+		return config.Problems{{Source: source, Path: at, Message: err.Error()}}
+	}
+	return nil
 }
 
 // summarize prints what a valid configuration lets its agents do, one agent a line: how it reaches HyperOps, its

@@ -48,6 +48,45 @@ func TestValidateConfig(t *testing.T) {
 	}
 }
 
+// TestValidateConfigChecksRedisClientOptions: the go-redis options in redis.url (dial_timeout, pool_size, …) are
+// checked by ops/state, not by config.Validate, and validate-config still names the field and the problem, never
+// the password.
+func TestValidateConfigChecksRedisClientOptions(t *testing.T) {
+	example, err := os.ReadFile("../../config/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, url string
+		code      int
+		want      string
+	}{
+		{"good options", "redis://:hunter2@r:6379/0?dial_timeout=2s&pool_size=5", 0, "ok"},
+		{"a bad duration", "redis://:hunter2@r:6379/0?dial_timeout=abc", 1, `redis.url: the client options after '?': redis: invalid dial_timeout duration`},
+		{"an unknown option", "redis-sentinel://admin:hunter2@s1:26379/m?bogus=1", 1, "redis.url: the client options after '?': redis: unexpected option: bogus"},
+		{"a bad number", "rediss-cluster://:hunter2@n1:6379?pool_size=many", 1, "redis.url: the client options after '?': redis: invalid pool_size number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Replace(string(example), `  url: ""`, `  url: "`+tt.url+`"`, 1)
+			path := filepath.Join(t.TempDir(), "hyperops.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			if code := runMain([]string{"validate-config", path}, &out, &errOut); code != tt.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, tt.code, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("output lacks %q:\n%s", tt.want, out.String())
+			}
+			if strings.Contains(out.String(), "hunter2") {
+				t.Errorf("output shows the password:\n%s", out.String())
+			}
+		})
+	}
+}
+
 func TestRunWithoutTokensSaysHowToGetThem(t *testing.T) {
 	t.Setenv("SLACK_APP_TOKEN", "")
 	t.Setenv("SLACK_BOT_TOKEN", "")

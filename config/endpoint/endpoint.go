@@ -1,7 +1,7 @@
 package endpoint
 
 import (
-	"crypto/tls"
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Kind is the topology of the Redis the state store talks to.
@@ -46,21 +44,19 @@ type Endpoint struct {
 	SentinelUsername, SentinelPassword string
 	// TLS turns on TLS to every node, verifying each against its own host name.
 	TLS bool
+	// SkipVerify is a TLS URL's skip_verify option: TLS without checking certificates.
+	SkipVerify bool
 	// DB is the database number (Node and Sentinel; a Cluster has only database 0).
 	DB int
+	// Query holds the URL's options that tune the client (dial_timeout, pool_size, max_retries, …): the ones Parse
+	// does not read into the fields above. They are go-redis's to read, so ops/state checks them, not Parse.
+	Query url.Values
 	// WaitReplicas is how many replicas must acknowledge each write (WAIT) before it counts as done; 0 does not wait.
 	// On a Sentinel group or a Cluster, 1 keeps a failover from losing a write that was reported done.
 	WaitReplicas int
 	// WaitTimeout bounds that wait (default config.DefaultRedisWaitTimeout); a write not acknowledged in time fails
 	// with state.ErrNotReplicated.
 	WaitTimeout time.Duration
-
-	// raw is the URL of a Node endpoint, handed to go-redis's ParseURL unchanged (as HyperOps always did).
-	raw string
-	// skipVerify is the skip_verify option of a Sentinel or Cluster URL: TLS without checking certificates.
-	skipVerify bool
-	// query holds go-redis's tuning options from a Sentinel or Cluster URL (dial_timeout, pool_size, …).
-	query url.Values
 }
 
 // The URL schemes Parse reads.
@@ -78,13 +74,15 @@ var schemes = map[string]struct {
 
 // Parse reads a Redis URL:
 //
-//	redis://[user:password@]host[:port][/db][?option=…]                 one node (go-redis's ParseURL)
+//	redis://[user:password@][host][:port][/db][?option=…]                one node, as go-redis's ParseURL reads it
 //	redis-sentinel://[user:password@]host[:port][,host[:port]…]/master[/db][?option=…]
 //	redis-cluster://[user:password@]host[:port][,host[:port]…][?option=…]
 //
 // An "s" after "redis" (rediss://, rediss-sentinel://, rediss-cluster://) turns on TLS. The user and password are
 // the data nodes'; sentinels that need their own take them as the sentinel_username and sentinel_password options.
-// The other options are go-redis's (dial_timeout, read_timeout, pool_size, max_retries, …). Errors never include
+// A node with no host is localhost, as go-redis has it. The other options are go-redis's (dial_timeout,
+// read_timeout, pool_size, max_retries, …): Parse keeps them in Query and ops/state checks them when it builds the
+// client (state.CheckEndpoint), since this package, under config, does not import go-redis. Errors never include
 // the password.
 func Parse(raw string) (Endpoint, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -92,9 +90,6 @@ func Parse(raw string) (Endpoint, error) {
 	if !ok || !known {
 		return Endpoint{}, fmt.Errorf("the scheme must be redis, rediss, redis-sentinel, rediss-sentinel, redis-cluster " +
 			"or rediss-cluster (as in redis://host:6379/0)")
-	}
-	if sc.kind == Node {
-		return parseNode(raw, sc.tls)
 	}
 	e := Endpoint{Kind: sc.kind, TLS: sc.tls}
 	authority, tail := rest, ""
@@ -109,6 +104,12 @@ func Parse(raw string) (Endpoint, error) {
 		e.Username = u.User.Username()
 		e.Password, _ = u.User.Password()
 		authority = authority[i+1:]
+	}
+	if e.Kind == Node {
+		if err := e.readNode(authority, tail); err != nil {
+			return Endpoint{}, err
+		}
+		return e, nil
 	}
 	port := DefaultPort
 	if sc.kind == Sentinel {
@@ -132,19 +133,41 @@ func Parse(raw string) (Endpoint, error) {
 	if err := e.readQuery(u.Query()); err != nil {
 		return Endpoint{}, err
 	}
-	if _, err := e.Options(); err != nil {
+	if err := e.Check(); err != nil {
 		return Endpoint{}, err
 	}
 	return e, nil
 }
 
-func parseNode(raw string, tls bool) (Endpoint, error) {
-	opt, err := redis.ParseURL(raw)
+// readNode reads the host, path and options of a redis:// or rediss:// URL (the userinfo already read) the way
+// go-redis's ParseURL does, which is how HyperOps always read them: net/url parses them, so a host may be
+// percent-encoded, and a '#' fragment is ignored.
+func (e *Endpoint) readNode(authority, tail string) error {
+	u, err := url.Parse("redis://" + authority + tail)
 	if err != nil {
-		return Endpoint{}, err
+		// A *url.Error repeats the URL; what is wrong with it is enough (and the userinfo is already cut off).
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("the host, path or options: %w", err)
 	}
-	return Endpoint{Kind: Node, Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLS: tls,
-		DB: opt.DB, raw: raw}, nil
+	// Like go-redis's ParseURL: no host is localhost (redis://, redis://:6380), no port (or "h:") is 6379.
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		host = "localhost"
+	}
+	if port == "" {
+		port = DefaultPort
+	}
+	addr, err := Addr(net.JoinHostPort(host, port), DefaultPort)
+	if err != nil {
+		return err
+	}
+	e.Addrs = []string{addr}
+	if err := e.readPath(u.Path); err != nil {
+		return err
+	}
+	return e.readQuery(u.Query())
 }
 
 // hostList reads "host[:port],host[:port]…".
@@ -185,9 +208,24 @@ func Addr(s, defaultPort string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// readPath reads the path: a node's "/db", a Sentinel group's "/master-name[/db]", a Cluster's nothing (or "/0").
 func (e *Endpoint) readPath(p string) error {
 	parts := strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
-	if e.Kind == Cluster {
+	switch e.Kind {
+	case Node:
+		// go-redis reads the number with strconv.Atoi, sign and all; a negative one selects database 0.
+		if len(parts) > 1 {
+			return fmt.Errorf("the path must be one database number such as /0, got %q", p)
+		}
+		if len(parts) == 1 {
+			db, err := strconv.Atoi(parts[0])
+			if err != nil {
+				return fmt.Errorf("the path must be a database number such as /0, got %q", parts[0])
+			}
+			e.DB = db
+		}
+		return nil
+	case Cluster:
 		if len(parts) > 1 || len(parts) == 1 && parts[0] != "0" {
 			return errors.New("a Redis Cluster has only database 0: remove the path after the hosts")
 		}
@@ -211,7 +249,8 @@ func (e *Endpoint) readPath(p string) error {
 	return nil
 }
 
-// Options a Sentinel or Cluster URL says elsewhere, with where to say them.
+// Options a Sentinel or Cluster URL says elsewhere, with where to say them. A node URL's go to go-redis, which
+// reads db and refuses the others.
 var placedElsewhere = map[string]string{
 	"addr":        "list every host before the path, comma-separated",
 	"master_name": "put the master name in the path (redis-sentinel://host:26379/master-name)",
@@ -220,10 +259,17 @@ var placedElsewhere = map[string]string{
 	"db":          "put the database number in the path, after the master name",
 }
 
+// readQuery takes from q the options Parse reads into fields and leaves the rest, go-redis's, in Query.
 func (e *Endpoint) readQuery(q url.Values) error {
-	for k := range q {
-		if where, ok := placedElsewhere[k]; ok {
-			return fmt.Errorf("the option %s is not read from the query: %s", k, where)
+	if e.Kind == Node {
+		if err := e.readNodeDB(q); err != nil {
+			return err
+		}
+	} else {
+		for k := range q {
+			if where, ok := placedElsewhere[k]; ok {
+				return fmt.Errorf("the option %s is not read from the query: %s", k, where)
+			}
 		}
 	}
 	if e.Kind == Sentinel {
@@ -233,91 +279,68 @@ func (e *Endpoint) readQuery(q url.Values) error {
 	}
 	if q.Has("skip_verify") {
 		if !e.TLS {
-			return errors.New("the option skip_verify applies to TLS only: use rediss-sentinel:// or rediss-cluster://, or remove it")
+			return errors.New("the option skip_verify applies to TLS only: use rediss://, rediss-sentinel:// or rediss-cluster://, or remove it")
 		}
-		v, err := strconv.ParseBool(q.Get("skip_verify"))
+		// An empty value is false, as go-redis reads a node URL's skip_verify.
+		v, err := strconv.ParseBool(cmp.Or(q.Get("skip_verify"), "false"))
 		if err != nil {
 			return fmt.Errorf("the option skip_verify must be true or false, got %q", q.Get("skip_verify"))
 		}
-		e.skipVerify = v
+		e.SkipVerify = v
 		q.Del("skip_verify")
 	}
-	e.query = q
+	if len(q) > 0 {
+		e.Query = q
+	}
 	return nil
 }
 
-// Check reports what is wrong with an endpoint built field by field (a Sentinel group or Cluster from
-// configuration): the kind, the addresses, the master name.
-func (e Endpoint) Check() error {
-	_, err := e.Options()
-	return err
-}
-
-// Options builds go-redis's options: *redis.Options, *redis.FailoverOptions or *redis.ClusterOptions.
-func (e Endpoint) Options() (any, error) {
-	switch e.Kind {
-	case Node:
-		if e.raw != "" {
-			return redis.ParseURL(e.raw)
-		}
-		if len(e.Addrs) != 1 {
-			return nil, fmt.Errorf("a single node has exactly one address, got %d", len(e.Addrs))
-		}
-		o := &redis.Options{Addr: e.Addrs[0], Username: e.Username, Password: e.Password, DB: e.DB}
-		if e.TLS {
-			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		return o, nil
-	case Sentinel:
-		return e.failoverOptions()
-	case Cluster:
-		return e.clusterOptions()
-	}
-	return nil, fmt.Errorf("unknown kind %q: want node, sentinel or cluster", e.Kind)
-}
-
-func (e Endpoint) failoverOptions() (*redis.FailoverOptions, error) {
-	if e.MasterName == "" {
-		return nil, errors.New("a Sentinel endpoint needs the master name the sentinels monitor")
-	}
-	if len(e.Addrs) == 0 {
-		return nil, errors.New("a Sentinel endpoint needs the address of at least one sentinel")
-	}
-	// go-redis reads the tuning options; the rest is set from the fields, which it would read differently.
-	o, err := redis.ParseFailoverURL("redis://host:" + DefaultSentinelPort + "/?" + e.query.Encode())
-	if err != nil {
-		return nil, err
-	}
-	o.SentinelAddrs, o.MasterName, o.DB = slices.Clone(e.Addrs), e.MasterName, e.DB
-	o.Username, o.Password = e.Username, e.Password
-	o.SentinelUsername, o.SentinelPassword = e.SentinelUsername, e.SentinelPassword
-	o.TLSConfig = e.tlsConfig()
-	return o, nil
-}
-
-func (e Endpoint) clusterOptions() (*redis.ClusterOptions, error) {
-	if len(e.Addrs) == 0 {
-		return nil, errors.New("a Cluster endpoint needs the address of at least one node")
-	}
-	if e.DB != 0 {
-		return nil, errors.New("a Redis Cluster has only database 0")
-	}
-	o, err := redis.ParseClusterURL("redis://host:" + DefaultPort + "?" + e.query.Encode())
-	if err != nil {
-		return nil, err
-	}
-	o.Addrs, o.Username, o.Password = slices.Clone(e.Addrs), e.Username, e.Password
-	o.TLSConfig = e.tlsConfig()
-	return o, nil
-}
-
-// tlsConfig leaves ServerName empty so that crypto/tls checks each node's certificate against the host dialled: a
-// Sentinel's master and a Cluster's nodes are other hosts than the addresses configured.
-func (e Endpoint) tlsConfig() *tls.Config {
-	if !e.TLS {
+// readNodeDB reads a node URL's db option, which go-redis still honours over the path (its last value, when not
+// empty).
+func (e *Endpoint) readNodeDB(q url.Values) error {
+	vs := q["db"]
+	q.Del("db")
+	if len(vs) == 0 || vs[len(vs)-1] == "" {
 		return nil
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: e.skipVerify} //nolint:gosec // asked for with skip_verify=true
+	db, err := strconv.Atoi(vs[len(vs)-1])
+	if err != nil {
+		return fmt.Errorf("the option db must be a database number, got %q", vs[len(vs)-1])
+	}
+	e.DB = db
+	return nil
+}
+
+// Check reports what is wrong with the shape of an endpoint, one built field by field (a Sentinel group or Cluster
+// from configuration) among them: the kind, the addresses, the master name, the database, the replicas to wait for.
+// The client options in Query are go-redis's, and ops/state checks them (state.CheckEndpoint).
+func (e Endpoint) Check() error {
+	switch e.Kind {
+	case Node:
+		if len(e.Addrs) != 1 {
+			return fmt.Errorf("a single node has exactly one address, got %d", len(e.Addrs))
+		}
+	case Sentinel:
+		if e.MasterName == "" {
+			return errors.New("a Sentinel endpoint needs the master name the sentinels monitor")
+		}
+		if len(e.Addrs) == 0 {
+			return errors.New("a Sentinel endpoint needs the address of at least one sentinel")
+		}
+	case Cluster:
+		if len(e.Addrs) == 0 {
+			return errors.New("a Cluster endpoint needs the address of at least one node")
+		}
+		if e.DB != 0 {
+			return errors.New("a Redis Cluster has only database 0")
+		}
+	default:
+		return fmt.Errorf("unknown kind %q: want node, sentinel or cluster", e.Kind)
+	}
+	if e.WaitReplicas < 0 {
+		return fmt.Errorf("the number of replicas to wait for must be 0 or more, got %d", e.WaitReplicas)
+	}
+	return nil
 }
 
 // String names the endpoint for logs and errors, without credentials.

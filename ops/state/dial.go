@@ -10,8 +10,8 @@ import (
 	"github.com/hyperops/hyperops/config/endpoint"
 )
 
-// Dial connects to the Redis at url and checks that it answers. url is redis:// or rediss:// (one node, as go-redis's
-// ParseURL reads it), redis-sentinel:// or redis-cluster:// (see endpoint.Parse). The caller closes the client.
+// Dial connects to the Redis at url and checks that it answers. url is redis:// or rediss:// (one node),
+// redis-sentinel:// or redis-cluster:// (see endpoint.Parse). The caller closes the client.
 func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 	e, err := endpoint.Parse(url)
 	if err != nil {
@@ -35,15 +35,13 @@ func DialEndpoint(ctx context.Context, e endpoint.Endpoint) (redis.UniversalClie
 	return c, nil
 }
 
-// NewClient returns a go-redis client for e; it does not connect yet. On a Sentinel group or a Cluster, writes wait
-// for e.WaitReplicas (replicas.go). The caller closes it.
+// NewClient returns a go-redis client for e; it does not connect yet. It refuses what CheckEndpoint refuses (the
+// client options of e's URL are checked here, not in config). Writes wait for e.WaitReplicas (replicas.go). The
+// caller closes it.
 func NewClient(e endpoint.Endpoint) (redis.UniversalClient, error) {
-	o, err := e.Options()
+	o, err := clientOptions(e)
 	if err != nil {
 		return nil, err
-	}
-	if e.WaitReplicas < 0 {
-		return nil, fmt.Errorf("the number of replicas to wait for must be 0 or more, got %d", e.WaitReplicas)
 	}
 	timeout := e.WaitTimeout
 	if timeout <= 0 {
