@@ -2,4 +2,7 @@
 // a bounded worker pool, delivery dedupe, the rate-limited Slack Web API client, the lease-guarded job watcher that
 // tells workload changes in request threads once across replicas, the capacity report schedules, health and metrics
 // endpoints, and Run, which wires config, Redis, the catalog, approvals, the engine and the handlers together.
+//
+// It never imports chromedp, `internal/fakeslack`, `internal/fakeaws` or `internal/playground`: fakes stay out of
+// the runtime.
 package bot
