@@ -471,3 +471,44 @@ func equalFields(a, b []ops.FieldChange) bool {
 	}
 	return true
 }
+
+// A plan is made from one reading of AWS: Validate's answer serves Plan (ops.ReadOnce under the engine's readings),
+// so a HyperPod scale describes its cluster once before approval. The execution then reads afresh: the re-check
+// before the write and the wait for the new count each call DescribeCluster again.
+func TestScaleReadsAWSOncePerPlan(t *testing.T) {
+	cases := []struct {
+		name, group string
+		calls       map[string]int // calls each op gets for a dry run
+	}{
+		{"HyperPod instance group", "gpu", map[string]int{fakeaws.OpSageMakerDescribeCluster: 1, fakeaws.OpEKSDescribeCluster: 0}},
+		// An EKS group is looked for among the HyperPod groups first, then among the node groups.
+		{"EKS node group", "cpu", map[string]int{fakeaws.OpSageMakerDescribeCluster: 1, fakeaws.OpEKSDescribeCluster: 1,
+			fakeaws.OpEKSDescribeNodegroup: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{})
+			req := scaleRequest("dry-"+tc.group, testCluster, tc.group, 3)
+			req.DryRun = true
+			rec, err := f.engine.Submit(ctxT(t), req)
+			if err != nil || rec.Phase != ops.PhaseDone || rec.Plan == nil {
+				t.Fatalf("dry run: phase %v, err %v", rec, err)
+			}
+			for op, want := range tc.calls {
+				if n := f.srv.Calls(op); n != want {
+					t.Errorf("a dry run called %s %d times, want %d", op, n, want)
+				}
+			}
+
+			before := f.srv.Calls(fakeaws.OpSageMakerDescribeCluster)
+			rec, err = f.engine.Submit(ctxT(t), scaleRequest("run-"+tc.group, testCluster, tc.group, 3))
+			if err != nil || rec.Phase != ops.PhaseSucceeded {
+				t.Fatalf("scale: %v, err %v", rec, err)
+			}
+			// Validate and Plan: 1; the re-check before the write: 1; the wait: at least 1 more.
+			if n := f.srv.Calls(fakeaws.OpSageMakerDescribeCluster) - before; tc.group == "gpu" && n < 3 {
+				t.Errorf("the scale called DescribeCluster %d times: the execution reused the plan's reading", n)
+			}
+		})
+	}
+}

@@ -61,12 +61,16 @@ func (g *groupState) observed() string {
 		g.Current, g.Target, g.Min, g.Max)
 }
 
+// describeHyperPod reads the HyperPod cluster; while a request is validated and planned (ops.WithReadings) the
+// one answer serves both.
 func (c *Clients) describeHyperPod(ctx context.Context, t *target) (*sagemaker.DescribeClusterOutput, error) {
-	out, err := t.sm.DescribeCluster(ctx, &sagemaker.DescribeClusterInput{ClusterName: awssdk.String(t.cl.HyperPod.ClusterName)})
-	if err != nil {
-		return nil, awsError(serviceSageMaker, "DescribeCluster", err)
-	}
-	return out, nil
+	return ops.ReadOnce(ctx, "sagemaker DescribeCluster "+t.name, func() (*sagemaker.DescribeClusterOutput, error) {
+		out, err := t.sm.DescribeCluster(ctx, &sagemaker.DescribeClusterInput{ClusterName: awssdk.String(t.cl.HyperPod.ClusterName)})
+		if err != nil {
+			return nil, awsError(serviceSageMaker, "DescribeCluster", err)
+		}
+		return out, nil
+	})
 }
 
 func hyperPodGroup(out *sagemaker.DescribeClusterOutput, name string) *groupState {
@@ -85,21 +89,27 @@ func hyperPodGroup(out *sagemaker.DescribeClusterOutput, name string) *groupStat
 	return nil
 }
 
+// eksStatus reads the EKS cluster, once while a request is validated and planned (ops.WithReadings).
 func (c *Clients) eksStatus(ctx context.Context, t *target) (*ekstypes.Cluster, error) {
-	out, err := t.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: awssdk.String(t.cl.EKS.ClusterName)})
-	if err != nil {
-		return nil, awsError(serviceEKS, "DescribeCluster", err)
-	}
-	return out.Cluster, nil
+	return ops.ReadOnce(ctx, "eks DescribeCluster "+t.name, func() (*ekstypes.Cluster, error) {
+		out, err := t.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: awssdk.String(t.cl.EKS.ClusterName)})
+		if err != nil {
+			return nil, awsError(serviceEKS, "DescribeCluster", err)
+		}
+		return out.Cluster, nil
+	})
 }
 
+// describeNodegroup reads one EKS managed node group, once while a request is validated and planned.
 func (c *Clients) describeNodegroup(ctx context.Context, t *target, name string) (*ekstypes.Nodegroup, error) {
-	out, err := t.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{
-		ClusterName: awssdk.String(t.cl.EKS.ClusterName), NodegroupName: awssdk.String(name)})
-	if err != nil {
-		return nil, awsError(serviceEKS, "DescribeNodegroup", err)
-	}
-	return out.Nodegroup, nil
+	return ops.ReadOnce(ctx, "eks DescribeNodegroup "+t.name+" "+name, func() (*ekstypes.Nodegroup, error) {
+		out, err := t.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{
+			ClusterName: awssdk.String(t.cl.EKS.ClusterName), NodegroupName: awssdk.String(name)})
+		if err != nil {
+			return nil, awsError(serviceEKS, "DescribeNodegroup", err)
+		}
+		return out.Nodegroup, nil
+	})
 }
 
 func nodegroupState(clusterStatus string, ng *ekstypes.Nodegroup) *groupState {

@@ -15,7 +15,10 @@ import (
 // existing record; with different content it is E_IDEMPOTENCY_CONFLICT. Errors before the record is stored change
 // nothing. When a stored request ends rejected, both the record and its error are returned.
 func (e *Engine) Submit(ctx context.Context, req ops.Request) (*ops.Record, error) {
-	op, err := e.prepare(ctx, &req)
+	// Validate and Plan read the world once between them (ops.ReadOnce): plan ends the readings, and nothing else
+	// runs under them.
+	planning := ops.WithReadings(ctx)
+	op, err := e.prepare(planning, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +40,7 @@ func (e *Engine) Submit(ctx context.Context, req ops.Request) (*ops.Record, erro
 		return e.existing(ctx, op, stored, req)
 	}
 	e.notify(ctx, stored, stored.History[0])
-	return e.planOnce(ctx, op, stored, true)
+	return e.planOnce(planning, op, stored, true)
 }
 
 // planningScope is the short lock under which one caller plans a received request.
@@ -195,6 +198,7 @@ func (e *Engine) plan(ctx context.Context, op ops.Operation, rec *ops.Record) (*
 		}
 	}
 	p, err := e.makePlan(ctx, op, rec.Request)
+	ctx = ops.WithoutReadings(ctx) // what follows the plan reads the world as it is now
 	if err == nil {
 		var appr ops.Approval
 		if appr, err = e.approvalFor(ctx, rec, p); err == nil {
