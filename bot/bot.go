@@ -66,8 +66,6 @@ type Options struct {
 	Groups collect.GroupSource
 	// MCPListener serves MCP (bot/mcp.go); nil listens on Config.MCP.Listen, off when that is empty.
 	MCPListener net.Listener
-	// MCPPollEvery is how often MCP long polls and subscriptions re-read a request (default 250ms).
-	MCPPollEvery time.Duration
 	// Tellers tune the outbox tellers (default engine.TellerOptions' defaults: 64 requests told at once).
 	Tellers engine.TellerOptions
 }

@@ -347,7 +347,6 @@ func (h *harness) launch(o harnessOptions) *replica {
 			cancel()
 			t.Fatal(err)
 		}
-		bo.MCPPollEvery = 20 * time.Millisecond
 	}
 	b, err := New(bo)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 )
 
 // startMCP serves the MCP endpoint on its own listener (Options.MCPListener, else mcp.listen; off when both are
@@ -40,11 +41,14 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 	if len(agents) == 0 {
 		b.opts.Log.Warn().Msg("mcp.listen is set but no agent has mcp.tokenSHA256: every MCP call is refused 401")
 	}
+	// The feed wakes the agents' waits and subscriptions when a request changes on any replica: one Redis
+	// subscription per replica, whatever the number of waits.
+	feed := engine.NewFeed(b.store)
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
 		Bounds: hmcp.BoundsFrom(cfg, b.opts.Catalog.Specs()), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
-		OnCall:    func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
-		OnLimit:   func(key string) { b.metrics.MCPLimited.WithLabelValues(key).Inc() },
-		PollEvery: b.opts.MCPPollEvery})
+		OnCall:  func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },
+		OnLimit: func(key string) { b.metrics.MCPLimited.WithLabelValues(key).Inc() },
+		Changes: feed})
 	serving := &mcpServing{srv: srv}
 	b.mcp.Store(serving)
 	// ReadTimeout bounds reading a request (headers and body) and not the answer: net/http lifts the deadline once
@@ -54,7 +58,11 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 		ConnState: serving.track}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		feed.Run(sctx)
+	}()
 	go func() {
 		defer wg.Done()
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -68,7 +76,7 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 	b.opts.Log.Info().Str("listen", ln.Addr().String()).Int("agents", len(agents)).Msg("serving MCP at " + hmcp.Path)
 	return func() {
 		cancel()
-		// Sessions first: their event streams would keep Shutdown waiting. A wait_request still polling ends with
+		// Sessions first: their event streams would keep Shutdown waiting. A wait_request still waiting ends with
 		// the grace period, after which Close ends whatever is still open.
 		srv.Close()
 		shctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)

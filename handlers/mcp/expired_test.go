@@ -41,12 +41,12 @@ func (e oneRecord) Revert(context.Context, string, ops.Request) (*ops.Record, er
 
 // agentSession serves engine over MCP (the kube catalog, one agent allowed every operation, token "tok") on a local
 // HTTP server and connects the MCP SDK's client to it as agent.
-func agentSession(ctx context.Context, t *testing.T, agent ops.Initiator, engine Engine) *mcp.ClientSession {
+func agentSession(ctx context.Context, t *testing.T, agent ops.Initiator, eng Engine) *mcp.ClientSession {
 	t.Helper()
 	cat := ops.NewCatalog()
 	kube.Register(cat, nil, nil, nil, nil)
 	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
-		Engine: engine, PollEvery: 10 * time.Millisecond})
+		Engine: eng, Changes: engine.NewFeed(nil)}) // nothing changes: the record is the one it is
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	t.Cleanup(srv.Close)

@@ -206,8 +206,9 @@ func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
 	defer cancel()
 	token := req.Params.GetProgressToken()
-	t := time.NewTicker(a.s.opts.PollEvery)
-	defer t.Stop()
+	// Watch before the first read: a change stored between the read and the wait still wakes it.
+	changed, stop := a.s.opts.Changes.Watch(fa.RequestID)
+	defer stop()
 	var told int64
 	for {
 		rec, err := a.own(ctx, fa.RequestID)
@@ -230,7 +231,7 @@ func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest)
 				return nil, ctx.Err()
 			}
 			return a.waited(ctx, rec, until, false), nil
-		case <-t.C:
+		case <-changed:
 		}
 	}
 }
@@ -308,6 +309,7 @@ func (a *agentServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) 
 	if err != nil {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	a.pruneClosed() // a closed session's subscriptions count no more
 	a.subs.mu.Lock()
 	defer a.subs.mu.Unlock()
 	ids := a.subs.bySession[req.Session]
@@ -383,14 +385,17 @@ func (a *agentServer) pruneClosed() {
 	}
 }
 
-// tellSubscribers sends notifications/resources/updated for every subscribed request whose version changed. A
-// request that ended is told once more and then no longer read; one that is gone from the store is not read again.
-func (a *agentServer) tellSubscribers(ctx context.Context) {
+// tellSubscribers sends notifications/resources/updated for every subscribed request that may have changed (read
+// says which) and whose version did. A request that ended is told once more and then no longer read; one that is
+// gone from the store is not read again.
+func (a *agentServer) tellSubscribers(ctx context.Context, read func(id string) bool) {
 	a.pruneClosed()
 	a.subs.mu.Lock()
 	ids := make([]string, 0, len(a.subs.told))
 	for id := range a.subs.told {
-		ids = append(ids, id)
+		if read(id) {
+			ids = append(ids, id)
+		}
 	}
 	a.subs.mu.Unlock()
 	for _, id := range ids {
@@ -419,10 +424,11 @@ func (a *agentServer) tellSubscribers(ctx context.Context) {
 	}
 }
 
-// Followed is how many requests the agents' subscriptions still read each poll (for tests and metrics).
+// Followed is how many requests the agents' subscriptions still follow (for tests and metrics).
 func (s *Server) Followed() int {
 	n := 0
 	for _, a := range s.agents {
+		a.pruneClosed() // sessions end without telling: what they followed is dropped when anyone looks
 		a.subs.mu.Lock()
 		n += len(a.subs.told)
 		a.subs.mu.Unlock()

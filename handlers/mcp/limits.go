@@ -151,6 +151,7 @@ const maxRefusedBody = 64 << 10
 
 // holdWait takes one of the agent's waits for a wait_request; release gives it back.
 func (a *agentServer) holdWait() (release func(), err error) {
+	a.pruneClosed() // a closed session's subscriptions count no more
 	a.subs.mu.Lock()
 	defer a.subs.mu.Unlock()
 	if err := a.subs.roomLocked(a); err != nil {

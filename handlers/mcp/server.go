@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -59,8 +60,9 @@ type Options struct {
 	OnLimit func(configKey string)
 	// Limits bound the sessions and waits of each agent (zero fields: the config defaults).
 	Limits Limits
-	// PollEvery is how often wait_request and resource subscriptions re-read a request (default 250ms).
-	PollEvery time.Duration
+	// Changes wakes wait_request and the resource subscriptions when a request changes on any replica (engine.Feed);
+	// they read the request then, never on a timer. Required.
+	Changes Changes
 	// Version is reported to clients as the server's version.
 	Version string
 	// Logger gets the SDK's log (default: discarded).
@@ -87,9 +89,6 @@ type agentServer struct {
 
 // New builds the server; it serves nothing until its Handler is mounted.
 func New(opts Options) *Server {
-	if opts.PollEvery <= 0 {
-		opts.PollEvery = 250 * time.Millisecond
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -121,18 +120,50 @@ func New(opts Options) *Server {
 // Handler serves /mcp.
 func (s *Server) Handler() http.Handler { return s.http }
 
-// Run tells subscribed clients about changes of their requests until ctx ends.
+// Changes tells of stored changes of requests (engine.Feed implements it).
+type Changes interface {
+	// Watch returns a channel that receives after each change of request id, and after the feed may have missed
+	// some; stop ends the watch.
+	Watch(id string) (changed <-chan struct{}, stop func())
+	// Listen calls fn with the id of each changed request, and with "" when any may have changed; fn must not block.
+	Listen(fn func(id string)) (stop func())
+}
+
+// Run tells subscribed clients about changes of their requests until ctx ends. It wakes on the feed: the requests
+// that changed are read once each, whichever agents subscribed to them; nothing is read while nothing changes.
 func (s *Server) Run(ctx context.Context) {
-	t := time.NewTicker(s.opts.PollEvery)
-	defer t.Stop()
+	var (
+		mu      sync.Mutex
+		changed = map[string]bool{}
+		all     bool
+		wake    = make(chan struct{}, 1)
+	)
+	stop := s.opts.Changes.Listen(func(id string) {
+		mu.Lock()
+		if id == "" {
+			all = true
+		} else {
+			changed[id] = true
+		}
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			for _, a := range s.agents {
-				a.tellSubscribers(ctx)
-			}
+		case <-wake:
+		}
+		mu.Lock()
+		ids, everything := changed, all
+		changed, all = map[string]bool{}, false
+		mu.Unlock()
+		for _, a := range s.agents {
+			a.tellSubscribers(ctx, func(id string) bool { return everything || ids[id] })
 		}
 	}
 }

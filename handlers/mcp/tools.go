@@ -159,13 +159,17 @@ func (a *agentServer) callOperation(spec ops.Spec) mcp.ToolHandler {
 func (a *agentServer) settled(ctx context.Context, rec *ops.Record) *ops.Record {
 	ctx, cancel := context.WithTimeout(ctx, settleWait)
 	defer cancel()
-	t := time.NewTicker(a.s.opts.PollEvery)
-	defer t.Stop()
+	changed, stop := a.s.opts.Changes.Watch(rec.ID())
+	defer stop()
+	// The record may have moved on before the watch began: read it once more first.
+	if next, err := a.s.opts.Engine.Get(ctx, rec.ID()); err == nil {
+		rec = next
+	}
 	for planning(rec.Phase) {
 		select {
 		case <-ctx.Done():
 			return rec
-		case <-t.C:
+		case <-changed:
 		}
 		next, err := a.s.opts.Engine.Get(ctx, rec.ID())
 		if err != nil {

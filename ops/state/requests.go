@@ -22,10 +22,11 @@ import (
 // as the change: the Slack side tells what the outbox holds, so no stored transition goes untold. The outbox is not
 // capped: a cap (XADD MAXLEN) trims the oldest entries whether or not they were told, and Redis 7.0 has no trimming
 // of acknowledged entries only. Told entries are deleted at once (XACK + XDEL), so it holds only what is still to
-// tell; only the audit stream, which nobody consumes, is capped.
+// tell; only the audit stream, which nobody consumes, is capped. Both also publish the request's id on the changes
+// channel ({p}:changes, changes.go), which wakes whoever follows that request on any replica.
 
 // createScript: KEYS req, idx, phase index, audit, outbox; ARGV data, version, phase, ttl ms, score, id, trim-before score,
-// audit maxlen, audit event. Returns {1} when created, else {0, stored data}.
+// audit maxlen, audit event, changes channel. Returns {1} when created, else {0, stored data}.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {0, redis.call('HGET', KEYS[1], 'data')}
@@ -39,12 +40,13 @@ for i = 2, 3 do
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'request', ARGV[6], 'to', ARGV[3], 'event', ARGV[9])
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[6], 'version', ARGV[2])
+redis.call('PUBLISH', ARGV[10], ARGV[6])
 return {1}
 `)
 
 // updateScript: KEYS req, idx, new phase index, audit, outbox, then the applied index keys of the objects the record
 // applied (applied.go); ARGV expected version, data, new version, phase, ttl ms, score, id, phase index key prefix,
-// trim-before score, audit maxlen, audit event, fence. Returns 1 when stored, -1 on a version mismatch, 0 when the
+// trim-before score, audit maxlen, audit event, fence, changes channel. Returns 1 when stored, -1 on a version mismatch, 0 when the
 // record does not exist.
 var updateScript = redis.NewScript(`
 local v = redis.call('HGET', KEYS[1], 'version')
@@ -63,6 +65,7 @@ for i = 2, 3 do
 end
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'request', ARGV[7], 'to', ARGV[4], 'event', ARGV[11])
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[7], 'version', ARGV[3])
+redis.call('PUBLISH', ARGV[13], ARGV[7])
 for i = 6, #KEYS do
   local cur = redis.call('GET', KEYS[i])
   local f = cur and tonumber(string.match(cur, '^(%d+)|')) or -1
@@ -100,7 +103,7 @@ func (s *Store) Create(ctx context.Context, rec *ops.Record) (*ops.Record, bool,
 	}
 	keys := []string{s.reqKey(rec.ID()), s.indexKey(), s.phaseKey(rec.Phase), s.auditKey(), s.outboxKey()}
 	res, err := createScript.Run(ctx, s.rdb, keys, data, rec.Version, string(rec.Phase), ms(s.opts.RequestTTL),
-		score(rec), rec.ID(), s.trimBefore(), s.opts.AuditMaxLen, ev).Slice()
+		score(rec), rec.ID(), s.trimBefore(), s.opts.AuditMaxLen, ev, s.changesChannel()).Slice()
 	if err != nil {
 		return nil, false, unavailable("create request "+rec.ID(), err)
 	}
@@ -146,7 +149,7 @@ func (s *Store) Update(ctx context.Context, rec *ops.Record, expect int64, ev op
 	keys = append(keys, s.appliedKeys(rec)...)
 	n, err := updateScript.Run(ctx, s.rdb, keys, strconv.FormatInt(expect, 10), data, next.Version, string(rec.Phase),
 		ms(s.opts.RequestTTL), score(rec), rec.ID(), s.phaseKeyPrefix(), s.trimBefore(), s.opts.AuditMaxLen, evData,
-		rec.Fence).Int64()
+		rec.Fence, s.changesChannel()).Int64()
 	if err != nil {
 		return unavailable("update request "+rec.ID(), err)
 	}
