@@ -344,13 +344,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	actx, acancel := context.WithTimeout(ctx, 30*time.Second)
-	user, botID, err := b.slack.AuthTest(actx)
+	me, err := b.slack.AuthTest(actx)
 	acancel()
 	if err != nil {
 		return fmt.Errorf("check the bot token: %w", err)
 	}
-	b.rt.botUser, b.rt.botID = user, botID
-	b.opts.Log.Info().Str("replica", b.engine.Replica()).Str("bot_user", user).Msg("hyperops starting: executors, tellers and the Slack connection")
+	b.rt.botUser, b.rt.botID, b.rt.workspace = me.UserID, me.BotID, me.WorkspaceURL
+	b.opts.Log.Info().Str("replica", b.engine.Replica()).Str("bot_user", me.UserID).Msg("hyperops starting: executors, tellers and the Slack connection")
 	ln := b.opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", b.opts.Config.Server.Listen); err != nil {

@@ -1,18 +1,17 @@
 package bot
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers"
@@ -135,19 +134,20 @@ func (b *Bot) registerMCPGauges() {
 }
 
 func (b *Bot) whereabouts() *slackWhereabouts {
-	return &slackWhereabouts{refs: storeRefs{b.store}, slack: b.slack, cfg: b.opts.Config.Approvals.Groups,
-		approvals: b.opts.Config.Slack.ApprovalsChannel, links: newPermalinks(maxPermalinks)}
+	return &slackWhereabouts{refs: storeRefs{b.store}, cfg: b.opts.Config.Approvals.Groups,
+		approvals: b.opts.Config.Slack.ApprovalsChannel, workspace: b.rt.workspace}
 }
 
 // slackWhereabouts tells an MCP agent where its request waits: the plan message in the approvals channel (its
-// permalink), and the approver group's members.
+// link), and the approver group's members. It reads only what the bot stored: an agent's tool call never waits on
+// Slack.
 type slackWhereabouts struct {
-	refs  handlers.Refs
-	slack *SlackClient
-	cfg   map[string]config.ApproverGroup
+	refs handlers.Refs
+	cfg  map[string]config.ApproverGroup
 	// approvals is where an agent's plan message goes: the answer until the message is posted (by the outbox).
 	approvals string
-	links     *permalinks
+	// workspace is the workspace's address from auth.test; "" leaves links out.
+	workspace string
 }
 
 // Where implements hmcp.Whereabouts.
@@ -168,91 +168,18 @@ func (w *slackWhereabouts) Where(ctx context.Context, rec *ops.Record) (*hmcp.Wa
 		if ref.Kind != handlers.RefPlan {
 			continue
 		}
-		out.Channel = ref.Channel
-		link, err := w.permalink(ctx, ref.Channel, ref.TS)
-		if err != nil {
-			return out, nil // the channel is still worth telling
-		}
-		out.Permalink = link
+		out.Channel, out.Permalink = ref.Channel, permalink(w.workspace, ref.Channel, ref.TS)
 		return out, nil
 	}
 	return out, nil
 }
 
-func (w *slackWhereabouts) permalink(ctx context.Context, channel, ts string) (string, error) {
-	p := w.links.get(channel + "/" + ts)
-	p.once.Do(func() { p.link, p.err = w.slack.Permalink(ctx, channel, ts) })
-	if p.err != nil {
-		w.links.forget(p) // the next caller asks Slack again
+// permalink is the link of a top-level message, made the way Slack makes it (chat.getPermalink answers the same for
+// a top-level message: the workspace's address, archives, the channel, "p" and the ts without its dot), so telling
+// an agent where to approve costs no call to Slack.
+func permalink(workspace, channel, ts string) string {
+	if workspace == "" || channel == "" || ts == "" {
+		return ""
 	}
-	return p.link, p.err
-}
-
-// maxPermalinks is how many message links are remembered: the plan messages of the requests agents follow now,
-// with room to spare. A link evicted is asked of Slack again.
-const maxPermalinks = 1024
-
-// permalinks remembers the links of the messages asked most recently (a message's permalink never changes).
-type permalinks struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *permalink, the most recently asked first
-	byKey map[string]*list.Element
-}
-
-// permalink is one message's link, fetched once however many callers ask at the same time.
-type permalink struct {
-	key  string
-	once sync.Once
-	link string
-	err  error
-}
-
-func newPermalinks(max int) *permalinks {
-	return &permalinks{max: max, order: list.New(), byKey: map[string]*list.Element{}}
-}
-
-// get returns the entry of a message, new if it is not remembered, evicting the least recently asked over max.
-func (c *permalinks) get(key string) *permalink {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*permalink)
-	}
-	p := &permalink{key: key}
-	c.byKey[key] = c.order.PushFront(p)
-	for c.order.Len() > c.max {
-		old := c.order.Remove(c.order.Back()).(*permalink)
-		delete(c.byKey, old.key)
-	}
-	return p
-}
-
-// forget drops p if it is still the entry of its message.
-func (c *permalinks) forget(p *permalink) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byKey[p.key]; ok && e.Value == p {
-		c.order.Remove(e)
-		delete(c.byKey, p.key)
-	}
-}
-
-// len is how many links are remembered.
-func (c *permalinks) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
-// Permalink returns the link to a message (chat.getPermalink).
-func (c *SlackClient) Permalink(ctx context.Context, channel, ts string) (string, error) {
-	var link string
-	err := c.call(ctx, "chat.getPermalink", "", func() error {
-		var err error
-		link, err = c.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
-		return err
-	})
-	return link, err
+	return strings.TrimSuffix(workspace, "/") + "/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
 }

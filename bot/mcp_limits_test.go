@@ -392,22 +392,3 @@ func TestMCPNextStepsNameTools(t *testing.T) {
 	}
 }
 
-// The permalink cache keeps the most recently asked links and forgets the rest.
-func TestPermalinksAreBounded(t *testing.T) {
-	c := newPermalinks(4)
-	first := c.get("C1/1")
-	for i := range 100 {
-		c.get(fmt.Sprintf("C1/%d", i+2))
-		c.get("C1/1") // asked often: kept
-	}
-	if n := c.len(); n != 4 {
-		t.Errorf("%d links remembered, want 4", n)
-	}
-	if c.get("C1/1") != first {
-		t.Error("the link asked most often was evicted")
-	}
-	c.forget(first)
-	if c.get("C1/1") == first {
-		t.Error("a forgotten link is still remembered")
-	}
-}

@@ -397,6 +397,10 @@ func TestMCPDryRunThenCommit(t *testing.T) {
 	if !strings.Contains(text(res), plan.TS[:4]) && !strings.Contains(text(res), "slack.com/archives/"+chApprove) {
 		t.Errorf("summary %q does not link the approval message", text(res))
 	}
+	// The link is made from the workspace's address: an agent's call never waits on Slack.
+	if calls := h.srv.APICalls("chat.getPermalink"); len(calls) != 0 {
+		t.Errorf("the MCP replies called chat.getPermalink %d times, want none", len(calls))
+	}
 }
 
 // Client retries: the same call three times (also concurrently) is one request and one approval message; the same

@@ -76,11 +76,13 @@ type runtime struct {
 	homes *handlers.Homes
 	jobs  chan job
 	// overflow bounds the goroutines answering DMs that found the queue full.
-	overflow  chan struct{}
-	workers   int
-	timeout   time.Duration
-	botUser   string
-	botID     string
+	overflow chan struct{}
+	workers  int
+	timeout  time.Duration
+	botUser  string
+	botID    string
+	// workspace is the workspace's address (auth.test), from which message links are made.
+	workspace string
 	command   string
 	connected atomic.Bool
 	wg        sync.WaitGroup

@@ -554,14 +554,22 @@ func (c *SlackClient) ChannelMembers(ctx context.Context, channelID string) ([]s
 	}
 }
 
-// AuthTest returns the bot's own user and bot IDs.
-func (c *SlackClient) AuthTest(ctx context.Context) (userID, botID string, err error) {
-	err = c.call(ctx, "auth.test", "", func() error {
+// Identity is who the bot is in its workspace, as auth.test says.
+type Identity struct {
+	UserID, BotID string
+	// WorkspaceURL is the workspace's address ("https://acme.slack.com/"), from which message links are made.
+	WorkspaceURL string
+}
+
+// AuthTest returns the bot's own identity.
+func (c *SlackClient) AuthTest(ctx context.Context) (Identity, error) {
+	var id Identity
+	err := c.call(ctx, "auth.test", "", func() error {
 		r, err := c.api.AuthTestContext(ctx)
 		if err == nil {
-			userID, botID = r.UserID, r.BotID
+			id = Identity{UserID: r.UserID, BotID: r.BotID, WorkspaceURL: r.URL}
 		}
 		return err
 	})
-	return userID, botID, err
+	return id, err
 }
