@@ -42,7 +42,9 @@ func (b *Bot) startMCP(ctx context.Context) (stop func(), err error) {
 	}
 	// The feed wakes the agents' waits and subscriptions when a request changes on any replica: one Redis
 	// subscription per replica, whatever the number of waits.
-	feed := engine.NewFeed(b.store)
+	feed := engine.NewFeed(b.store, func(err error) {
+		b.opts.Log.Warn().Err(err).Msg("following request changes for MCP waits: following again in a second; waits read their requests then")
+	})
 	srv := hmcp.New(hmcp.Options{Agents: agents, Catalog: b.opts.Catalog, Engine: b.engine, Where: b.whereabouts(),
 		Bounds: hmcp.BoundsFrom(cfg, b.opts.Catalog.Specs()), Targets: hmcp.TargetsFrom(cfg), Limits: hmcp.LimitsFrom(cfg),
 		OnCall:  func(tool, code string) { b.metrics.MCPCalls.WithLabelValues(tool, code).Inc() },

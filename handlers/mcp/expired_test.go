@@ -46,7 +46,7 @@ func agentSession(ctx context.Context, t *testing.T, agent ops.Initiator, eng En
 	cat := ops.NewCatalog()
 	kube.Register(cat, nil, nil, nil, nil)
 	srv := New(Options{Agents: []Agent{NewAgent(agent, []string{"*"}, sha256.Sum256([]byte("tok")))}, Catalog: cat,
-		Engine: eng, Changes: engine.NewFeed(nil)}) // nothing changes: the record is the one it is
+		Engine: eng, Changes: engine.NewFeed(nil, nil)}) // nothing changes: the record is the one it is
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	t.Cleanup(srv.Close)

@@ -18,17 +18,22 @@ type ChangeSource interface {
 // its resource subscriptions — so that they wake when a request changes instead of reading it again on a timer. One
 // subscription per replica serves every follower: an idle wait costs no Redis command.
 type Feed struct {
-	src   ChangeSource
-	retry time.Duration
+	src     ChangeSource
+	retry   time.Duration
+	onError func(error)
 
 	mu        sync.Mutex
 	watchers  map[string]map[chan struct{}]bool
 	listeners map[*func(id string)]bool
 }
 
-// NewFeed returns a feed over src; Run follows it.
-func NewFeed(src ChangeSource) *Feed {
-	return &Feed{src: src, retry: time.Second, watchers: map[string]map[chan struct{}]bool{},
+// NewFeed returns a feed over src; Run follows it. onError (optional) is told why following stopped before it
+// follows again.
+func NewFeed(src ChangeSource, onError func(error)) *Feed {
+	if onError == nil {
+		onError = func(error) {}
+	}
+	return &Feed{src: src, retry: time.Second, onError: onError, watchers: map[string]map[chan struct{}]bool{},
 		listeners: map[*func(id string)]bool{}}
 }
 
@@ -36,7 +41,9 @@ func NewFeed(src ChangeSource) *Feed {
 // time it starts, so a change stored while it was away is read then.
 func (f *Feed) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		_ = f.src.FollowChanges(ctx, f.changed, f.resync)
+		if err := f.src.FollowChanges(ctx, f.changed, f.resync); err != nil && ctx.Err() == nil {
+			f.onError(err)
+		}
 		// Whatever the failure, followers read again: they may have missed a change while it lasted.
 		f.resync()
 		select {

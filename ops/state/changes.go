@@ -27,6 +27,9 @@ const followPing = 20 * time.Second
 // subscriber that was away, so whoever follows a request reads it again then. It returns when ctx ends (nil) or the
 // connection fails (ops.ErrStateUnavailable); engine.Feed follows again.
 func (s *Store) FollowChanges(ctx context.Context, changed func(id string), resync func()) error {
+	// A classic channel: in a Redis Cluster every node hears every message, so the subscriber may sit on any node
+	// and a failover of the store's slot leaves it listening (TestCluster). The traffic is one short message per
+	// stored change.
 	ps := s.rdb.Subscribe(ctx, s.changesChannel())
 	// A read of the subscription waits out its timeout whatever ctx says: closing it is what ends the read.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })

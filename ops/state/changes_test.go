@@ -19,7 +19,7 @@ func TestFeedWakesOnEveryStoredChange(t *testing.T) {
 	eachBackend(t, state.Options{KeyPrefix: "changes"}, func(t *testing.T, s *state.Store, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
 		other := state.New(rdb, state.Options{KeyPrefix: "changes"}) // another replica's store
-		feed := engine.NewFeed(other)
+		feed := engine.NewFeed(other, nil)
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		resynced := make(chan struct{}, 8)
@@ -61,7 +61,7 @@ func TestFeedResyncsAfterRedisRestarts(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := dial(t, srv.URL())
 	s := state.New(rdb, state.Options{KeyPrefix: "resync"})
-	feed := engine.NewFeed(s)
+	feed := engine.NewFeed(s, nil)
 	ctx := ctxT(t)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
