@@ -391,4 +391,3 @@ func TestMCPNextStepsNameTools(t *testing.T) {
 		t.Errorf("get_request of an unknown id = %+v, want E_NOT_FOUND with next step list_requests", r.Body)
 	}
 }
-
