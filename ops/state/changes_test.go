@@ -18,18 +18,7 @@ import (
 func TestFeedWakesOnEveryStoredChange(t *testing.T) {
 	eachBackend(t, state.Options{KeyPrefix: "changes"}, func(t *testing.T, s *state.Store, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		other := state.New(rdb, state.Options{KeyPrefix: "changes"}) // another replica's store
-		feed := engine.NewFeed(other, nil)
-		runCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		resynced := make(chan struct{}, 8)
-		defer feed.Listen(func(id string) {
-			if id == "" {
-				resynced <- struct{}{}
-			}
-		})()
-		go feed.Run(runCtx)
-		waitSignal(t, resynced, "the resync when the subscription starts")
+		feed, _ := runFeed(t, state.New(rdb, state.Options{KeyPrefix: "changes"})) // another replica's store
 
 		changed, unwatch := feed.Watch("req-1")
 		defer unwatch()
@@ -61,18 +50,8 @@ func TestFeedResyncsAfterRedisRestarts(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := dial(t, srv.URL())
 	s := state.New(rdb, state.Options{KeyPrefix: "resync"})
-	feed := engine.NewFeed(s, nil)
 	ctx := ctxT(t)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	resynced := make(chan struct{}, 8)
-	defer feed.Listen(func(id string) {
-		if id == "" {
-			resynced <- struct{}{}
-		}
-	})()
-	go feed.Run(runCtx)
-	waitSignal(t, resynced, "the resync when the subscription starts")
+	feed, resynced := runFeed(t, s)
 	changed, unwatch := feed.Watch("req-away")
 	defer unwatch()
 
@@ -95,6 +74,35 @@ func TestFeedResyncsAfterRedisRestarts(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	waitSignal(t, changed, "req-away's creation after the restart")
+}
+
+// runFeed follows s's changes until the test ends and returns the feed once it follows them, with a channel that
+// receives each later resync.
+func runFeed(t *testing.T, s *state.Store) (*engine.Feed, <-chan struct{}) {
+	t.Helper()
+	feed := engine.NewFeed(s, nil)
+	ctx, stop := context.WithCancel(context.Background())
+	resynced := make(chan struct{}, 8)
+	stopListening := feed.Listen(func(id string) {
+		if id == "" {
+			select {
+			case resynced <- struct{}{}:
+			default:
+			}
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		feed.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		stopListening()
+	})
+	waitSignal(t, resynced, "the resync when the subscription starts")
+	return feed, resynced
 }
 
 func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
