@@ -178,18 +178,13 @@ func checkListEvents(in smListEventsInput) *apiError {
 // SortOrder is Ascending, 10 a page unless MaxResults says otherwise. A cluster whose NodeProvisioningMode is not
 // Continuous has no events: the call is refused, as AWS refuses it.
 func (s *Server) smListClusterEvents(_ context.Context, region string, body []byte) (any, *apiError) {
-	var in smListEventsInput
-	if aerr := decodeInput(body, &in); aerr != nil {
+	in, aerr := decodeChecked(body, checkListEvents)
+	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := checkListEvents(in); aerr != nil {
+	c, aerr := s.lockedHyperPod(region, *in.ClusterName)
+	if aerr != nil {
 		return nil, aerr
-	}
-	s.mu.Lock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		s.mu.Unlock()
-		return nil, clusterNotFound(*in.ClusterName)
 	}
 	if c.provisioning != ProvisioningContinuous {
 		s.mu.Unlock()

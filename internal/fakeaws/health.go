@@ -146,12 +146,11 @@ func (s *Server) smDescribeClusterNode(_ context.Context, region string, body []
 	if aerr := v.err(); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		return nil, clusterNotFound(*in.ClusterName)
+	c, aerr := s.lockedHyperPod(region, *in.ClusterName)
+	if aerr != nil {
+		return nil, aerr
 	}
+	defer s.mu.Unlock()
 	g, n := c.instance(*in.NodeId)
 	if n == nil {
 		return nil, errorf(http.StatusBadRequest, "ResourceNotFound", "Node %s not found in cluster %s", *in.NodeId, c.arn)

@@ -201,6 +201,18 @@ func (s *Server) findHyperPod(nameOrARN string) *hpCluster {
 	return nil
 }
 
+// lockedHyperPod takes s.mu and finds a cluster by name or ARN in one region. On success it returns with s.mu
+// held, for the caller to unlock; a cluster that does not exist is AWS's ResourceNotFound, with s.mu free again.
+func (s *Server) lockedHyperPod(region, nameOrARN string) (*hpCluster, *apiError) {
+	s.mu.Lock()
+	c := s.lookupHyperPod(region, nameOrARN)
+	if c == nil {
+		s.mu.Unlock()
+		return nil, clusterNotFound(nameOrARN)
+	}
+	return c, nil
+}
+
 // lookupHyperPod finds a cluster by name or ARN in one region, as a regional endpoint does; callers hold s.mu.
 func (s *Server) lookupHyperPod(region, nameOrARN string) *hpCluster {
 	if c, ok := s.hyperpod[regionKey(region, nameOrARN)]; ok {

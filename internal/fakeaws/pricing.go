@@ -148,11 +148,8 @@ type getProductsInput struct {
 }
 
 func (s *Server) pricingGetProducts(_ context.Context, _ string, body []byte) (any, *apiError) {
-	var in getProductsInput
-	if aerr := decodeInput(body, &in); aerr != nil {
-		return nil, aerr
-	}
-	if aerr := checkGetProducts(in); aerr != nil {
+	in, aerr := decodeChecked(body, checkGetProducts)
+	if aerr != nil {
 		return nil, aerr
 	}
 	s.mu.Lock()

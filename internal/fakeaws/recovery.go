@@ -75,11 +75,9 @@ func (s *Server) recover(region string, body []byte, kind recovery, op string) (
 	if aerr := v.err(); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		s.mu.Unlock()
-		return nil, clusterNotFound(*in.ClusterName)
+	c, aerr := s.lockedHyperPod(region, *in.ClusterName)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if aerr := checkUpdatable(c); aerr != nil {
 		s.mu.Unlock()

@@ -68,6 +68,16 @@ var rpcAnswer = answer{
 	err: writeJSONRPCError,
 }
 
+// decodeChecked decodes an awsJson request body into a T and runs check on it, the two steps every operation
+// whose input has a check of its own begins with.
+func decodeChecked[T any](body []byte, check func(T) *apiError) (T, *apiError) {
+	var in T
+	if aerr := decodeInput(body, &in); aerr != nil {
+		return in, aerr
+	}
+	return in, check(in)
+}
+
 // decodeInput unmarshals an awsJson request body; an empty body is an empty input.
 func decodeInput(body []byte, in any) *apiError {
 	if len(strings.TrimSpace(string(body))) == 0 {

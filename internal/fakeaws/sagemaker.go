@@ -92,13 +92,7 @@ func (s *Server) lockedClusterRef(region string, body []byte) (*hpCluster, *apiE
 	if aerr := checkClusterNameOrARN(in.ClusterName); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		s.mu.Unlock()
-		return nil, clusterNotFound(*in.ClusterName)
-	}
-	return c, nil
+	return s.lockedHyperPod(region, *in.ClusterName)
 }
 
 func (s *Server) smDescribeCluster(_ context.Context, region string, body []byte) (any, *apiError) {
@@ -206,18 +200,13 @@ func decodePageToken(token, scope string) (int, bool) {
 }
 
 func (s *Server) smListClusterNodes(_ context.Context, region string, body []byte) (any, *apiError) {
-	var in smListNodesInput
-	if aerr := decodeInput(body, &in); aerr != nil {
+	in, aerr := decodeChecked(body, checkListNodes)
+	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := checkListNodes(in); aerr != nil {
+	c, aerr := s.lockedHyperPod(region, *in.ClusterName)
+	if aerr != nil {
 		return nil, aerr
-	}
-	s.mu.Lock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		s.mu.Unlock()
-		return nil, clusterNotFound(*in.ClusterName)
 	}
 	var nodes []smNodeSummary
 	for _, g := range c.groups {
@@ -401,12 +390,11 @@ func (s *Server) smUpdateCluster(_ context.Context, region string, body []byte) 
 		return nil, validationError("At least one of InstanceGroups, InstanceGroupsToDelete or NodeRecovery must be provided")
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.lookupHyperPod(region, *in.ClusterName)
-	if c == nil {
-		return nil, clusterNotFound(*in.ClusterName)
+	c, aerr := s.lockedHyperPod(region, *in.ClusterName)
+	if aerr != nil {
+		return nil, aerr
 	}
+	defer s.mu.Unlock()
 	if aerr := checkUpdatable(c); aerr != nil {
 		return nil, aerr
 	}
@@ -493,11 +481,8 @@ type smCreateClusterInput struct {
 }
 
 func (s *Server) smCreateCluster(_ context.Context, region string, body []byte) (any, *apiError) {
-	var in smCreateClusterInput
-	if aerr := decodeInput(body, &in); aerr != nil {
-		return nil, aerr
-	}
-	if aerr := checkCreateCluster(in); aerr != nil {
+	in, aerr := decodeChecked(body, checkCreateCluster)
+	if aerr != nil {
 		return nil, aerr
 	}
 	s.mu.Lock()
