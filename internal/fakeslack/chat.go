@@ -95,6 +95,16 @@ func (s *Server) conversationsOpen(c *call) (map[string]any, *apiError) {
 	return map[string]any{"channel": map[string]any{"id": ch.id, "is_im": true, "user": users[0]}}, nil
 }
 
+// thread puts a new message m in the thread of the message threadTS names, as every way of posting does; a
+// threadTS that names no live message leaves m at the top of ch, with the threadTS it asked for kept aside.
+func (ch *channel) thread(m *Message, threadTS string) {
+	if root := threadRoot(ch, threadTS); root != "" {
+		m.ThreadTS = root
+	} else if threadTS != "" {
+		m.RequestedThreadTS = threadTS
+	}
+}
+
 // threadRoot resolves thread_ts to the thread's parent. Slack posts a reply whose parent is unknown or
 // deleted to the channel instead, un-threaded, so this returns "" then.
 func threadRoot(ch *channel, ts string) string {
@@ -140,11 +150,7 @@ func (s *Server) addMessageLocked(ch *channel, id identity, ct content, threadTS
 	if id.kind == tokenBot {
 		m.BotID = s.opts.BotID
 	}
-	if root := threadRoot(ch, threadTS); root != "" {
-		m.ThreadTS = root
-	} else if threadTS != "" {
-		m.RequestedThreadTS = threadTS
-	}
+	ch.thread(m, threadTS)
 	ch.add(m)
 	s.notifyLocked()
 	s.echoMessageEventLocked(ch, m)

@@ -299,11 +299,7 @@ func (s *Server) PostMessage(ctx context.Context, p Post) (Message, Delivery, er
 		return Message{}, Delivery{}, fmt.Errorf("posting in %s: %w", p.Channel, ErrNotFound)
 	}
 	m := &Message{Channel: ch.id, TS: s.nextTSLocked(), User: p.User, BotID: p.BotID, Text: p.Text, PostedAt: s.clock.Now()}
-	if root := threadRoot(ch, p.ThreadTS); root != "" {
-		m.ThreadTS = root
-	} else if p.ThreadTS != "" {
-		m.RequestedThreadTS = p.ThreadTS
-	}
+	ch.thread(m, p.ThreadTS)
 	ch.add(m)
 	s.notifyLocked()
 	copyM := *m

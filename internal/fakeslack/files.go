@@ -152,11 +152,7 @@ func (s *Server) addFileMessageLocked(ch *channel, id identity, ct content, thre
 	if id.kind == tokenBot {
 		m.BotID = s.opts.BotID
 	}
-	if root := threadRoot(ch, threadTS); root != "" {
-		m.ThreadTS = root
-	} else if threadTS != "" {
-		m.RequestedThreadTS = threadTS
-	}
+	ch.thread(m, threadTS)
 	for _, f := range recs {
 		m.FileIDs = append(m.FileIDs, f.ID)
 	}
