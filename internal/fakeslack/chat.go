@@ -158,16 +158,9 @@ func (s *Server) addMessageLocked(ch *channel, id identity, ct content, threadTS
 }
 
 func (s *Server) chatUpdate(c *call) (map[string]any, *apiError) {
-	ch := s.channels[c.p.get("channel")]
-	if ch == nil {
-		return nil, errCode("channel_not_found")
-	}
-	m := ch.byTS[c.p.get("ts")]
-	if m == nil || m.Deleted {
-		return nil, errCode("message_not_found")
-	}
-	if m.User != c.id.user {
-		return nil, errCode("cant_update_message")
+	ch, m, aerr := s.ownMessageLocked(c, "cant_update_message")
+	if aerr != nil {
+		return nil, aerr
 	}
 	ct, aerr := readContent(c.p, true)
 	if aerr != nil {
@@ -175,6 +168,23 @@ func (s *Server) chatUpdate(c *call) (map[string]any, *apiError) {
 	}
 	s.updateMessageLocked(m, ct, c.id.user, c.p.has("blocks"))
 	return map[string]any{"channel": ch.id, "ts": m.TS, "text": m.Text, "message": s.messageJSON(ch, m, true)}, nil
+}
+
+// ownMessageLocked finds the message that chat.update and chat.delete name (channel and ts) and refuses it with
+// notYours unless the caller posted it: both methods answer the same errors, in the same order.
+func (s *Server) ownMessageLocked(c *call, notYours string) (*channel, *Message, *apiError) {
+	ch := s.channels[c.p.get("channel")]
+	if ch == nil {
+		return nil, nil, errCode("channel_not_found")
+	}
+	m := ch.byTS[c.p.get("ts")]
+	if m == nil || m.Deleted {
+		return nil, nil, errCode("message_not_found")
+	}
+	if m.User != c.id.user {
+		return nil, nil, errCode(notYours)
+	}
+	return ch, m, nil
 }
 
 // updateMessageLocked keeps the current version as a revision and applies the new content. Blocks are
@@ -221,16 +231,9 @@ func (s *Server) chatPostEphemeral(c *call) (map[string]any, *apiError) {
 }
 
 func (s *Server) chatDelete(c *call) (map[string]any, *apiError) {
-	ch := s.channels[c.p.get("channel")]
-	if ch == nil {
-		return nil, errCode("channel_not_found")
-	}
-	m := ch.byTS[c.p.get("ts")]
-	if m == nil || m.Deleted {
-		return nil, errCode("message_not_found")
-	}
-	if m.User != c.id.user {
-		return nil, errCode("cant_delete_message")
+	ch, m, aerr := s.ownMessageLocked(c, "cant_delete_message")
+	if aerr != nil {
+		return nil, aerr
 	}
 	m.Deleted = true
 	s.notifyLocked()
