@@ -96,12 +96,8 @@ type Click struct {
 // is not there (never was, or was removed by an update) cannot be clicked and gives ErrNotFound.
 func (s *Server) ClickButton(ctx context.Context, cl Click) (Delivery, error) {
 	s.mu.Lock()
-	ch := s.channels[cl.Channel]
-	var m *Message
-	if ch != nil {
-		m = ch.byTS[cl.MessageTS]
-	}
-	if m == nil || m.Deleted {
+	ch, m := s.liveMessageLocked(cl.Channel, cl.MessageTS)
+	if m == nil {
 		s.mu.Unlock()
 		return Delivery{}, fmt.Errorf("clicking %s on %s/%s: message: %w", cl.ActionID, cl.Channel, cl.MessageTS, ErrNotFound)
 	}
@@ -113,12 +109,23 @@ func (s *Server) ClickButton(ctx context.Context, cl Click) (Delivery, error) {
 	return s.deliverBlockActionLocked(ctx, ch, m, cl.User, action, blockID)
 }
 
+// liveMessageLocked finds the message ts of a channel that a person can act on, one that is there and not deleted;
+// m is nil otherwise.
+func (s *Server) liveMessageLocked(channelID, ts string) (ch *channel, m *Message) {
+	ch = s.channels[channelID]
+	if ch != nil {
+		m = ch.byTS[ts]
+	}
+	if m == nil || m.Deleted {
+		return ch, nil
+	}
+	return ch, m
+}
+
 // deliverBlockActionLocked delivers a block_actions interaction of user on message m of ch, carrying action (a
 // button or an overflow choice, as Slack sends it) in block blockID. It is called with s.mu held and releases it.
 func (s *Server) deliverBlockActionLocked(ctx context.Context, ch *channel, m *Message, user string, action map[string]any, blockID string) (Delivery, error) {
-	now := s.clock.Now()
-	action["block_id"] = blockID
-	action["action_ts"] = strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
+	s.stampActionLocked(action, blockID)
 	trig := s.newTriggerLocked(user)
 	hook := s.newResponseURLLocked(ch.id, user, m.TS)
 	container := map[string]any{"type": "message", "message_ts": m.TS, "channel_id": ch.id, "is_ephemeral": false}
@@ -141,6 +148,14 @@ func (s *Server) deliverBlockActionLocked(ctx context.Context, ch *channel, m *M
 	}, "")
 }
 
+// stampActionLocked adds to an action what Slack adds to every one it delivers in block_actions, from a message or
+// a view alike: the block it is in, and when it was taken (action_ts, seconds and microseconds).
+func (s *Server) stampActionLocked(action map[string]any, blockID string) {
+	now := s.clock.Now()
+	action["block_id"] = blockID
+	action["action_ts"] = strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
+}
+
 func (s *Server) userRefLocked(id string) map[string]any {
 	u := s.users[id]
 	return map[string]any{"id": id, "username": u.Name, "name": u.Name, "team_id": s.opts.TeamID}
@@ -150,6 +165,27 @@ func (s *Server) userRefLocked(id string) map[string]any {
 // option whose value is actionID or starts with actionID+":" (choosing it, as a person would); it returns the
 // action as block_actions carries it.
 func findButton(blocksJSON json.RawMessage, actionID, wantBlock string) (map[string]any, string, bool) {
+	return findAction(blocksJSON, wantBlock, func(el map[string]any) map[string]any {
+		if opt := overflowOption(el, actionID); opt != nil {
+			return map[string]any{"action_id": el["action_id"], "type": "overflow", "selected_option": opt}
+		}
+		if el["type"] != "button" || el["action_id"] != actionID {
+			return nil
+		}
+		action := map[string]any{"action_id": actionID, "type": "button", "text": el["text"]}
+		for _, k := range []string{"value", "style"} {
+			if v, ok := el[k]; ok {
+				action[k] = v
+			}
+		}
+		return action
+	})
+}
+
+// findAction walks the interactive elements of blocksJSON (those of actions blocks, and section accessories), in
+// the block wantBlock when it is not empty, and returns the first action that choose makes of one, with its
+// block's id. Clicking a button and choosing an overflow option look for an element the same way, so they share it.
+func findAction(blocksJSON json.RawMessage, wantBlock string, choose func(el map[string]any) map[string]any) (map[string]any, string, bool) {
 	var blocks []map[string]any
 	if json.Unmarshal(blocksJSON, &blocks) != nil {
 		return nil, "", false
@@ -168,19 +204,9 @@ func findButton(blocksJSON json.RawMessage, actionID, wantBlock string) (map[str
 		}
 		for _, e := range elems {
 			el, _ := e.(map[string]any)
-			if opt := overflowOption(el, actionID); opt != nil {
-				return map[string]any{"action_id": el["action_id"], "type": "overflow", "selected_option": opt}, blockID, true
+			if action := choose(el); action != nil {
+				return action, blockID, true
 			}
-			if el["type"] != "button" || el["action_id"] != actionID {
-				continue
-			}
-			action := map[string]any{"action_id": actionID, "type": "button", "text": el["text"]}
-			for _, k := range []string{"value", "style"} {
-				if v, ok := el[k]; ok {
-					action[k] = v
-				}
-			}
-			return action, blockID, true
 		}
 	}
 	return nil, "", false

@@ -134,9 +134,7 @@ func (s *Server) ClickHome(ctx context.Context, cl HomeClick) (Delivery, error) 
 		s.mu.Unlock()
 		return Delivery{}, fmt.Errorf("clicking %s in the Home of %s: button: %w", cl.ActionID, cl.User, ErrNotFound)
 	}
-	now := s.clock.Now()
-	action["block_id"] = blockID
-	action["action_ts"] = strconv.FormatInt(now.Unix(), 10) + "." + fmt.Sprintf("%06d", now.Nanosecond()/1000)
+	s.stampActionLocked(action, blockID)
 	trig := s.newTriggerLocked(cl.User)
 	payload, _ := json.Marshal(map[string]any{
 		"type": "block_actions", "user": s.userRefLocked(cl.User), "api_app_id": s.opts.AppID,

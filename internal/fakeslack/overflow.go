@@ -20,12 +20,8 @@ type Choice struct {
 // selected_option as Slack sends it; an option that is not there gives ErrNotFound.
 func (s *Server) ChooseOverflow(ctx context.Context, c Choice) (Delivery, error) {
 	s.mu.Lock()
-	ch := s.channels[c.Channel]
-	var m *Message
-	if ch != nil {
-		m = ch.byTS[c.MessageTS]
-	}
-	if m == nil || m.Deleted {
+	ch, m := s.liveMessageLocked(c.Channel, c.MessageTS)
+	if m == nil {
 		s.mu.Unlock()
 		return Delivery{}, fmt.Errorf("choosing %s of %s on %s/%s: message: %w", c.Value, c.ActionID, c.Channel, c.MessageTS, ErrNotFound)
 	}
@@ -40,35 +36,17 @@ func (s *Server) ChooseOverflow(ctx context.Context, c Choice) (Delivery, error)
 // findOverflowOption finds an overflow menu by action_id (in actions blocks and section accessories) and the
 // option with value; it returns the action as block_actions carries it.
 func findOverflowOption(blocksJSON json.RawMessage, actionID, wantBlock, value string) (map[string]any, string, bool) {
-	var blocks []map[string]any
-	if json.Unmarshal(blocksJSON, &blocks) != nil {
-		return nil, "", false
-	}
-	for _, b := range blocks {
-		blockID, _ := b["block_id"].(string)
-		if wantBlock != "" && blockID != wantBlock {
-			continue
+	return findAction(blocksJSON, wantBlock, func(el map[string]any) map[string]any {
+		if el["type"] != "overflow" || el["action_id"] != actionID {
+			return nil
 		}
-		var elems []any
-		if es, ok := b["elements"].([]any); ok && b["type"] == "actions" {
-			elems = es
-		}
-		if acc, ok := b["accessory"].(map[string]any); ok {
-			elems = append(elems, acc)
-		}
-		for _, e := range elems {
-			el, _ := e.(map[string]any)
-			if el["type"] != "overflow" || el["action_id"] != actionID {
-				continue
-			}
-			opts, _ := el["options"].([]any)
-			for _, o := range opts {
-				opt, _ := o.(map[string]any)
-				if opt["value"] == value {
-					return map[string]any{"action_id": actionID, "type": "overflow", "selected_option": opt}, blockID, true
-				}
+		opts, _ := el["options"].([]any)
+		for _, o := range opts {
+			opt, _ := o.(map[string]any)
+			if opt["value"] == value {
+				return map[string]any{"action_id": actionID, "type": "overflow", "selected_option": opt}
 			}
 		}
-	}
-	return nil, "", false
+		return nil
+	})
 }
