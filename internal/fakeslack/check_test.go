@@ -15,8 +15,7 @@ import (
 func TestResponseURLRefusesTooLongText(t *testing.T) {
 	ctx := testContext(t)
 	srv := newServer(t, testOptions())
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 	if _, err := srv.SlashCommand(ctx, SlashCommand{Text: "help", User: "U0ALICE", Channel: "C0OPS"}); err != nil {
 		t.Fatal(err)
 	}

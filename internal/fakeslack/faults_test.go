@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/slack-go/slack"
 )
 
@@ -163,10 +162,7 @@ func TestFaultFiltersAndHits(t *testing.T) {
 // A Delay holds the answer on the server's clock: the call returns only once the clock moved past it.
 func TestFaultDelay(t *testing.T) {
 	ctx := testContext(t)
-	clock := clockwork.NewFakeClock()
-	opts := testOptions()
-	opts.Clock = clock
-	srv := newServer(t, opts)
+	srv, clock := newFakeClockServer(t)
 	api := webClient(srv, botToken)
 	srv.Inject(Fault{Method: "chat.postMessage", Delay: time.Minute})
 	done := make(chan error, 1)
@@ -384,10 +380,7 @@ func TestCallHookRemovesTheBotAndSeesTheCall(t *testing.T) {
 // A call Slack answers 429 (a throttle, a rate limit) is not served, so it fires no hook: its retry does.
 func TestCallHookSkipsRateLimitedCalls(t *testing.T) {
 	ctx := testContext(t)
-	clock := clockwork.NewFakeClock()
-	opts := testOptions()
-	opts.Clock = clock
-	srv := newServer(t, opts)
+	srv, clock := newFakeClockServer(t)
 	api := webClient(srv, botToken)
 	fired := srv.OnCall(CallHook{Match: func(c Call) bool { return c.Method == "chat.postMessage" },
 		Do: func(c Change) { c.ArchiveChannel("C0OPS") }})

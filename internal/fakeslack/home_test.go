@@ -23,8 +23,7 @@ func homeView(n int) slack.HomeTabViewRequest {
 func TestViewsPublishIsStrict(t *testing.T) {
 	ctx := testContext(t)
 	srv := newServer(t, testOptions())
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 	api := webClient(srv, botToken)
 	publish := func(user string, v slack.HomeTabViewRequest, hash *string) (*slack.ViewResponse, error) {
 		return api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: v, Hash: hash})

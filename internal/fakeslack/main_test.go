@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 	"go.uber.org/goleak"
@@ -44,6 +45,15 @@ func newServer(t *testing.T, opts Options) *Server {
 	srv := New(opts)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// newFakeClockServer is a server on a fake clock, for a test that moves time itself.
+func newFakeClockServer(t *testing.T) (*Server, *clockwork.FakeClock) {
+	t.Helper()
+	clock := clockwork.NewFakeClock()
+	opts := testOptions()
+	opts.Clock = clock
+	return newServer(t, opts), clock
 }
 
 func webClient(srv *Server, token string) *slack.Client {
@@ -88,6 +98,15 @@ func startSocketClient(t *testing.T, srv *Server) *socketClient {
 		cancel()
 		wg.Wait()
 	})
+	return c
+}
+
+// connectSocketClient starts a Socket Mode client and returns once it is the server's one open connection, so that
+// what the test does next is delivered to it.
+func connectSocketClient(ctx context.Context, t *testing.T, srv *Server) *socketClient {
+	t.Helper()
+	c := startSocketClient(t, srv)
+	waitConnections(ctx, t, srv, 1)
 	return c
 }
 

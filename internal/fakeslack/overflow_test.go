@@ -11,8 +11,7 @@ import (
 func TestChooseOverflow(t *testing.T) {
 	ctx := testContext(t)
 	srv := newServer(t, testOptions())
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 	api := webClient(srv, botToken)
 	menu := slack.NewOverflowBlockElement("more",
 		slack.NewOptionBlockObject("takeover", slack.NewTextBlockObject(slack.PlainTextType, "Take over", false, false), nil),

@@ -69,8 +69,7 @@ func TestUnackedSlashCommandFails(t *testing.T) {
 	opts := testOptions()
 	opts.AckTimeout = 200 * time.Millisecond
 	srv := newServer(t, opts)
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 
 	d, err := srv.SlashCommand(ctx, SlashCommand{Text: "status", User: "U0ALICE", Channel: "C0OPS"})
 	if err != nil {

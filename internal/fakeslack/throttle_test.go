@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/slack-go/slack"
 )
 
@@ -17,10 +16,7 @@ import (
 // stores nothing, and ends when its time has passed; rate limits are not spent meanwhile.
 func TestThrottle(t *testing.T) {
 	ctx := testContext(t)
-	clock := clockwork.NewFakeClock()
-	opts := testOptions()
-	opts.Clock = clock
-	srv := newServer(t, opts)
+	srv, clock := newFakeClockServer(t)
 	api := webClient(srv, botToken)
 
 	srv.Throttle(2500 * time.Millisecond)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 )
@@ -246,10 +245,7 @@ func TestMembersPaginatedAndGroups(t *testing.T) {
 
 func TestRateLimits(t *testing.T) {
 	ctx := testContext(t)
-	clock := clockwork.NewFakeClock()
-	opts := testOptions()
-	opts.Clock = clock
-	srv := newServer(t, opts)
+	srv, clock := newFakeClockServer(t)
 	api := webClient(srv, botToken)
 
 	// Tier 2 (usergroups.users.list): 20 a minute; the 21st in the same instant is refused.
@@ -330,12 +326,8 @@ func TestFilesUploadV2(t *testing.T) {
 
 func TestViewsOpenTriggerRules(t *testing.T) {
 	ctx := testContext(t)
-	clock := clockwork.NewFakeClock()
-	opts := testOptions()
-	opts.Clock = clock
-	srv := newServer(t, opts)
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	srv, clock := newFakeClockServer(t)
+	c := connectSocketClient(ctx, t, srv)
 	api := webClient(srv, botToken)
 
 	modal := slack.ModalViewRequest{
@@ -394,8 +386,7 @@ func TestViewsOpenTriggerRules(t *testing.T) {
 func TestClickButtonAndResponseURL(t *testing.T) {
 	ctx := testContext(t)
 	srv := newServer(t, testOptions())
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 	api := webClient(srv, botToken)
 	approve := slack.NewButtonBlockElement("approve", "req-1", slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false))
 	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("plan", false), slack.MsgOptionBlocks(slack.NewActionBlock("decide", approve)))
@@ -431,8 +422,7 @@ func TestClickButtonAndResponseURL(t *testing.T) {
 func TestDMEventsIncludeBotsOwnMessages(t *testing.T) {
 	ctx := testContext(t)
 	srv := newServer(t, testOptions())
-	c := startSocketClient(t, srv)
-	waitConnections(ctx, t, srv, 1)
+	c := connectSocketClient(ctx, t, srv)
 
 	_, d, err := srv.PostMessage(ctx, Post{Channel: "D0AGENT", User: "U0ALICE", Text: `{"operation":"get-request"}`})
 	if err != nil {
