@@ -399,25 +399,12 @@ func (r *registry) getInference() ops.Operation {
 			st.Image = dep.Spec.Template.Spec.Containers[0].Image
 		}
 		st.State, st.Reason = DeploymentState(dep)
-		pods, err := workloadPods(ctx, t.c, t.ns, name)
-		if err != nil {
-			return nil, err
-		}
-		names := map[string]bool{name: true}
-		for _, p := range pods {
-			s, why := PodState(&p)
-			st.Pods = append(st.Pods, strings.TrimSpace(p.Name+" "+s+" "+why))
-			names[p.Name] = true
-		}
-		if st.Events, err = recentEvents(ctx, t.c, t.ns, names, 10); err != nil {
+		if _, st.Pods, st.Events, err = workloadActivity(ctx, t.c, t.ns, name); err != nil {
 			return nil, err
 		}
 		res := &ops.Result{Summary: fmt.Sprintf("inference %s/%s is %s: %d/%d available, image %s", t.ns, name, st.State, st.Available, st.Replicas, st.Image),
 			Objects: []ops.ObjectRef{ref(t.cfg.Name, ResDeployment, t.ns, name)}}
-		res.Details = []ops.Detail{{Label: "pods", Value: strings.Join(st.Pods, ", ")}}
-		if len(st.Events) > 0 {
-			res.Details = append(res.Details, ops.Detail{Label: "events", Value: strings.Join(st.Events, "\n")})
-		}
+		res.Details = activityDetails(st.Pods, st.Events)
 		res.Data, _ = json.Marshal(st)
 		return res, nil
 	})

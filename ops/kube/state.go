@@ -162,6 +162,35 @@ func workloadPods(ctx context.Context, c *Cluster, ns, workload string) ([]corev
 	return pods, nil
 }
 
+// workloadActivity reads what the status of a workload shows of its pods: the pods, newest first; each one's name
+// and state (with the reason, when there is one); and the last ten events of the workload and its pods. Inference
+// and training status read it alike, so that both answer the same way.
+func workloadActivity(ctx context.Context, c *Cluster, ns, name string) (pods []corev1.Pod, podStates, events []string, err error) {
+	if pods, err = workloadPods(ctx, c, ns, name); err != nil {
+		return nil, nil, nil, err
+	}
+	names := map[string]bool{name: true}
+	for _, p := range pods {
+		s, why := PodState(&p)
+		podStates = append(podStates, strings.TrimSpace(p.Name+" "+s+" "+why))
+		names[p.Name] = true
+	}
+	if events, err = recentEvents(ctx, c, ns, names, 10); err != nil {
+		return nil, nil, nil, err
+	}
+	return pods, podStates, events, nil
+}
+
+// activityDetails are the details a status result shows of workloadActivity: the pods always, the events when
+// there are any.
+func activityDetails(podStates, events []string) []ops.Detail {
+	details := []ops.Detail{{Label: "pods", Value: strings.Join(podStates, ", ")}}
+	if len(events) > 0 {
+		details = append(details, ops.Detail{Label: "events", Value: strings.Join(events, "\n")})
+	}
+	return details
+}
+
 // logTail reads the last lines of the newest pod of a workload that has started, redacted and capped; "" when none
 // has. Every log tail HyperOps shows (a watched workload's thread, train status) is read here.
 func logTail(ctx context.Context, c *Cluster, ns string, pods []corev1.Pod, lines int64) string {

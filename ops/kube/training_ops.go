@@ -182,19 +182,11 @@ func (r *registry) getTrainingJob() ops.Operation {
 			m, _ := c.(map[string]any)
 			st.Conditions = append(st.Conditions, t.c.redact.Text(strings.Trim(fmt.Sprintf("%v=%v %v %v", m["type"], m["status"], m["reason"], m["message"]), " ")))
 		}
-		pods, err := workloadPods(ctx, t.c, t.ns, name)
+		pods, podStates, events, err := workloadActivity(ctx, t.c, t.ns, name)
 		if err != nil {
 			return nil, err
 		}
-		names := map[string]bool{name: true}
-		for _, p := range pods {
-			s, why := PodState(&p)
-			st.Pods = append(st.Pods, strings.TrimSpace(p.Name+" "+s+" "+why))
-			names[p.Name] = true
-		}
-		if st.Events, err = recentEvents(ctx, t.c, t.ns, names, 10); err != nil {
-			return nil, err
-		}
+		st.Pods, st.Events = podStates, events
 		lines := req.Params.IntOr("lines", 50) // 1 to 500, checked by its spec
 		st.LogTail = logTail(ctx, t.c, t.ns, pods, lines)
 		res2 := &ops.Result{Summary: fmt.Sprintf("%s %s/%s is %s", res.Kind, t.ns, name, st.State), Output: st.LogTail,
@@ -202,10 +194,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 		if st.Reason = t.c.redact.Text(st.Reason); st.Reason != "" {
 			res2.Summary += " (" + st.Reason + ")"
 		}
-		res2.Details = append(res2.Details, ops.Detail{Label: "pods", Value: strings.Join(st.Pods, ", ")})
-		if len(st.Events) > 0 {
-			res2.Details = append(res2.Details, ops.Detail{Label: "events", Value: strings.Join(st.Events, "\n")})
-		}
+		res2.Details = activityDetails(st.Pods, st.Events)
 		res2.Data, _ = json.Marshal(st)
 		return res2, nil
 	})
