@@ -115,10 +115,15 @@ type existing struct {
 	hp                *sagemaker.DescribeClusterOutput // nil when the HyperPod cluster does not exist
 }
 
-func (o *bootstrapOp) observe(ctx context.Context, b *blueprint) (*existing, error) {
+// observe resolves the request's blueprint and reads what exists of it: what Plan, Recheck and Observe all start from.
+func (o *bootstrapOp) observe(ctx context.Context, req *ops.Request) (*blueprint, *existing, error) {
+	b, err := o.resolve(req)
+	if err != nil {
+		return nil, nil, err
+	}
 	cl, err := o.c.eksStatus(ctx, b.t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ex := &existing{eksARN: awssdk.ToString(cl.Arn), eksStatus: string(cl.Status)}
 	hp, err := o.c.describeHyperPod(ctx, b.t)
@@ -126,9 +131,9 @@ func (o *bootstrapOp) observe(ctx context.Context, b *blueprint) (*existing, err
 	case err == nil:
 		ex.hp = hp
 	case apiCode(err) != "ResourceNotFound":
-		return nil, err
+		return nil, nil, err
 	}
-	return ex, nil
+	return b, ex, nil
 }
 
 func (ex *existing) observed() string {
@@ -141,11 +146,7 @@ func (ex *existing) observed() string {
 
 // Plan lists the cluster and every instance group with its hourly cost.
 func (o *bootstrapOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
-	b, err := o.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := o.observe(ctx, b)
+	b, ex, err := o.observe(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -293,11 +294,7 @@ type BootstrapResult struct {
 
 // Recheck re-reads the EKS cluster and whether the HyperPod cluster exists, which is what the plan's hash covers.
 func (o *bootstrapOp) Recheck(ctx context.Context, req *ops.Request, _ *ops.Plan) (string, error) {
-	b, err := o.resolve(req)
-	if err != nil {
-		return "", err
-	}
-	ex, err := o.observe(ctx, b)
+	_, ex, err := o.observe(ctx, req)
 	if err != nil {
 		return "", err
 	}
@@ -447,11 +444,7 @@ func (o *bootstrapOp) Await(ctx context.Context, req *ops.Request, plan *ops.Pla
 
 // Observe reads the HyperPod cluster's state for a request whose execution was interrupted.
 func (o *bootstrapOp) Observe(ctx context.Context, req *ops.Request) (*ops.Result, error) {
-	b, err := o.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := o.observe(ctx, b)
+	b, ex, err := o.observe(ctx, req)
 	if err != nil {
 		return nil, err
 	}
