@@ -73,9 +73,8 @@ func (l *Locker) Holder(_ context.Context, scope ops.LockScope) (string, bool, e
 func (l *Locker) Renew(_ context.Context, lk *engine.Lock, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.failRenewals > 0 {
-		l.failRenewals--
-		return unreachable("renew", lk)
+	if err := injectedFailure(&l.failRenewals, "renew", lk); err != nil {
+		return err
 	}
 	h, ok := l.live(lk.Scope)
 	if !ok || h.lock.Token != lk.Token {
@@ -91,9 +90,8 @@ func (l *Locker) Renew(_ context.Context, lk *engine.Lock, ttl time.Duration) er
 func (l *Locker) Release(_ context.Context, lk *engine.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.failReleases > 0 {
-		l.failReleases--
-		return unreachable("release", lk)
+	if err := injectedFailure(&l.failReleases, "release", lk); err != nil {
+		return err
 	}
 	if h, ok := l.held[lk.Scope.String()]; ok && h.lock.Token == lk.Token {
 		delete(l.held, lk.Scope.String())
@@ -105,9 +103,8 @@ func (l *Locker) Release(_ context.Context, lk *engine.Lock) error {
 func (l *Locker) Check(_ context.Context, lk *engine.Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.failChecks > 0 {
-		l.failChecks--
-		return unreachable("check", lk)
+	if err := injectedFailure(&l.failChecks, "check", lk); err != nil {
+		return err
 	}
 	if h, ok := l.live(lk.Scope); !ok || h.lock.Token != lk.Token {
 		return ops.ErrLockLost
@@ -152,6 +149,12 @@ func (l *Locker) Renewals() int {
 	return l.renewals
 }
 
-func unreachable(what string, lk *engine.Lock) error {
+// injectedFailure spends one of the failures that FailChecks, FailRenewals or FailReleases asked for (*left of
+// them remain): Check, Renew and Release fail the same way, so they count down the same way.
+func injectedFailure(left *int, what string, lk *engine.Lock) error {
+	if *left <= 0 {
+		return nil
+	}
+	*left--
 	return fmt.Errorf("opstest: %s lock %s: %w", what, lk.Scope, ops.ErrStateUnavailable)
 }
