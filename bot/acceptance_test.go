@@ -158,42 +158,25 @@ func TestAgentFlow(t *testing.T) {
 // A DM with JSON from someone who is not a registered agent is refused clearly; a person gets read-only commands.
 func TestUnregisteredDM(t *testing.T) {
 	h := start(t)
-	m, _, err := h.srv.PostMessage(h.ctx(), fakeslack.Post{Channel: dmAlice, User: userAlice, Text: seedAgentRequest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor("the refusal", func(s fakeslack.Snapshot) bool {
-		for _, r := range s.Messages[dmAlice] {
-			if r.ThreadTS == m.TS && strings.Contains(r.Text, "not a registered agent") {
-				return true
-			}
+	// alice writes text in her DM with the bot, and the bot's reply in that message's thread says want.
+	answers := func(what, text, want string) {
+		t.Helper()
+		m, _, err := h.srv.PostMessage(h.ctx(), fakeslack.Post{Channel: dmAlice, User: userAlice, Text: text})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
-	})
-	m2, _, err := h.srv.PostMessage(h.ctx(), fakeslack.Post{Channel: dmAlice, User: userAlice, Text: "widget scale name=x count=1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor("read-only refusal", func(s fakeslack.Snapshot) bool {
-		for _, r := range s.Messages[dmAlice] {
-			if r.ThreadTS == m2.TS && strings.Contains(r.Text, "read-only") {
-				return true
+		h.waitFor(what, func(s fakeslack.Snapshot) bool {
+			for _, r := range s.Messages[dmAlice] {
+				if r.ThreadTS == m.TS && strings.Contains(r.Text, want) {
+					return true
+				}
 			}
-		}
-		return false
-	})
-	m3, _, err := h.srv.PostMessage(h.ctx(), fakeslack.Post{Channel: dmAlice, User: userAlice, Text: "widget status name=x"})
-	if err != nil {
-		t.Fatal(err)
+			return false
+		})
 	}
-	h.waitFor("read-only answer", func(s fakeslack.Snapshot) bool {
-		for _, r := range s.Messages[dmAlice] {
-			if r.ThreadTS == m3.TS && strings.Contains(r.Text, "get-widget done") {
-				return true
-			}
-		}
-		return false
-	})
+	answers("the refusal", seedAgentRequest, "not a registered agent")
+	answers("read-only refusal", "widget scale name=x count=1", "read-only")
+	answers("read-only answer", "widget status name=x", "get-widget done")
 }
 
 // The same envelope delivered twice, and two leads approving at the same instant with quorum 1: one execution.
@@ -355,16 +338,7 @@ func TestDeleteStorageConfirmation(t *testing.T) {
 	s = h.waitFor("the modal", func(s fakeslack.Snapshot) bool { return len(s.Views) == 1 })
 	view := s.Views[0]
 	submit := func(typed string) fakeslack.Ack {
-		d, err := h.srv.SubmitView(h.ctx(), fakeslack.Submission{ViewID: view.ID, User: userLead1,
-			Values: map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(typed)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := d.Ack(h.ctx())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return h.submitView(view, userLead1, map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(typed)}})
 	}
 	if a := submit("checkpoint"); !strings.Contains(string(a.Payload), `"response_action":"errors"`) {
 		t.Errorf("a wrong claim name was accepted: ack %s", a.Payload)

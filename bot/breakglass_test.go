@@ -122,18 +122,8 @@ func (h *harness) openGlass(id string) fakeslack.View {
 
 // submitGlass submits the break-glass modal with reason as alice and returns its ack.
 func (h *harness) submitGlass(v fakeslack.View, reason string) fakeslack.Ack {
-	t := h.t
-	t.Helper()
-	d, err := h.srv.SubmitView(h.ctx(), fakeslack.Submission{ViewID: v.ID, User: userAlice,
-		Values: map[string]map[string]any{"reason": {"glass_reason": fakeslack.TextValue(reason)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := d.Ack(h.ctx())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	h.t.Helper()
+	return h.submitView(v, userAlice, map[string]map[string]any{"reason": {"glass_reason": fakeslack.TextValue(reason)}})
 }
 
 func (h *harness) viewOpen(id string) bool {

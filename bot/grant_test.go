@@ -107,15 +107,7 @@ func TestGrantFromThePlanMessageMenu(t *testing.T) {
 	}
 	submit := func(v fakeslack.View, changes map[string]string) fakeslack.Ack {
 		t.Helper()
-		d, err := h.srv.SubmitView(h.ctx(), fakeslack.Submission{ViewID: v.ID, User: userLead1, Values: grantForm(changes)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := d.Ack(h.ctx())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return h.submitView(v, userLead1, grantForm(changes))
 	}
 	viewOpen := func(id string) bool {
 		for _, v := range h.srv.Snapshot().Views {
