@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -130,27 +129,7 @@ func (h *harness) footprint(tb testing.TB) footprint {
 	debug.FreeOSMemory()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
-	return footprint{heap: ms.HeapAlloc, rss: residentBytes(tb), redis: redisUsed(tb, h), goroutines: goruntime.NumGoroutine()}
-}
-
-func residentBytes(tb testing.TB) uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return kb * 1024
-		}
-	}
-	tb.Fatal("no VmRSS in /proc/self/status")
-	return 0
+	return footprint{heap: ms.HeapAlloc, rss: vmRSS(tb), redis: redisUsed(tb, h), goroutines: goruntime.NumGoroutine()}
 }
 
 func redisUsed(tb testing.TB, h *harness) uint64 {

@@ -308,8 +308,9 @@ func scavengedRSS(tb testing.TB) uint64 {
 	return vmRSS(tb)
 }
 
-// vmRSS reads the process's resident set from /proc/self/status.
-func vmRSS(tb testing.TB) (rss uint64) {
+// vmRSS reads the process's resident set from /proc/self/status, failing the benchmark when it is not there: a
+// footprint without it would compare zeros.
+func vmRSS(tb testing.TB) uint64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		tb.Fatal(err)
@@ -322,8 +323,9 @@ func vmRSS(tb testing.TB) (rss uint64) {
 			if err != nil {
 				tb.Fatalf("read VmRSS %q: %v", v, err)
 			}
-			rss = kb << 10
+			return kb << 10
 		}
 	}
-	return rss
+	tb.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
