@@ -350,12 +350,7 @@ func TestBreakGlassGolden(t *testing.T) {
 // acknowledgement updates that message.
 func TestBreakGlassNoticeToldOnce(t *testing.T) {
 	ctx := context.Background()
-	srv, p := outcomeSlack(t)
-	refs := &memRefs{}
-	replica := func() *Handler {
-		return New(Config{Command: "/hp", ApprovalsChannel: "C0APPROVALS"}, &recordEngine{}, everyone{}, testCatalog(), findingPoster{p}, refs, nil)
-	}
-	a, b := replica(), replica()
+	srv, a, b := twoReplicas(t)
 	rec := glassRecord(false)
 	first := rec.Clone()
 	first.History = first.History[:1]

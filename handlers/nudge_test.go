@@ -56,12 +56,7 @@ func TestNudgeGolden(t *testing.T) {
 // posted again. Neither is told once the request was decided.
 func TestNudgesToldOnceAsNewMessages(t *testing.T) {
 	ctx := context.Background()
-	srv, p := outcomeSlack(t)
-	refs := &memRefs{}
-	replica := func() *Handler {
-		return New(Config{Command: "/hp", ApprovalsChannel: "C0APPROVALS"}, &recordEngine{}, everyone{}, testCatalog(), findingPoster{p}, refs, nil)
-	}
-	a, b := replica(), replica()
+	srv, a, b := twoReplicas(t)
 	rec := nudgedRecord()
 	first := rec.Clone()
 	first.History = first.History[:1]

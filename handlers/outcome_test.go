@@ -24,6 +24,18 @@ func outcomeSlack(t *testing.T) (*fakeslack.Server, slackPoster) {
 	return srv, slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}
 }
 
+// twoReplicas are two handlers that tell through one fake Slack and share their message references, as two replicas
+// of the bot do; a post whose answer is lost is found by its metadata.
+func twoReplicas(t *testing.T) (srv *fakeslack.Server, a, b *Handler) {
+	t.Helper()
+	srv, p := outcomeSlack(t)
+	refs := &memRefs{}
+	replica := func() *Handler {
+		return New(Config{Command: "/hp", ApprovalsChannel: "C0APPROVALS"}, &recordEngine{}, everyone{}, testCatalog(), findingPoster{p}, refs, nil)
+	}
+	return srv, replica(), replica()
+}
+
 // replies are the thread replies under a message, as Slack keeps them.
 func replies(srv *fakeslack.Server, channel, ts string) []fakeslack.Message {
 	var out []fakeslack.Message
