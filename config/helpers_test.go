@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,22 @@ func findProblem(ps Problems, path string) (Problem, bool) {
 		}
 	}
 	return Problem{}, false
+}
+
+// parseProblem parses yaml as the file x.yaml and fails the test unless it is refused with a problem at path, on
+// line, whose message contains msg; it returns every problem, and that one.
+func parseProblem(t *testing.T, yaml, path string, line int, msg string) (Problems, Problem) {
+	t.Helper()
+	_, err := Parse([]byte(yaml), "x.yaml")
+	ps := problemsOf(t, err)
+	p, ok := findProblem(ps, path)
+	if !ok {
+		t.Fatalf("no problem at %s:\n%v", path, err)
+	}
+	if p.Line != line || !strings.Contains(p.Message, msg) {
+		t.Errorf("problem = %+v, want line %d containing %q", p, line, msg)
+	}
+	return ps, p
 }
 
 // minimal is the smallest configuration that validates.

@@ -215,15 +215,7 @@ func TestUnknownKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.yaml), "x.yaml")
-			ps := problemsOf(t, err)
-			p, ok := findProblem(ps, tt.path)
-			if !ok {
-				t.Fatalf("no problem at %s:\n%v", tt.path, err)
-			}
-			if p.Line != tt.line || !strings.Contains(p.Message, tt.msg) {
-				t.Errorf("problem = %+v, want line %d containing %q", p, tt.line, tt.msg)
-			}
+			parseProblem(t, tt.yaml, tt.path, tt.line, tt.msg)
 		})
 	}
 }
@@ -245,15 +237,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.yaml), "x.yaml")
-			ps := problemsOf(t, err)
-			p, ok := findProblem(ps, tt.path)
-			if !ok {
-				t.Fatalf("no problem at %s:\n%v", tt.path, err)
-			}
-			if p.Line != tt.line || !strings.Contains(p.Message, tt.msg) {
-				t.Errorf("problem = %+v, want line %d containing %q", p, tt.line, tt.msg)
-			}
+			ps, p := parseProblem(t, tt.yaml, tt.path, tt.line, tt.msg)
 			for _, other := range ps {
 				if other != p && other.Path == tt.path {
 					t.Errorf("the same path is reported twice: %+v", other)
