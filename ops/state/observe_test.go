@@ -22,6 +22,7 @@ import (
 // of the n changes are observed at once (so the test proves they overlap rather than timing them), or, on the
 // replicas in hold, until its context ends (a replica that crashes or stops mid-wait).
 type longOp struct {
+	groupOp
 	n    int
 	wait time.Duration
 	hold map[string]bool
@@ -35,34 +36,12 @@ type longOp struct {
 }
 
 func newLongOp(n int, wait time.Duration) *longOp {
-	return &longOp{n: n, wait: wait, hold: map[string]bool{}, writes: map[string]int{}, awaits: map[string]int{}, all: make(chan struct{})}
-}
-
-func (o *longOp) Spec() ops.Spec {
-	return ops.Spec{Name: "test-long", Domain: "test", Summary: "scale a test group, which takes long", Mutates: true,
-		Params: []ops.ParamSpec{{Name: "group", Kind: ops.KindString, Required: true, Help: "group"}},
-		Lock: func(r ops.Request) ops.LockScope {
-			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "long", Name: r.Params.String("group")}
-		}}
-}
-
-func (o *longOp) Validate(context.Context, *ops.Request) error { return nil }
-
-func (o *longOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
-	return &ops.Plan{Summary: "scale " + req.Params.String("group"), Observed: "as before",
-		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Group", Name: req.Params.String("group")}}}, nil
-}
-
-func (o *longOp) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) {
-	return "as before", nil
+	return &longOp{groupOp: groupOp{name: "test-long", kind: "long", summary: "scale a test group, which takes long",
+		verb: "scale", observed: "as before"}, n: n, wait: wait, hold: map[string]bool{}, writes: map[string]int{}, awaits: map[string]int{}, all: make(chan struct{})}
 }
 
 func (o *longOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
-	w, err := o.Write(ctx, req, plan, x)
-	if err != nil {
-		return nil, err
-	}
-	return o.Await(ctx, req, plan, w, x)
+	return ops.ExecuteSteps(ctx, o, req, plan, x)
 }
 
 func (o *longOp) Write(ctx context.Context, _ *ops.Request, _ *ops.Plan, x ops.Execution) ([]byte, error) {

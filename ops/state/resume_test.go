@@ -24,6 +24,7 @@ import (
 // before the test starts: go through, wait at a gate before the lock check, hang ignoring their context (a replica
 // that died mid-step), or block until their context ends (a replica that stops).
 type stepOp struct {
+	groupOp
 	beforeCheck map[string]chan struct{} // replica → Write waits for it to close before its lock check
 	hangWrite   map[string]chan struct{} // replica → Write, once sent, waits for it to close, ignoring its context
 	hangAwait   map[string]chan struct{} // replica → Await waits for it to close, ignoring its context
@@ -36,35 +37,41 @@ type stepOp struct {
 }
 
 func newStepOp() *stepOp {
-	return &stepOp{beforeCheck: map[string]chan struct{}{}, hangWrite: map[string]chan struct{}{}, hangAwait: map[string]chan struct{}{}, blockAwait: map[string]bool{},
+	return &stepOp{groupOp: groupOp{name: "test-step", kind: "step", summary: "change a test group in two steps",
+		verb: "change", observed: "group: as before"}, beforeCheck: map[string]chan struct{}{}, hangWrite: map[string]chan struct{}{}, hangAwait: map[string]chan struct{}{}, blockAwait: map[string]bool{},
 		entered: make(chan string, 16)}
 }
 
-func (o *stepOp) Spec() ops.Spec {
-	return ops.Spec{Name: "test-step", Domain: "test", Summary: "change a test group in two steps", Mutates: true,
+// groupOp is what the in-test operations on a group share: a mutating spec that locks the group under kind, a
+// Validate that accepts every request, a plan that updates the group, and a re-check that finds the group as the
+// plan observed it. Each operation adds its own steps.
+type groupOp struct {
+	name, kind, summary string // the spec's name, lock kind and summary
+	verb                string // the plan's summary is verb and the group
+	observed            string // what Plan and Recheck observe
+}
+
+func (g groupOp) Spec() ops.Spec {
+	return ops.Spec{Name: g.name, Domain: "test", Summary: g.summary, Mutates: true,
 		Params: []ops.ParamSpec{{Name: "group", Kind: ops.KindString, Required: true, Help: "group"}},
 		Lock: func(r ops.Request) ops.LockScope {
-			return ops.LockScope{Cluster: r.Target.Cluster, Kind: "step", Name: r.Params.String("group")}
+			return ops.LockScope{Cluster: r.Target.Cluster, Kind: g.kind, Name: r.Params.String("group")}
 		}}
 }
 
-func (o *stepOp) Validate(context.Context, *ops.Request) error { return nil }
+func (g groupOp) Validate(context.Context, *ops.Request) error { return nil }
 
-func (o *stepOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
-	return &ops.Plan{Summary: "change " + req.Params.String("group"), Observed: "group: as before",
+func (g groupOp) Plan(_ context.Context, req *ops.Request) (*ops.Plan, error) {
+	return &ops.Plan{Summary: g.verb + " " + req.Params.String("group"), Observed: g.observed,
 		Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Group", Name: req.Params.String("group")}}}, nil
 }
 
-func (o *stepOp) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) {
-	return "group: as before", nil
+func (g groupOp) Recheck(context.Context, *ops.Request, *ops.Plan) (string, error) {
+	return g.observed, nil
 }
 
 func (o *stepOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
-	w, err := o.Write(ctx, req, plan, x)
-	if err != nil {
-		return nil, err
-	}
-	return o.Await(ctx, req, plan, w, x)
+	return ops.ExecuteSteps(ctx, o, req, plan, x)
 }
 
 // Write checks the lock right before sending, as every real write does; a write that passed it counts as sent.
