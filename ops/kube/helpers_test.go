@@ -88,8 +88,14 @@ func withCRDs() envOption {
 	}
 }
 
+// withConfig changes the cluster's configuration with f; a nil f changes nothing, so that a table test passes its
+// rows' optional edit as it is.
 func withConfig(f func(*config.Cluster)) envOption {
-	return func(c *config.Config, _ *env) { f(&c.Clusters[0]) }
+	return func(c *config.Config, _ *env) {
+		if f != nil {
+			f(&c.Clusters[0])
+		}
+	}
 }
 
 func newEnv(t *testing.T, objs []runtime.Object, opts ...envOption) *env {
@@ -343,3 +349,25 @@ func TypesUID(name string) string { return strings.ReplaceAll(name, "-", "") }
 type clusterConfig = config.Cluster
 
 type unstructuredObj = unstructured.Unstructured
+
+// playOnce plays a part of the cluster that the fake clientset has no controller for: it runs act every 2 ms in a
+// goroutine until act reports that it did its part, or until stop is called; stop waits for the goroutine to end.
+func playOnce(act func() (done bool)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if act() {
+				return
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}

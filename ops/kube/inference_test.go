@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -174,37 +172,23 @@ func TestScaleInferenceRefusesWhatHyperOpsDidNotDeploy(t *testing.T) {
 // controller plays the deployment controller: once the Deployment's template carries image, it reports the
 // rollout as done (or as past its progress deadline).
 func controller(t *testing.T, e *env, image string, fail bool) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			d, err := e.kube.AppsV1().Deployments(testNS).Get(context.Background(), "ranker", metav1.GetOptions{})
-			if err != nil || d.Spec.Template.Spec.Containers[0].Image != image {
-				continue
-			}
-			n := *d.Spec.Replicas
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
-			if fail {
-				d.Status.AvailableReplicas = 0
-				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
-					Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "ranker-2" has timed out progressing.`}}
-			}
-			if _, err := e.kube.AppsV1().Deployments(testNS).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-				t.Errorf("update status: %v", err)
-			}
-			return
+	return playOnce(func() bool {
+		d, err := e.kube.AppsV1().Deployments(testNS).Get(context.Background(), "ranker", metav1.GetOptions{})
+		if err != nil || d.Spec.Template.Spec.Containers[0].Image != image {
+			return false
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
+		if fail {
+			d.Status.AvailableReplicas = 0
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+				Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "ranker-2" has timed out progressing.`}}
+		}
+		if _, err := e.kube.AppsV1().Deployments(testNS).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("update status: %v", err)
+		}
+		return true
+	})
 }
 
 func TestRolloutInference(t *testing.T) {

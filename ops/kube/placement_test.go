@@ -74,12 +74,8 @@ func TestGPUWorkloadPricedWhereItsPodsMayLand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []envOption
-			if tt.cfg != nil {
-				opts = append(opts, withConfig(tt.cfg))
-			}
 			objs := append([]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}}, tt.nodes...)
-			e := newEnv(t, objs, opts...)
+			e := newEnv(t, objs, withConfig(tt.cfg))
 			gpus := max(tt.gpus, 1)
 			var req *ops.Request
 			if tt.op == "deploy-inference" {

@@ -152,13 +152,7 @@ func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
 		c.AWS.Endpoints.SageMaker = srv.URL()
 		cfg = c
 	})
-	clients := hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		Retryer: func() awssdk.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
-			})
-		}})
+	clients := fakeAWSClients(cfg)
 	clock := clockwork.NewFakeClockAt(time.Now())
 	clients.Clock = clock
 	e.reg.reservations = clients
@@ -189,4 +183,16 @@ func TestTrainingJobAgainstFakeTrainingPlan(t *testing.T) {
 	if err == nil || oe.Code != ops.CodeReservationEnds || !strings.Contains(oe.Message, "training plan tp-gpu of instance group gpu-workers, where its pods may land, which ends "+wantEnd) {
 		t.Fatalf("plan = %v, want E_RESERVATION_ENDS naming tp-gpu's end %s", err, wantEnd)
 	}
+}
+
+// fakeAWSClients are ops/aws's clients for cfg, whose endpoints name the fake AWS, with static credentials and a
+// retryer that backs off 1 ms: a test that throttles a call waits out no real backoff.
+func fakeAWSClients(cfg *config.Config) *hpaws.Clients {
+	return hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		Retryer: func() awssdk.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			})
+		}})
 }

@@ -32,11 +32,7 @@ func TestCreateStorage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []envOption
-			if tt.cfg != nil {
-				opts = append(opts, withConfig(tt.cfg))
-			}
-			e := newEnv(t, nil, opts...)
+			e := newEnv(t, nil, withConfig(tt.cfg))
 			_, err := e.prepare(t, request("create-storage", tt.params))
 			if tt.code == "" {
 				if err != nil {

@@ -62,11 +62,7 @@ func TestSubmitTrainingJobGuardrails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []envOption
-			if tt.cfg != nil {
-				opts = append(opts, withConfig(tt.cfg))
-			}
-			e := newEnv(t, nil, opts...)
+			e := newEnv(t, nil, withConfig(tt.cfg))
 			req := request("submit-training-job", tt.params)
 			if tt.ns != "" {
 				req.Target.Namespace = tt.ns

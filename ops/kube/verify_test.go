@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +17,21 @@ import (
 // kubelet plays scheduler and kubelet for the smoke-test Job: it creates the Job's pod, schedules it, runs it to
 // the given phase and leaves log as its output.
 func kubelet(t *testing.T, e *env, phase corev1.PodPhase, log string) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			jobs, err := e.kube.BatchV1().Jobs(testNS).List(context.Background(), metav1.ListOptions{})
-			if err != nil || len(jobs.Items) == 0 {
-				continue
-			}
-			j := jobs.Items[0]
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-x1", Namespace: testNS, Labels: j.Spec.Template.Labels},
-				Spec: *j.Spec.Template.Spec.DeepCopy(), Status: corev1.PodStatus{Phase: phase}}
-			pod.Spec.NodeName = "gpu-1"
-			e.logs.set(pod.Name, log)
-			if _, err := e.kube.CoreV1().Pods(testNS).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-				t.Errorf("create pod: %v", err)
-			}
-			return
+	return playOnce(func() bool {
+		jobs, err := e.kube.BatchV1().Jobs(testNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(jobs.Items) == 0 {
+			return false
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+		j := jobs.Items[0]
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-x1", Namespace: testNS, Labels: j.Spec.Template.Labels},
+			Spec: *j.Spec.Template.Spec.DeepCopy(), Status: corev1.PodStatus{Phase: phase}}
+		pod.Spec.NodeName = "gpu-1"
+		e.logs.set(pod.Name, log)
+		if _, err := e.kube.CoreV1().Pods(testNS).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Errorf("create pod: %v", err)
+		}
+		return true
+	})
 }
 
 func TestVerifyCluster(t *testing.T) {
@@ -148,11 +133,7 @@ func TestVerifyClusterImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []envOption
-			if tt.edit != nil {
-				opts = append(opts, withConfig(tt.edit))
-			}
-			e := newEnv(t, nil, opts...)
+			e := newEnv(t, nil, withConfig(tt.edit))
 			req := request("verify-cluster", tt.params)
 			if tt.refuse != nil {
 				_, err := e.prepare(t, req)

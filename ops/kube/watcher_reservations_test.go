@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	awssdk "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,7 +23,6 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
-	hpaws "github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -211,6 +207,28 @@ func (r *resvEnv) advance(t *testing.T, d time.Duration, ending bool) {
 }
 
 // handedOver waits for a warning handed over since h were.
+// warnsNobodyFor2Minutes checks twice, a minute apart, after the first check, and fails the test if anybody was
+// warned or a watch handed over meanwhile (while says why nobody may be).
+func (r *resvEnv) warnsNobodyFor2Minutes(t *testing.T, while string) {
+	t.Helper()
+	r.checked(t, 0)
+	r.advance(t, time.Minute, false)
+	r.advance(t, time.Minute, false)
+	if got := r.heard.warnings(); len(got) != 0 || r.handed.Load() != 0 {
+		t.Fatalf("warned %q while %s", got, while)
+	}
+}
+
+// completeTrainLater completes train-later's Job and waits until holder "a" told it: the watch goes on whatever the
+// reservations' reader answers.
+func (r *resvEnv) completeTrainLater(t *testing.T) {
+	t.Helper()
+	setJobStatus(t, r.e, "train-later", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
+	opstest.Eventually(t, 10*time.Second, "train-later completed told", func() bool {
+		return slices.Contains(r.heard.states(), "a train-later completed")
+	})
+}
+
 func (r *resvEnv) handedOver(t *testing.T, h int64) {
 	t.Helper()
 	opstest.Eventually(t, 10*time.Second, "a warning handed over", func() bool { return r.handed.Load() > h })
@@ -271,16 +289,8 @@ func TestWatcherWarnsNothingWhenTheReservationsCannotBeRead(t *testing.T) {
 	r.plans.set("", time.Time{}, errors.New("ThrottlingException: Rate exceeded"))
 	stop := r.start(t, "a")
 	defer stop()
-	r.checked(t, 0)
-	r.advance(t, time.Minute, false)
-	r.advance(t, time.Minute, false)
-	if got := r.heard.warnings(); len(got) != 0 || r.handed.Load() != 0 {
-		t.Fatalf("warned %q while the plans could not be read", got)
-	}
-	setJobStatus(t, r.e, "train-later", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
-	opstest.Eventually(t, 10*time.Second, "train-later completed told", func() bool {
-		return slices.Contains(r.heard.states(), "a train-later completed")
-	})
+	r.warnsNobodyFor2Minutes(t, "the plans could not be read")
+	r.completeTrainLater(t)
 	r.plans.set("", time.Time{}, nil)
 	r.advance(t, time.Minute, true)
 	if got, want := r.heard.warnings(), []string{"a w-1 train-soon tp-gpu 15:50 left 47m0s on [gpu-1]"}; !slices.Equal(got, want) {
@@ -315,13 +325,7 @@ func TestWatcherWarnsThroughTheFakeTrainingPlan(t *testing.T) {
 		c.AWS.Endpoints.SageMaker = srv.URL()
 		cfg = c
 	})
-	clients := hpaws.NewWithAWSConfig(cfg, awssdk.Config{Region: "us-west-2",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		Retryer: func() awssdk.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
-			})
-		}})
+	clients := fakeAWSClients(cfg)
 	clients.Clock = r.clock
 	r.clock.Advance(now.Sub(r.clock.Now())) // the reader's clock at the fake AWS's time
 	r.reader = clients
@@ -329,19 +333,11 @@ func TestWatcherWarnsThroughTheFakeTrainingPlan(t *testing.T) {
 	srv.Fail(fakeaws.OpSageMakerDescribeTrainingPlan, -1, "ThrottlingException", 400, "Rate exceeded")
 	stop := r.start(t, "a")
 	defer stop()
-	r.checked(t, 0)
-	r.advance(t, time.Minute, false)
-	r.advance(t, time.Minute, false)
-	if got := r.heard.warnings(); len(got) != 0 || r.handed.Load() != 0 {
-		t.Fatalf("warned %q while DescribeTrainingPlan was throttled", got)
-	}
+	r.warnsNobodyFor2Minutes(t, "DescribeTrainingPlan was throttled")
 	if srv.Calls(fakeaws.OpSageMakerDescribeTrainingPlan) == 0 {
 		t.Fatal("DescribeTrainingPlan was never asked")
 	}
-	setJobStatus(t, r.e, "train-later", batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
-	opstest.Eventually(t, 10*time.Second, "train-later completed told", func() bool {
-		return slices.Contains(r.heard.states(), "a train-later completed")
-	})
+	r.completeTrainLater(t)
 
 	srv.ClearFaults()
 	r.advance(t, time.Minute, true) // past the seconds a failed read is remembered, and the minute of the cache

@@ -53,6 +53,21 @@ func (r *recorder) Transition(ctx context.Context, t ops.WatchChange) {
 	*r.last = t
 }
 
+// watchUntilTold runs one watcher, "a", on e until it has told a change, and returns the latest one told; the test
+// fails when none is told within 10 s (what names the change awaited).
+func watchUntilTold(t *testing.T, e *env, what string) ops.WatchChange {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	rec := newRecorder("a", nil, &mu, &got)
+	stop := startWatcher(t, e, &memLeases{}, rec, "a")
+	defer stop()
+	opstest.Eventually(t, 10*time.Second, what, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	return *rec.last
+}
+
 // memLeases is an in-process LeaseStore with the semantics of ops/state's: TTL expiry and holder checks.
 type memLeases struct {
 	mu     sync.Mutex
@@ -125,17 +140,9 @@ func TestWatcherTellsWhyAJobWaits(t *testing.T) {
 			Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}}}
 	job := managedJob("train-c", nil)
 	job.Status = batchv1.JobStatus{}
-	e := newEnv(t, []runtime.Object{pod, job})
-	var mu sync.Mutex
-	var got []string
-	rec := newRecorder("a", nil, &mu, &got)
-	stop := startWatcher(t, e, &memLeases{}, rec, "a")
-	defer stop()
-	opstest.Eventually(t, 10*time.Second, "pending", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
-	mu.Lock()
-	defer mu.Unlock()
-	if rec.last.To != StatePending || rec.last.Reason != "train-c-0: Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu." {
-		t.Fatalf("transition = %+v", *rec.last)
+	last := watchUntilTold(t, newEnv(t, []runtime.Object{pod, job}), "pending")
+	if last.To != StatePending || last.Reason != "train-c-0: Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu." {
+		t.Fatalf("transition = %+v", last)
 	}
 }
 
@@ -150,19 +157,11 @@ func TestWatcherTellsWhyAJobFailed(t *testing.T) {
 	job := managedJob("train-f", nil, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 		Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"})
 	job.Status.Active, job.Status.Failed = 0, 3
-	e := newEnv(t, []runtime.Object{pod, job})
-	var mu sync.Mutex
-	var got []string
-	rec := newRecorder("a", nil, &mu, &got)
-	stop := startWatcher(t, e, &memLeases{}, rec, "a")
-	defer stop()
-	opstest.Eventually(t, 10*time.Second, "failed", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
-	mu.Lock()
-	defer mu.Unlock()
+	l := watchUntilTold(t, newEnv(t, []runtime.Object{pod, job}), "failed")
 	want := ops.WatchChange{To: StateFailed, Reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
 		PodsFailed: 3, Exit: "OOMKilled (exit code 137)"}
-	if l := rec.last; l.To != want.To || l.Reason != want.Reason || l.PodsFailed != want.PodsFailed || l.Exit != want.Exit {
-		t.Fatalf("transition = %+v, want %+v", *l, want)
+	if l.To != want.To || l.Reason != want.Reason || l.PodsFailed != want.PodsFailed || l.Exit != want.Exit {
+		t.Fatalf("transition = %+v, want %+v", l, want)
 	}
 }
 
