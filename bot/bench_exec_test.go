@@ -170,9 +170,7 @@ func BenchmarkSlackWhileExecuting(b *testing.B) {
 		}
 		h.extra = append(h.extra, op)
 	}})
-	other := h.launch(harnessOptions{replica: "b", edit: edit})
-	b.Cleanup(func() { other.stop(b) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", edit: edit})
 	followRealTime(b, h)
 	round := 0
 	for b.Loop() {

@@ -20,9 +20,7 @@ import (
 // presses Acknowledge on the notice; the notice then says who acknowledged it, and the same modal goes through.
 func TestBreakGlassOnTwoReplicas(t *testing.T) {
 	h := startWith(t, harnessOptions{replica: "a", edit: glassOnCall, tick: true})
-	b := h.launch(harnessOptions{replica: "b", edit: glassOnCall, tick: true})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", edit: glassOnCall, tick: true})
 
 	view := h.openGlass("glass-1")
 	if errs := modalErrors(t, h.submitGlass(view, "w1 is down for customers <!channel>")); errs != nil {
@@ -69,9 +67,7 @@ func TestBreakGlassOnTwoReplicas(t *testing.T) {
 // notice it posted instead of posting it again, remembers it, and the lead's Acknowledge updates that one notice.
 func TestBreakGlassNoticeLostAnswerPostsOnce(t *testing.T) {
 	h := startWith(t, harnessOptions{replica: "a", edit: glassOnCall, tick: true})
-	b := h.launch(harnessOptions{replica: "b", edit: glassOnCall, tick: true})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", edit: glassOnCall, tick: true})
 
 	view := h.openGlass("glass-lost")
 	lost := h.srv.Inject(fakeslack.Fault{Method: "chat.postMessage", Channel: chApprove, Status: http.StatusInternalServerError, After: true})

@@ -35,9 +35,7 @@ func TestDryRunIsPostedInItsFinalForm(t *testing.T) {
 		}
 		h.extra = append(h.extra, op)
 	}})
-	other := h.launch(harnessOptions{replica: "b"})
-	t.Cleanup(func() { other.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b"})
 
 	ids := []string{"dry-final-0", "dry-final-1", "dry-final-2"}
 	for i, id := range ids {

@@ -267,9 +267,7 @@ func TestManyExecutorsLeaveTheStoreToSlack(t *testing.T) {
 	edit := func(c *config.Config) { c.Execution.Workers, c.Execution.PerCluster = 200, 200 }
 	h := startWith(t, harnessOptions{replica: "a", edit: edit,
 		prepare: func(h *harness) { h.extra = append(h.extra, newStepOp("roll-gadget")) }})
-	b := h.launch(harnessOptions{replica: "b", edit: edit})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", edit: edit})
 	h.slash(userBob, chOps, "gadget roll name=probe dry-run")
 	h.waitFor("the dry run's plan", func(s fakeslack.Snapshot) bool { return len(mentioning(topLevel(s, chOps), "gadget probe")) == 1 })
 	h.slash(userBob, chOps, "gadget roll name=probe request-id=many-executors")

@@ -78,9 +78,7 @@ func grantForm(changes map[string]string) map[string]map[string]any {
 func TestGrantFromThePlanMessageMenu(t *testing.T) {
 	edit := func(c *config.Config) {}
 	h := startWith(t, harnessOptions{replica: "a", edit: edit, tick: true})
-	b := h.launch(harnessOptions{replica: "b", edit: edit, tick: true})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", edit: edit, tick: true})
 
 	plan := func(id string) fakeslack.Message {
 		t.Helper()

@@ -385,6 +385,17 @@ func (r *replica) stop(t testing.TB) {
 }
 
 // waitConnected waits until n Socket Mode connections are open.
+// launchSecond starts a second replica, "b", with opts (whatever replica they name), stops it when the test ends,
+// and waits until both replicas are connected to Slack: how every two-replica test begins.
+func (h *harness) launchSecond(opts harnessOptions) *replica {
+	h.t.Helper()
+	opts.replica = "b"
+	b := h.launch(opts)
+	h.t.Cleanup(func() { b.stop(h.t) })
+	h.waitConnected(2)
+	return b
+}
+
 func (h *harness) waitConnected(n int) {
 	h.t.Helper()
 	h.waitFor(fmt.Sprintf("%d bot connection(s)", n), func(s fakeslack.Snapshot) bool {

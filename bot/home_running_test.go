@@ -39,10 +39,7 @@ func startJobRig(tb testing.TB, o harnessOptions, created batchv1.JobStatus) *jo
 		}
 	}
 	h := startWith(tb, o)
-	o.replica = "b"
-	b := h.launch(o)
-	tb.Cleanup(func() { b.stop(tb) })
-	h.waitConnected(2)
+	h.launchSecond(o)
 	h.openHome(userAlice)
 	return &jobRig{h: h, fc: fc}
 }

@@ -80,9 +80,7 @@ func TestHomeOverRealSockets(t *testing.T) {
 // viewers are shared in Redis, so every Home the change touches is republished once the change is told.
 func TestHomeOnTwoReplicas(t *testing.T) {
 	h := startWith(t, harnessOptions{replica: "a"})
-	b := h.launch(harnessOptions{replica: "b"})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b"})
 	for _, u := range []string{userAlice, userLead1, userLead2} {
 		h.openHome(u)
 	}
@@ -122,9 +120,7 @@ func TestHomeClickWhenBusy(t *testing.T) {
 // member of the request's channel.
 func TestHomeNoticeStaysUntilTheNextClick(t *testing.T) {
 	h := startWith(t, harnessOptions{replica: "a"})
-	b := h.launch(harnessOptions{replica: "b"})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b"})
 	for _, u := range []string{userAlice, userLead1, userLead2} {
 		h.openHome(u)
 	}

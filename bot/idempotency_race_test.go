@@ -44,9 +44,7 @@ func TestAgentRequestIDRace(t *testing.T) {
 		}
 		h.extra = append(h.extra, op)
 	}})
-	b := h.launch(harnessOptions{replica: "b"})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b"})
 	plans := func(id string) int64 {
 		n, ok := planning.Load(id)
 		if !ok {

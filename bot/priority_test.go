@@ -175,9 +175,7 @@ func BenchmarkDryRunWhileLongChangesRun(b *testing.B) {
 		}
 		h.extra = append(h.extra, op)
 	}})
-	other := h.launch(harnessOptions{replica: "b", slack: &fakeslack.Options{}, limits: &limits})
-	b.Cleanup(func() { other.stop(b) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b", slack: &fakeslack.Options{}, limits: &limits})
 	followRealTime(b, h) // the engine renews its locks and queue claims while the changes outlive them
 	var answers, told, ran []time.Duration
 	round := 0

@@ -49,10 +49,7 @@ func TestReportsScheduledOnceAndOnDemand(t *testing.T) {
 		c.Reports = []config.Report{{Name: "daily-capacity", Schedule: "1 9 * * *", Timezone: "UTC", Channel: chOps, Clusters: []string{clusterTst}}}
 	}}
 	h := startWith(t, opts)
-	opts.replica = "b"
-	b := h.launch(opts)
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(opts)
 
 	h.clock.Advance(61 * time.Second) // 09:01:01, within the grace of the 09:01 tick
 	s := h.waitFor("the scheduled report and its chart", func(s fakeslack.Snapshot) bool {

@@ -54,16 +54,17 @@ func TestReconnectAfterDisconnect(t *testing.T) {
 	assertAcksFast(t, h.srv.Snapshot())
 }
 
-// With the one worker busy and the queue full, a slash command is acked at once with "busy, retry" and nothing is
-// done for it; the queued one runs when the worker is free.
-func TestQueueFullAnswersBusy(t *testing.T) {
+// startWithFullQueue starts a bot with one Slack worker and a queue of one, and fills both: a read holds the
+// worker until release is called (at the latest when the test ends), and a second read waits in the queue.
+func startWithFullQueue(t *testing.T) (h *harness, release func()) {
+	t.Helper()
 	hold := make(chan struct{})
-	h := startWith(t, harnessOptions{
+	h = startWith(t, harnessOptions{
 		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
 		prepare: func(h *harness) { h.ops["get-widget"].hold = hold },
 	})
 	released := false
-	release := func() {
+	release = func() {
 		if !released {
 			released = true
 			close(hold)
@@ -75,6 +76,13 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 	h.waitUntil("the first read running in the one worker", func() bool { return h.ops["get-widget"].entered.Load() == 1 })
 	h.slash(userAlice, chOps, "widget status name=second")
 	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
+	return h, release
+}
+
+// With the one worker busy and the queue full, a slash command is acked at once with "busy, retry" and nothing is
+// done for it; the queued one runs when the worker is free.
+func TestQueueFullAnswersBusy(t *testing.T) {
+	h, release := startWithFullQueue(t)
 	d := h.slash(userAlice, chOps, "widget status name=third")
 	ack, err := d.Ack(h.ctx())
 	if err != nil {
@@ -98,24 +106,7 @@ func TestQueueFullAnswersBusy(t *testing.T) {
 // A DM that finds the worker queue full is acked at once and answered in its thread: an agent gets E_BUSY with its
 // requestId (nothing was done, resend it), a person gets a note; the agent's resend is then taken.
 func TestQueueFullAnswersBusyDM(t *testing.T) {
-	hold := make(chan struct{})
-	h := startWith(t, harnessOptions{
-		edit:    func(c *config.Config) { c.Slack.Workers, c.Slack.QueueSize = 1, 1 },
-		prepare: func(h *harness) { h.ops["get-widget"].hold = hold },
-	})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(hold)
-		}
-	}
-	t.Cleanup(release)
-	// Executions no longer run in the Slack workers; a read that waits holds the one worker.
-	h.slash(userAlice, chOps, "widget status name=first")
-	h.waitUntil("the first read running in the one worker", func() bool { return h.ops["get-widget"].entered.Load() == 1 })
-	h.slash(userAlice, chOps, "widget status name=second")
-	h.waitUntil("the second request queued", func() bool { return testutil.ToFloat64(h.bot.Metrics().QueueDepth) == 1 })
+	h, release := startWithFullQueue(t)
 
 	tests := []struct {
 		name, channel, user, text string
@@ -198,9 +189,7 @@ func TestRateLimitedPostRetried(t *testing.T) {
 // executes once and posts one plan message.
 func TestTwoReplicasExecuteOnce(t *testing.T) {
 	h := startWith(t, harnessOptions{replica: "a"})
-	b := h.launch(harnessOptions{replica: "b"})
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(harnessOptions{replica: "b"})
 	d := h.slash(userAlice, chOps, "train submit name=twice image=registry.example.com/t:1")
 	if _, err := d.Ack(h.ctx()); err != nil {
 		t.Fatal(err)

@@ -61,10 +61,7 @@ func TestWatchWarnsOnceBeforeTheTrainingPlanEnds(t *testing.T) {
 	plans.mu.Lock()
 	plans.clock, plans.end = h.clock, h.clock.Now().Add(6*time.Hour)
 	plans.mu.Unlock()
-	opts.replica = "b"
-	b := h.launch(opts)
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	b := h.launchSecond(opts)
 
 	h.slash(userAlice, chOps, "watch job=train-r")
 	s := h.waitFor("the watch message", func(s fakeslack.Snapshot) bool { return len(topLevel(s, chOps)) == 1 })

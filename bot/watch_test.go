@@ -143,10 +143,7 @@ func TestWatchRequestWorkloadOnceAcrossReplicas(t *testing.T) {
 		}
 	}}
 	h := startWith(t, opts)
-	opts.replica = "b"
-	b := h.launch(opts)
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	b := h.launchSecond(opts)
 
 	h.slash(userAlice, chOps, "train submit name=train-a image=registry.example.com/trainer:v1")
 	s := h.waitFor("the request succeeded with its Job pending", func(s fakeslack.Snapshot) bool {
@@ -228,10 +225,7 @@ func TestFailedTrainingJobToldToTheRequester(t *testing.T) {
 		}
 	}}
 	h := startWith(t, opts)
-	opts.replica = "b"
-	b := h.launch(opts)
-	t.Cleanup(func() { b.stop(t) })
-	h.waitConnected(2)
+	h.launchSecond(opts)
 
 	h.slash(userAlice, chOps, "train submit name=train-f image=registry.example.com/trainer:v1")
 	s := h.waitFor("the request succeeded", func(s fakeslack.Snapshot) bool {
