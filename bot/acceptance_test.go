@@ -205,10 +205,7 @@ func TestDuplicatesExecuteOnce(t *testing.T) {
 	}
 	wg.Wait()
 	id := requestID(t, plan)
-	h.waitFor("success", func(s fakeslack.Snapshot) bool {
-		m, _ := s.Message(chOps, plan.TS)
-		return strings.Contains(m.Text, "succeeded")
-	})
+	h.waitSucceeded("success", plan)
 	s = h.srv.Snapshot()
 	if n := len(topLevel(s, chOps)); n != 1 {
 		t.Errorf("%d plan messages for one envelope delivered twice, want 1", n)
@@ -225,10 +222,7 @@ func TestDuplicatesExecuteOnce(t *testing.T) {
 func TestExpiryAndStalePlan(t *testing.T) {
 	h := start(t)
 	h.slash(userAlice, chOps, "widget scale name=old count=1")
-	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool {
-		return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove)
-	})
-	old := topLevel(s, chOps)[0]
+	old := h.approvablePlan()
 	h.clock.Advance(2 * time.Hour)
 	h.click(userLead1, chOps, old.TS, handlers.ActionApprove)
 	h.waitFor("expiry refusal and buttons removed", func(s fakeslack.Snapshot) bool {
@@ -239,7 +233,7 @@ func TestExpiryAndStalePlan(t *testing.T) {
 		t.Error("the Approve button of an expired request could still be clicked")
 	}
 	// The requester hears of the expiry by a new message that mentions them (an edit would notify nobody).
-	s = h.waitFor("expiry told to the requester", func(s fakeslack.Snapshot) bool {
+	s := h.waitFor("expiry told to the requester", func(s fakeslack.Snapshot) bool {
 		for _, m := range s.Thread(chOps, old.TS) {
 			if m.TS != old.TS && strings.HasPrefix(m.Text, "<@"+userAlice+"> ") && strings.Contains(m.Text, "expired") {
 				return true
@@ -287,10 +281,7 @@ func TestExpiryAndStalePlan(t *testing.T) {
 		return false
 	})
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
-	h.waitFor("success after re-approval", func(s fakeslack.Snapshot) bool {
-		m, _ := s.Message(chOps, plan.TS)
-		return strings.Contains(m.Text, "succeeded")
-	})
+	h.waitSucceeded("success after re-approval", plan)
 	if runs := h.ops["scale-widget"].runs.Load(); runs != 1 {
 		t.Errorf("executed %d times, want 1", runs)
 	}
@@ -302,10 +293,7 @@ func TestAckWhileExecuting(t *testing.T) {
 	w := h.ops["scale-widget"]
 	w.hold = make(chan struct{})
 	h.slash(userAlice, chOps, "widget scale name=slow count=1")
-	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool {
-		return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove)
-	})
-	plan := topLevel(s, chOps)[0]
+	plan := h.approvablePlan()
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
 	h.waitFor("executing", func(s fakeslack.Snapshot) bool {
 		m, _ := s.Message(chOps, plan.TS)
@@ -319,10 +307,7 @@ func TestAckWhileExecuting(t *testing.T) {
 		}
 	}
 	close(w.hold) // released only after the acks were measured while the execution was held
-	h.waitFor("success", func(s fakeslack.Snapshot) bool {
-		m, _ := s.Message(chOps, plan.TS)
-		return strings.Contains(m.Text, "succeeded")
-	})
+	h.waitSucceeded("success", plan)
 	assertAcksFast(t, h.srv.Snapshot())
 }
 
@@ -330,12 +315,9 @@ func TestAckWhileExecuting(t *testing.T) {
 func TestDeleteStorageConfirmation(t *testing.T) {
 	h := start(t)
 	h.slash(userAlice, chOps, "storage delete name=checkpoints")
-	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool {
-		return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove)
-	})
-	plan := topLevel(s, chOps)[0]
+	plan := h.approvablePlan()
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
-	s = h.waitFor("the modal", func(s fakeslack.Snapshot) bool { return len(s.Views) == 1 })
+	s := h.waitFor("the modal", func(s fakeslack.Snapshot) bool { return len(s.Views) == 1 })
 	view := s.Views[0]
 	submit := func(typed string) fakeslack.Ack {
 		return h.submitView(view, userLead1, map[string]map[string]any{"claim": {"claim_name": fakeslack.TextValue(typed)}})
@@ -347,10 +329,7 @@ func TestDeleteStorageConfirmation(t *testing.T) {
 		t.Fatalf("deleted after a wrong name")
 	}
 	submit("checkpoints")
-	h.waitFor("success", func(s fakeslack.Snapshot) bool {
-		m, _ := s.Message(chOps, plan.TS)
-		return strings.Contains(m.Text, "succeeded")
-	})
+	h.waitSucceeded("success", plan)
 	if runs := h.ops["delete-storage"].runs.Load(); runs != 1 {
 		t.Errorf("executed %d times, want 1", runs)
 	}

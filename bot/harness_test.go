@@ -437,6 +437,24 @@ func (h *harness) waitFor(what string, cond func(fakeslack.Snapshot) bool) fakes
 	return s
 }
 
+// approvablePlan waits until the ops channel holds one message, a plan that offers Approve, and returns it.
+func (h *harness) approvablePlan() fakeslack.Message {
+	h.t.Helper()
+	s := h.waitFor("plan", func(s fakeslack.Snapshot) bool {
+		return len(topLevel(s, chOps)) == 1 && hasButton(topLevel(s, chOps)[0], handlers.ActionApprove)
+	})
+	return topLevel(s, chOps)[0]
+}
+
+// waitSucceeded waits until plan's message in the ops channel says the request succeeded (what names the wait).
+func (h *harness) waitSucceeded(what string, plan fakeslack.Message) {
+	h.t.Helper()
+	h.waitFor(what, func(s fakeslack.Snapshot) bool {
+		m, _ := s.Message(chOps, plan.TS)
+		return strings.Contains(m.Text, "succeeded")
+	})
+}
+
 func (h *harness) slash(user, channel, text string) fakeslack.Delivery {
 	h.t.Helper()
 	d, err := h.srv.SlashCommand(h.ctx(), fakeslack.SlashCommand{Text: text, User: user, Channel: channel})
