@@ -107,8 +107,7 @@ func TestInjectFaults(t *testing.T) {
 // ClearFaults.
 func TestFaultMatchingAndTimes(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	srv.Inject(Fault{Method: "chat.postMessage", Channel: "C0QUIET", Error: "is_archived", Times: -1})
 	srv.Inject(Fault{Method: "chat.update", Error: "cant_update_message", Times: 2})
 	for range 3 {
@@ -136,8 +135,7 @@ func TestFaultMatchingAndTimes(t *testing.T) {
 // fault answered.
 func TestFaultFiltersAndHits(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	replies := srv.Inject(Fault{Method: "chat.postMessage", Channel: "C0OPS", Reply: true, Error: "is_archived", Times: -1})
 	rich := srv.Inject(Fault{Method: "chat.update", WithBlocks: true, Error: "invalid_blocks", Times: -1})
 	root, err := post(ctx, api, "C0OPS", "root")
@@ -191,8 +189,7 @@ func TestFaultDelay(t *testing.T) {
 // as channel posts in the bot's DM with that user, as conversations.open finds it.
 func TestPermanentRefusalsAndDMs(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	srv.ArchiveChannel("C0QUIET")
 	srv.RemoveMember("C0QUIET2", "U0BOT")
 	for ch, code := range map[string]string{"C0QUIET": "is_archived", "C0QUIET2": "not_in_channel", "C0NOPE": "channel_not_found"} {
@@ -222,8 +219,7 @@ func TestPermanentRefusalsAndDMs(t *testing.T) {
 // include_all_metadata, as Slack does: that is how a caller finds out whether a post whose answer was lost landed.
 func TestMetadataFindsALostPost(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	root, err := post(ctx, api, "C0OPS", "root")
 	if err != nil {
 		t.Fatal(err)

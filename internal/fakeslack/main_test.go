@@ -47,6 +47,13 @@ func newServer(t *testing.T, opts Options) *Server {
 	return srv
 }
 
+// newBotServer is a server with the test options and a Web API client that speaks with the bot's token.
+func newBotServer(t *testing.T) (*Server, *slack.Client) {
+	t.Helper()
+	srv := newServer(t, testOptions())
+	return srv, webClient(srv, botToken)
+}
+
 // newFakeClockServer is a server on a fake clock, for a test that moves time itself.
 func newFakeClockServer(t *testing.T) (*Server, *clockwork.FakeClock) {
 	t.Helper()

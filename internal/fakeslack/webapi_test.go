@@ -21,8 +21,7 @@ func slackErr(t *testing.T, err error) slack.SlackErrorResponse {
 
 func TestMessagesUpdatesEphemeralsThreads(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 
 	meta := slack.SlackMetadata{EventType: "hyperops_request", EventPayload: map[string]any{"requestId": "r1"}}
 	button := slack.NewButtonBlockElement("approve", "r1", slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false))
@@ -81,8 +80,7 @@ func TestMessagesUpdatesEphemeralsThreads(t *testing.T) {
 
 func TestWebAPIErrors(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("mine", false))
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +209,7 @@ func TestTokenTypes(t *testing.T) {
 
 func TestMembersPaginatedAndGroups(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	_, api := newBotServer(t)
 	var all []string
 	cursor, pages := "", 0
 	for {
@@ -291,8 +288,7 @@ func TestRateLimits(t *testing.T) {
 
 func TestFilesUploadV2(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("plan", false))
 	if err != nil {
 		t.Fatal(err)
@@ -445,8 +441,7 @@ func TestDMEventsIncludeBotsOwnMessages(t *testing.T) {
 
 func TestGetPermalink(t *testing.T) {
 	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	api := webClient(srv, botToken)
+	srv, api := newBotServer(t)
 	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("plan", false))
 	if err != nil {
 		t.Fatal(err)
