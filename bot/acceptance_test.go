@@ -21,11 +21,7 @@ import (
 func TestSlashApprovalFlow(t *testing.T) {
 	h := start(t)
 	h.slash(userAlice, chOps, "widget scale name=web count=1")
-	s := h.waitFor("the plan message", func(s fakeslack.Snapshot) bool {
-		m := topLevel(s, chOps)
-		return len(m) == 1 && hasButton(m[0], handlers.ActionApprove)
-	})
-	plan := topLevel(s, chOps)[0]
+	plan := h.approvablePlan()
 	id := requestID(t, plan)
 	for _, want := range []string{"Scale widget", "U0ALICE", "+$60.00/h", "medium", "1 approval from", id} {
 		if !strings.Contains(string(plan.Blocks), want) {
@@ -46,7 +42,7 @@ func TestSlashApprovalFlow(t *testing.T) {
 		t.Fatalf("after refused votes the request is %s, want awaiting-approval", got)
 	}
 	h.click(userLead1, chOps, plan.TS, handlers.ActionApprove)
-	s = h.waitFor("the message updated to succeeded", func(s fakeslack.Snapshot) bool {
+	s := h.waitFor("the message updated to succeeded", func(s fakeslack.Snapshot) bool {
 		m, ok := s.Message(chOps, plan.TS)
 		return ok && strings.Contains(m.Text, "succeeded")
 	})
@@ -345,11 +341,7 @@ func TestApproverMustBeInTheRequestsChannel(t *testing.T) {
 		c.Approvals.Groups["leads"] = g
 	}})
 	h.slash(userAlice, chOps, "widget scale name=web count=1")
-	s := h.waitFor("the plan message", func(s fakeslack.Snapshot) bool {
-		m := topLevel(s, chOps)
-		return len(m) == 1 && hasButton(m[0], handlers.ActionApprove)
-	})
-	plan := topLevel(s, chOps)[0]
+	plan := h.approvablePlan()
 	id := requestID(t, plan)
 	if got := h.record(id).Annotations[approvals.ChannelAnnotation]; got != chOps {
 		t.Fatalf("channel annotation = %q, want %s", got, chOps)
