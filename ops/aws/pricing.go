@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +132,7 @@ func (p *pricingAPI) lookup(ctx context.Context, service, region, instanceType s
 	}
 	in := &pricing.GetProductsInput{ServiceCode: awssdk.String(service), FormatVersion: awssdk.String("aws_v1"),
 		MaxResults: awssdk.Int32(100)}
-	for _, k := range sortedKeys(filters) {
+	for _, k := range slices.Sorted(maps.Keys(filters)) {
 		in.Filters = append(in.Filters, prtypes.Filter{Type: prtypes.FilterTypeTermMatch, Field: awssdk.String(k), Value: awssdk.String(filters[k])})
 	}
 	var docs []string
@@ -144,15 +145,6 @@ func (p *pricingAPI) lookup(ctx context.Context, service, region, instanceType s
 		docs = append(docs, page.PriceList...)
 	}
 	return pickPrice(service, docs)
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // priceDoc is the part of a price list document HyperOps reads.

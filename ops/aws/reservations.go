@@ -2,6 +2,8 @@ package aws
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,7 +87,7 @@ func (c *Clients) Reservations(ctx context.Context, cluster string) ([]ops.Capac
 		return nil, err
 	}
 	out := make([]ops.CapacityReservation, 0, len(groups))
-	for _, g := range sortedKeys(groups) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		out = append(out, c.reservation(ctx, t, g, groups[g]))
 	}
 	return out, nil

@@ -3,7 +3,8 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,7 +61,7 @@ func diffObject(desired, observed *unstructured.Unstructured) (ops.Change, map[s
 	}
 	have := map[string]string{}
 	flatten("", observed.Object, have)
-	for _, p := range sortedKeys(want) {
+	for _, p := range slices.Sorted(maps.Keys(want)) {
 		got, ok := have[p]
 		if !ok {
 			got = absent
@@ -77,20 +78,11 @@ func diffObject(desired, observed *unstructured.Unstructured) (ops.Change, map[s
 	return ch, seen
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // renderObserved is the canonical text of the observed state a plan diffs against: sorted, one field a line.
 func renderObserved(kind, name string, seen map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s\n", kind, name)
-	for _, k := range sortedKeys(seen) {
+	for _, k := range slices.Sorted(maps.Keys(seen)) {
 		fmt.Fprintf(&b, "  %s=%s\n", k, seen[k])
 	}
 	return b.String()
