@@ -33,11 +33,7 @@ func (r *registry) stopTrainingJob() ops.Operation {
 		Revert:      "submits the job again as it was; it starts over from its last checkpoint, not where it stopped",
 	}
 	return r.deleteOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*deletion, error) {
-		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]
-		if err := requireCRD(ctx, t.c, res); err != nil {
-			return nil, err
-		}
-		have, err := t.c.getObject(ctx, res, t.ns, name)
+		name, res, have, err := readTrainingJob(ctx, t, req)
 		if err != nil {
 			return nil, err
 		}
@@ -164,11 +160,7 @@ func (r *registry) getTrainingJob() ops.Operation {
 			{Name: "lines", Kind: ops.KindInt, Default: "50", Min: 1, Max: 500, Help: "log lines to show (at most 500)"}},
 	}
 	return r.readOperation(spec, checkNameOnly, func(ctx context.Context, t target, req *ops.Request) (*ops.Result, error) {
-		name, res := req.Params.String("name"), trainingKinds[req.Params.String("kind")]
-		if err := requireCRD(ctx, t.c, res); err != nil {
-			return nil, err
-		}
-		have, err := t.c.getObject(ctx, res, t.ns, name)
+		name, res, have, err := readTrainingJob(ctx, t, req)
 		if err != nil {
 			return nil, err
 		}
@@ -270,4 +262,17 @@ func (r *registry) readOperation(spec ops.Spec, check func(t target, req *ops.Re
 			return run(ctx, t, req)
 		},
 	}
+}
+
+// readTrainingJob reads the training job the request names, of the kind it names (nil when there is none), after
+// checking that the cluster serves that kind: what stopping a job and showing one both begin with.
+func readTrainingJob(ctx context.Context, t target, req *ops.Request) (name string, res Resource, have *unstructured.Unstructured, err error) {
+	name, res = req.Params.String("name"), trainingKinds[req.Params.String("kind")]
+	if err := requireCRD(ctx, t.c, res); err != nil {
+		return "", Resource{}, nil, err
+	}
+	if have, err = t.c.getObject(ctx, res, t.ns, name); err != nil {
+		return "", Resource{}, nil, err
+	}
+	return name, res, have, nil
 }
