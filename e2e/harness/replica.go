@@ -239,8 +239,9 @@ func Leftovers() error {
 	for _, port := range ports {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			// Only a listener is left behind: another package's client may hold the port as its local end.
-			if listening, lerr := leftover.Listening(port); listening || lerr != nil {
+			// Only a listener of ours is left behind: another package's client may hold the port as its local end,
+			// and another package's server may listen on it since we freed it.
+			if ours, lerr := leftover.ListenedByGroups(port, pgids); ours || lerr != nil {
 				errs = append(errs, fmt.Errorf("bot port %d is still listened on: %w", port, errors.Join(err, lerr)))
 			}
 			continue

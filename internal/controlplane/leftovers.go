@@ -50,7 +50,7 @@ func leftovers(pgids, ports []int) error {
 		}
 	}
 	for _, port := range ports {
-		if err := portFree(port); err != nil {
+		if err := portFree(port, pgids); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -64,11 +64,13 @@ func groupAlive(pgid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func portFree(port int) error {
+func portFree(port int, pgids []int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		// Only a listener is left behind: another package's client may hold the port as its local end.
-		if listening, lerr := leftover.Listening(port); listening || lerr != nil {
+		// Only a listener of ours is left behind: another package's client may hold the port as its local end, and
+		// another package's server may listen on it since we freed it.
+		if ours, lerr := leftover.ListenedByGroups(port, pgids); ours || lerr != nil {
 			return fmt.Errorf("port %d is still listened on: %w", port, errors.Join(err, lerr))
 		}
 		return nil

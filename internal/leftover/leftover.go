@@ -3,10 +3,15 @@
 package leftover
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,6 +120,49 @@ func After(w io.Writer, code int, checks ...Check) int {
 // is only the local end of some connection (the kernel hands the same ephemeral range to clients, so another
 // package's client may hold a port a finished test's server used) is not a leftover.
 func Listening(port int) (bool, error) {
+	inodes, err := listeners(port)
+	return len(inodes) > 0, err
+}
+
+// ListenedByGroups reports whether port is listened on (loopback or every address) by a process in one of pgids, or
+// by a process that cannot be told: go test runs packages side by side, and once a test freed a port the kernel may
+// hand it to another package's server, whose listener, in a process group of its own, is not that test's leftover.
+// The listener's process is found by the socket's inode among the open files of /proc/<pid>/fd.
+func ListenedByGroups(port int, pgids []int) (bool, error) {
+	inodes, err := listeners(port)
+	if err != nil || len(inodes) == 0 {
+		return false, err
+	}
+	want := map[string]bool{}
+	for _, ino := range inodes {
+		want["socket:["+ino+"]"] = true
+	}
+	fds, err := filepath.Glob("/proc/[0-9]*/fd/*")
+	if err != nil {
+		return true, nil
+	}
+	found := false
+	for _, fd := range fds {
+		link, err := os.Readlink(fd)
+		if err != nil || !want[link] {
+			continue
+		}
+		found = true
+		pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
+		pgid, err := syscall.Getpgid(pid)
+		if errors.Is(err, syscall.ESRCH) {
+			continue // gone since: it holds nothing
+		}
+		if err != nil || slices.Contains(pgids, pgid) {
+			return true, nil
+		}
+	}
+	return !found, nil // nobody found: the owner cannot be told
+}
+
+// listeners returns the inodes of the sockets listening on port.
+func listeners(port int) ([]string, error) {
+	var inodes []string
 	want := fmt.Sprintf(":%04X", port)
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(table)
@@ -122,7 +170,7 @@ func Listening(port int) (bool, error) {
 			if os.IsNotExist(err) {
 				continue
 			}
-			return false, err
+			return nil, err
 		}
 		for _, line := range strings.Split(string(b), "\n")[1:] {
 			f := strings.Fields(line)
@@ -133,9 +181,13 @@ func Listening(port int) (bool, error) {
 			case "0100007F", "00000000", // 127.0.0.1, 0.0.0.0
 				"00000000000000000000000001000000", "00000000000000000000000000000000", // ::1, ::
 				"0000000000000000FFFF00000100007F": // ::ffff:127.0.0.1
-				return true, nil
+				ino := "?" // a line without its inode still says the port is listened on
+				if len(f) > 9 {
+					ino = f[9]
+				}
+				inodes = append(inodes, ino)
 			}
 		}
 	}
-	return false, nil
+	return inodes, nil
 }
