@@ -105,8 +105,8 @@ func (m *mcpServing) track(_ net.Conn, st http.ConnState) {
 	}
 }
 
-// MCPLoad is what the MCP listener holds: open connections, live sessions, and requests its subscriptions read
-// each poll. All zero when MCP is off.
+// MCPLoad is what the MCP listener holds: open connections, live sessions, and the requests its subscriptions
+// follow (read when they change). All zero when MCP is off.
 type MCPLoad struct {
 	Connections int64
 	Sessions    int
@@ -131,7 +131,7 @@ func (b *Bot) registerMCPGauges() {
 		gauge("hyperops_mcp_connections", "Connections the MCP listener holds open.", func(l MCPLoad) float64 { return float64(l.Connections) }),
 		gauge("hyperops_mcp_sessions", "Initialized MCP sessions, over all agents (each agent: at most mcp.maxSessionsPerAgent).",
 			func(l MCPLoad) float64 { return float64(l.Sessions) }),
-		gauge("hyperops_mcp_followed_requests", "Requests the MCP resource subscriptions read each poll.",
+		gauge("hyperops_mcp_followed_requests", "Requests the MCP resource subscriptions follow (each read when it changes).",
 			func(l MCPLoad) float64 { return float64(l.Followed) }))
 }
 

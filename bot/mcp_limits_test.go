@@ -307,7 +307,7 @@ func TestMCPWaitsPerAgentAreCapped(t *testing.T) {
 }
 
 // A subscription is its session's own: another session's unsubscribe leaves it, and the subscriber is told of the
-// change; a closed session's subscriptions are no longer read; a request that ended is not read each poll.
+// change; a closed session's subscriptions are no longer read; a request that ended is followed no more.
 func TestMCPSubscriptionsBelongToTheirSession(t *testing.T) {
 	h := startMCP(t)
 	updated := make(chan string, 16)
@@ -341,7 +341,7 @@ func TestMCPSubscriptionsBelongToTheirSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := h.bot.MCPLoad().Followed; n != 0 {
-		t.Errorf("a subscription to a finished request: %d requests read each poll, want 0", n)
+		t.Errorf("a subscription to a finished request: %d requests followed, want 0", n)
 	}
 	sC := h.session(tokenOps, nil)
 	submitAwaiting(t, sC, "sub-y")

@@ -175,8 +175,9 @@ func (a *agentServer) listRequests(ctx context.Context, req *mcp.CallToolRequest
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: out}, nil
 }
 
-// waitRequest polls the request until it reaches the phase, ends elsewhere, or the time is up, telling each new
-// version as a progress notification (progress = the record's version) when the client asked for progress.
+// waitRequest reads the request when the wait starts and after each change (Options.Changes) until it reaches the
+// phase, ends elsewhere, or the time is up, telling each new version as a progress notification (progress = the
+// record's version) when the client asked for progress.
 func (a *agentServer) waitRequest(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	fa, err := decodeFollow(req.Params.Arguments, agentapi.FieldRequestID, "until", "timeoutSeconds")
 	timeout := 30
