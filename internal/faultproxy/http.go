@@ -342,10 +342,11 @@ func (k *Kube) hold(ctx context.Context) {
 func (k *Kube) relayWatch(w http.ResponseWriter, body io.ReadCloser, closeEarly bool) {
 	fl, _ := w.(http.Flusher)
 	buf := make([]byte, 32<<10)
+	// An API server sends a watch's headers at once; a client's Watch returns on them, before any event.
+	if fl != nil {
+		fl.Flush()
+	}
 	if closeEarly {
-		if fl != nil {
-			fl.Flush()
-		}
 		got := make(chan int, 1)
 		go func() {
 			n, _ := body.Read(buf)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -53,7 +54,9 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "watch":
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
+		a.mu.Unlock()
 		<-r.Context().Done()
+		a.mu.Lock()
 	case "delete":
 		if !c.DryRun {
 			delete(a.objs, c.Name)
@@ -79,6 +82,31 @@ func kubeProxy(t *testing.T) (*Kube, kubernetes.Interface, *apiServer) {
 		t.Fatal(err)
 	}
 	return k, cs, api
+}
+
+// watchClient talks to the proxy without a client timeout: an http.Client's Timeout also ends a watch stream, and
+// a test of how a watch ends must see it end only by the fault under test.
+func watchClient(t *testing.T, k *Kube) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: k.URL(), ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// ended waits for a watch's result channel to close, failing on an event or after a deadline generous on a
+// loaded machine.
+func ended(t *testing.T, wi interface{ ResultChan() <-chan watch.Event }, what string) {
+	t.Helper()
+	select {
+	case _, open := <-wi.ResultChan():
+		if open {
+			t.Fatalf("an event on a watch that %s", what)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the watch is still open 30 s after it %s", what)
+	}
 }
 
 func configMap(name string) *corev1.ConfigMap {
@@ -215,40 +243,35 @@ func TestKubeDeleteDryRunPasses(t *testing.T) {
 
 // A closed watch ends the client's result channel.
 func TestKubeCloseWatch(t *testing.T) {
-	k, cs, _ := kubeProxy(t)
-	k.Inject(Rule{Verb: "watch", Resource: "configmaps", Action: CloseWatch, Times: 1})
-	wi, err := cs.CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{})
+	k, _, _ := kubeProxy(t)
+	hits := k.Inject(Rule{Verb: "watch", Resource: "configmaps", Action: CloseWatch, Times: 1})
+	wi, err := watchClient(t, k).CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wi.Stop()
-	for range wi.ResultChan() {
+	ended(t, wi, "the rule closed")
+	if n := hits(); n != 1 {
+		t.Fatalf("the CloseWatch rule acted on %d watches, want 1", n)
 	}
 }
 
 // CloseWatches ends the watches already being relayed, which a CloseWatch rule, acting on new ones, cannot.
 func TestKubeCloseWatches(t *testing.T) {
-	k, cs, _ := kubeProxy(t)
-	wi, err := cs.CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{})
+	k, _, _ := kubeProxy(t)
+	wi, err := watchClient(t, k).CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wi.Stop()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for k.CloseWatches("configmaps") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the watch was never relayed")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	select {
-	case _, open := <-wi.ResultChan():
-		if open {
-			t.Fatal("an event on a watch that was closed")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watch is still open after CloseWatches")
-	}
+	ended(t, wi, "CloseWatches closed")
 }
 
 func TestCallOf(t *testing.T) {
