@@ -5,6 +5,7 @@ import (
 
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // Admit is the gate: every path by which a request becomes approved asks it, with the request as it is now (its
@@ -43,7 +44,7 @@ func (p *Policy) Admit(ctx context.Context, rec *ops.Record, d engine.Decision) 
 }
 
 // admitGrant admits grant g on rec: the grant is its giver's standing vote, given under one rule.
-func (p *Policy) admitGrant(ctx context.Context, rec *ops.Record, g *ops.Grant) error {
+func (p *Policy) admitGrant(ctx context.Context, rec *ops.Record, g *grants.Grant) error {
 	refuse := func(format string, args ...any) error {
 		return ops.Errorf(ops.CodeNotAuthorized, "", "ask its approvers to vote", format, args...)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // menuValue is the value of the plan message's overflow option for action ("<action>:<request id>").
@@ -148,7 +149,7 @@ func TestGrantFromThePlanMessageMenu(t *testing.T) {
 	if len(rec.Approval.Votes) != 1 || rec.Approval.Votes[0].Voter.ID != userLead1 {
 		t.Fatalf("grant-1 ran on the votes %+v, want lead1's", rec.Approval.Votes)
 	}
-	grantID := ops.GrantID("grant-1")
+	grantID := grants.ID("grant-1")
 	h.waitFor("lead1 told of the grant", func(s fakeslack.Snapshot) bool { return ephemeralWith(s, userLead1, grantID) })
 	if viewOpen(form.ID) {
 		t.Error("the accepted form is still open")

@@ -14,6 +14,7 @@ import (
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // End-to-end tests of the paths a person takes from Slack that no other test drives (issue 31): each clicks,
@@ -441,7 +442,7 @@ func (h *harness) giveGrant(id string) string {
 		t.Fatalf("the grant form was refused: %v", errs)
 	}
 	h.waitPhase(id, ops.PhaseSucceeded)
-	return ops.GrantID(id)
+	return grants.ID(id)
 }
 
 // A lead revokes a standing grant from their Home and another with /hp grants revoke: /hp grants lists what they

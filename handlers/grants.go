@@ -12,9 +12,10 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
-// Standing grants (ops.Grant). A plan message awaiting one approval offers "Approve and allow similar…" in its
+// Standing grants (grants.Grant). A plan message awaiting one approval offers "Approve and allow similar…" in its
 // menu; the click is checked (MayGrant) before the form opens, prefilled from the request, and the engine checks
 // everything again on submit (ApproveAndGrant: the same checks as Approve). Each use is told in the thread of the
 // request it was given on, by the outbox (the teller of the request it approved); a revocation is told there too.
@@ -44,7 +45,7 @@ const (
 	grantInput       = "value"
 )
 
-// grantFieldBlocks maps ops.ValidateGrant's fields to the form's blocks.
+// grantFieldBlocks maps grants.Validate's fields to the form's blocks.
 var grantFieldBlocks = map[string]string{"target": grantTargetBlock, "maxSize": grantSizeBlock, "maxHourly": grantHourlyBlock,
 	"maxTotal": grantTotalBlock, "uses": grantUsesBlock, "hours": grantHoursBlock}
 
@@ -52,9 +53,9 @@ var grantFieldBlocks = map[string]string{"target": grantTargetBlock, "maxSize": 
 // revokes one with RevokeGrant, as /hp grants does.
 type GrantEngine interface {
 	MayGrant(ctx context.Context, rec *ops.Record, who ops.Initiator) error
-	ApproveAndGrant(ctx context.Context, id string, who ops.Initiator, planHash string, spec ops.GrantSpec) (*ops.Record, *ops.Grant, error)
-	VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]ops.Grant, error)
-	RevokeGrant(ctx context.Context, id string, who ops.Initiator) (ops.Grant, bool, error)
+	ApproveAndGrant(ctx context.Context, id string, who ops.Initiator, planHash string, spec grants.Spec) (*ops.Record, *grants.Grant, error)
+	VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]grants.Grant, error)
+	RevokeGrant(ctx context.Context, id string, who ops.Initiator) (grants.Grant, bool, error)
 }
 
 func (h *Handler) grantEngine() (GrantEngine, error) {
@@ -87,9 +88,9 @@ func (h *Handler) grantClicked(ctx context.Context, trigger string, rec *ops.Rec
 	if plan, ok := h.planRef(ctx, rec.ID()); ok {
 		channel, ts = plan.Channel, plan.TS // uses are told in the request's own thread
 	}
-	_, sized := ops.GrantSize(rec.Plan)
+	_, sized := grants.Size(rec.Plan)
 	meta, _ := json.Marshal(grantMeta{RequestID: rec.ID(), PlanHash: rec.Approval.PlanHash, Channel: channel, TS: ts,
-		Subject: ops.GrantSubject(rec.Request), Sized: sized})
+		Subject: grants.Subject(rec.Request), Sized: sized})
 	return h.poster.OpenView(ctx, trigger, GrantModal(h.catalog, rec, string(meta)))
 }
 
@@ -114,7 +115,7 @@ func grantPattern(subject string) string {
 // GrantModal renders the form "Approve and allow similar…" opens, prefilled from rec: the target pattern, the size
 // cap (the change's own size), the $/h and total caps (the plan's, rounded up), 5 uses, 2 hours.
 func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.ModalViewRequest {
-	size, sized := ops.GrantSize(rec.Plan)
+	size, sized := grants.Size(rec.Plan)
 	hourly, total := 0.0, 0.0
 	if rec.Plan != nil {
 		hourly, total = math.Ceil(max(rec.Plan.Cost.HourlyDelta, 0)), math.Ceil(max(rec.Plan.Cost.Total, 0))
@@ -127,28 +128,28 @@ func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Moda
 		return b
 	}
 	req := rec.Request
-	maxH := ops.MaxGrantDuration.Hours()
+	maxH := grants.MaxDuration.Hours()
 	body := fmt.Sprintf("%s You approve this request, and allow similar ones for a while: each later request of %s on %s by %s "+
 		"inside every bound below is approved without a vote, in your name, and told in this request's thread. "+
 		"Never a critical-risk request, never past a budget. You or a lead of %s may revoke it (%s).\n%s",
 		GrantBadge, code(req.Operation), code(req.Target.Cluster), person(req.Initiator), code(rec.Approval.Approvers), code(ops.Ask("grants")),
 		headline(rec, specOf(specs, rec)))
 	blocks := []slack.Block{section(body),
-		input(grantTargetBlock, "Target pattern", grantPattern(ops.GrantSubject(req)), "e.g. ng-*",
+		input(grantTargetBlock, "Target pattern", grantPattern(grants.Subject(req)), "e.g. ng-*",
 			"matched against the request's group (node or instance group), else its namespace; * and ? are wildcards", false)}
 	if sized {
 		hint := "each request may change the count by at most this"
-		if _, counts := ops.GrantSizeCounts(rec.Plan); !counts {
+		if _, counts := grants.SizeCounts(rec.Plan); !counts {
 			hint = "each request may change at most this many objects"
 		}
-		blocks = append(blocks, input(grantSizeBlock, "Size cap ("+ops.GrantSizeUnit(rec.Plan)+")", strconv.Itoa(max(size, 1)), "e.g. 2",
+		blocks = append(blocks, input(grantSizeBlock, "Size cap ("+grants.SizeUnit(rec.Plan)+")", strconv.Itoa(max(size, 1)), "e.g. 2",
 			hint, false))
 	}
 	blocks = append(blocks,
 		input(grantHourlyBlock, "$/h cap", strconv.FormatFloat(hourly, 'f', -1, 64), "e.g. 100", "each request may add at most this per hour", false),
 		input(grantTotalBlock, "Total $ cap (0: none)", strconv.FormatFloat(total, 'f', -1, 64), "e.g. 400",
 			"each request's bounded total; with a cap, a request of unbounded total does not fit", true),
-		input(grantUsesBlock, "Uses", "5", "e.g. 5", fmt.Sprintf("how many requests it may approve, 1 to %d", ops.MaxGrantUses), false),
+		input(grantUsesBlock, "Uses", "5", "e.g. 5", fmt.Sprintf("how many requests it may approve, 1 to %d", grants.MaxUses), false),
 		input(grantHoursBlock, "Hours", "2", "e.g. 2", fmt.Sprintf("how long it lasts, at most %g", maxH), false))
 	return slack.ModalViewRequest{
 		Type: slack.VTModal, CallbackID: GrantCallback, PrivateMetadata: privateMetadata,
@@ -158,13 +159,13 @@ func GrantModal(specs Specs, rec *ops.Record, privateMetadata string) slack.Moda
 }
 
 // grantForm reads the form: the spec, and the problems with it by block (a number that is not one, and what
-// ops.ValidateGrantOn refuses), each naming the rule and the next step.
-func grantForm(cb slack.InteractionCallback) (grantMeta, ops.GrantSpec, map[string]string) {
+// grants.ValidateOn refuses), each naming the rule and the next step.
+func grantForm(cb slack.InteractionCallback) (grantMeta, grants.Spec, map[string]string) {
 	var meta grantMeta
 	problems := map[string]string{}
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil || meta.RequestID == "" {
 		problems[grantTargetBlock] = "this form is damaged; choose Approve and allow similar… again"
-		return meta, ops.GrantSpec{}, problems
+		return meta, grants.Spec{}, problems
 	}
 	value := func(block string) string {
 		if cb.View.State == nil {
@@ -187,11 +188,11 @@ func grantForm(cb slack.InteractionCallback) (grantMeta, ops.GrantSpec, map[stri
 		}
 		return v
 	}
-	spec := ops.GrantSpec{Target: value(grantTargetBlock), MaxSize: int(number(grantSizeBlock, "the size cap", true)),
+	spec := grants.Spec{Target: value(grantTargetBlock), MaxSize: int(number(grantSizeBlock, "the size cap", true)),
 		MaxHourly: number(grantHourlyBlock, "the $/h cap", false), MaxTotal: number(grantTotalBlock, "the total cap", false),
 		Uses: int(number(grantUsesBlock, "uses", true)), Hours: number(grantHoursBlock, "hours", false),
 		Thread: map[string]string{AnnChannel: meta.Channel, AnnThread: meta.TS}}
-	for _, e := range ops.ValidateGrantOn(spec, meta.Subject, meta.Sized) {
+	for _, e := range grants.ValidateOn(spec, meta.Subject, meta.Sized) {
 		if b := grantFieldBlocks[e.Field]; b != "" && problems[b] == "" {
 			problems[b] = e.Message + ": " + e.Next
 		}
@@ -221,7 +222,7 @@ func (h *Handler) grantSubmission(cb slack.InteractionCallback) (submission, err
 		return submission{}, fmt.Errorf("the grant form of %s has problems the ack refused", meta.RequestID)
 	}
 	who := h.initiator(cb.User.ID, cb.User.Name)
-	var grant *ops.Grant
+	var grant *grants.Grant
 	return submission{block: grantTargetBlock, fields: grantFieldBlocks, channel: meta.Channel, ts: meta.TS,
 		decide: func(ctx context.Context) (*ops.Record, error) {
 			g, err := h.grantEngine()
@@ -289,7 +290,7 @@ func (h *Handler) revokeGrant(ctx context.Context, id string, who ops.Initiator,
 }
 
 // grantBounds says a grant's bounds for Slack, the requester mentioned.
-func grantBounds(g ops.Grant) string {
+func grantBounds(g grants.Grant) string {
 	parts := []string{fmt.Sprintf("%s on %s, target %s, asked by %s", code(g.Operation), code(g.Cluster), code(g.Target), person(g.Requester))}
 	if g.MaxSize > 0 {
 		parts = append(parts, fmt.Sprintf("≤ %s", plural(int64(g.MaxSize), "node or replica", "nodes or replicas")))
@@ -303,7 +304,7 @@ func grantBounds(g ops.Grant) string {
 
 // GrantsMessage lists the viewer's live grants, each with its bounds, uses left, expiry, who gave it, and a Revoke
 // button.
-func GrantsMessage(list []ops.Grant, viewer ops.Initiator, now time.Time) Msg {
+func GrantsMessage(list []grants.Grant, viewer ops.Initiator, now time.Time) Msg {
 	blocks := []slack.Block{section("*" + GrantBadge + " Standing grants* you gave, that approve your requests, or that you may revoke")}
 	if len(list) == 0 {
 		blocks = append(blocks, contextBlock("None live. A lead gives one with *Approve and allow similar…* in a request's menu."))
@@ -325,7 +326,7 @@ func GrantsMessage(list []ops.Grant, viewer ops.Initiator, now time.Time) Msg {
 }
 
 // GrantGivenMessage tells the giver, privately, the grant they gave.
-func GrantGivenMessage(g ops.Grant) Msg {
+func GrantGivenMessage(g grants.Grant) Msg {
 	s := fmt.Sprintf("%s You approved %s and gave grant %s: %s; %s, until %s. Each use is told in this request's thread; revoke it with %s.",
 		GrantBadge, code(g.GivenIn), code(g.ID), grantBounds(g), plural(int64(g.Uses), "use", "uses"), slackTime(g.ExpiresAt), code(ops.Ask("grants revoke id="+g.ID)))
 	return Msg{Text: fitText(fmt.Sprintf("You gave grant %s", g.ID)), Blocks: []slack.Block{section(s)}}
@@ -349,7 +350,7 @@ func GrantUseReply(rec *ops.Record) Msg {
 // GrantRevokedReply is the reply in the thread of the request a grant was given on that tells its revocation (an
 // ops.KindGrantRevoked entry of that request's history, t.By who revoked it).
 func GrantRevokedReply(t ops.Transition) Msg {
-	id, used, uses, ok := ops.ParseGrantRevoked(t.Note)
+	id, used, uses, ok := grants.ParseRevoked(t.Note)
 	if !ok {
 		s := fmt.Sprintf("%s %s, by %s: the next similar request waits for votes.", GrantBadge, escText(t.Note), person(t.By))
 		return Msg{Text: escText(t.Note), Blocks: []slack.Block{section(s)}}

@@ -17,6 +17,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
 
@@ -25,8 +26,8 @@ var (
 	grantAlice = ops.Initiator{Kind: ops.Human, ID: "U0ALICE", Name: "alice"}
 )
 
-func sampleGrant() ops.Grant {
-	return ops.Grant{ID: "g-3f9a2c1d", Operation: "scale-capacity", Cluster: "ml-prod-eks", Target: "gpu-*", Requester: grantAlice,
+func sampleGrant() grants.Grant {
+	return grants.Grant{ID: "g-3f9a2c1d", Operation: "scale-capacity", Cluster: "ml-prod-eks", Target: "gpu-*", Requester: grantAlice,
 		MaxSize: 2, MaxHourly: 100, MaxTotal: 400, Uses: 5, Used: 2, ExpiresAt: t0.Add(2 * time.Hour), GivenBy: grantLead, GivenAt: t0,
 		GivenIn: "req-0123456789abcdef", Thread: map[string]string{AnnChannel: "C0OPS", AnnThread: "1700000000.000100"}, Approvers: "leads"}
 }
@@ -53,7 +54,7 @@ func TestGrantGolden(t *testing.T) {
 	golden(t, "grant_modal", GrantModal(testCatalog(), waiting, `{"id":"req-0123456789abcdef"}`))
 	g := sampleGrant()
 	golden(t, "grant_given", Rendered{Msg: GrantGivenMessage(g)})
-	list := GrantsMessage([]ops.Grant{g}, grantLead, t0)
+	list := GrantsMessage([]grants.Grant{g}, grantLead, t0)
 	checkLimits(t, list)
 	golden(t, "grants_list", Rendered{Msg: list})
 	golden(t, "grants_list_empty", Rendered{Msg: GrantsMessage(nil, grantLead, t0)})
@@ -67,7 +68,7 @@ func TestGrantGolden(t *testing.T) {
 	golden(t, "grant_used_up_reply", Rendered{Msg: GrantUseReply(grantedRecord(5))})
 	rv := g
 	rv.RevokedBy, rv.RevokedAt = &ops.Initiator{Kind: ops.Human, ID: "U0LEAD2", Name: "lead2"}, t0.Add(time.Hour)
-	revokedEntry := ops.Transition{Kind: ops.KindGrantRevoked, By: *rv.RevokedBy, Note: ops.GrantRevokedNote(rv)}
+	revokedEntry := ops.Transition{Kind: ops.KindGrantRevoked, By: *rv.RevokedBy, Note: grants.RevokedNote(rv)}
 	golden(t, "grant_revoked_reply", Rendered{Msg: GrantRevokedReply(revokedEntry)})
 	golden(t, "plan_approved_by_grant", PlanMessage(testCatalog(), grantedRecord(3)))
 	dry := tellingRecord(ops.PhaseDone)
@@ -83,7 +84,7 @@ func TestGrantGolden(t *testing.T) {
 func TestGrantMessagesEscape(t *testing.T) {
 	g := sampleGrant()
 	g.Target = "<!channel> *"
-	m := GrantsMessage([]ops.Grant{g}, grantLead, t0)
+	m := GrantsMessage([]grants.Grant{g}, grantLead, t0)
 	for _, b := range m.Blocks {
 		if s, ok := b.(*slack.SectionBlock); ok && strings.Contains(s.Text.Text, "<!channel>") {
 			t.Fatalf("the list pings the channel: %s", s.Text.Text)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // Decision is one way a request may become approved, for the gate to judge.
@@ -14,7 +15,7 @@ type Decision struct {
 	// the engine itself for ByPolicy and ByReplan.
 	By ops.Initiator
 	// Grant is the grant that decides, for ByGrant.
-	Grant *ops.Grant
+	Grant *grants.Grant
 }
 
 // PolicyFeatures are the parts of a Policy beyond who may ask and vote, each nil when the policy does not offer it

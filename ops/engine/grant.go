@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // UseResult is what GrantStore.UseGrant answers: the use it counted (or had counted for the same request), or why
@@ -24,17 +25,17 @@ type UseResult struct {
 type GrantStore interface {
 	// CreateGrant stores g unless a grant with its id exists; it returns the stored grant and whether this call
 	// created it.
-	CreateGrant(ctx context.Context, g ops.Grant) (ops.Grant, bool, error)
+	CreateGrant(ctx context.Context, g grants.Grant) (grants.Grant, bool, error)
 	// Grant returns one grant (ErrNotFound once it is gone).
-	Grant(ctx context.Context, id string) (ops.Grant, error)
+	Grant(ctx context.Context, id string) (grants.Grant, error)
 	// Grants returns the grants not yet expired (and those expired recently), soonest expiry first.
-	Grants(ctx context.Context, now time.Time) ([]ops.Grant, error)
+	Grants(ctx context.Context, now time.Time) ([]grants.Grant, error)
 	// UseGrant counts one use of grant id by request requestID, atomically: refused when revoked, expired at now
 	// or used up; a second call for the same request answers the use the first one counted.
 	UseGrant(ctx context.Context, id, requestID string, now time.Time) (UseResult, error)
 	// RevokeGrant marks it revoked by who at now; it returns the grant and whether this call revoked it (false:
 	// it was revoked before).
-	RevokeGrant(ctx context.Context, id string, who ops.Initiator, now time.Time) (ops.Grant, bool, error)
+	RevokeGrant(ctx context.Context, id string, who ops.Initiator, now time.Time) (grants.Grant, bool, error)
 }
 
 // MayGrant reports whether who may approve rec and give a grant on it, as ApproveAndGrant will check it before the
@@ -65,7 +66,7 @@ func (e *Engine) MayGrant(ctx context.Context, rec *ops.Record, who ops.Initiato
 // without a vote (grant id GrantID(id), so two submits give one grant). Nothing is given when the approval is
 // refused. The grant is created after the approval: should that fail, the request stays approved and the same call
 // again gives the grant.
-func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who ops.Initiator, planHash string, spec ops.GrantSpec) (*ops.Record, *ops.Grant, error) {
+func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who ops.Initiator, planHash string, spec grants.Spec) (*ops.Record, *grants.Grant, error) {
 	if e.opts.Grants == nil {
 		return nil, nil, ops.Errorf(ops.CodeNotAuthorized, "", "approve it without a grant", "grants are not available here")
 	}
@@ -85,7 +86,7 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who ops.Initiat
 			if ge := ops.GrantRefusal(rec); ge != nil {
 				return rec, nil, ge
 			}
-			if errs := ops.ValidateGrant(spec, rec); len(errs) > 0 {
+			if errs := grants.Validate(spec, rec); len(errs) > 0 {
 				return rec, nil, errs[0]
 			}
 		}
@@ -100,11 +101,11 @@ func (e *Engine) ApproveAndGrant(ctx context.Context, id string, who ops.Initiat
 		return rec, nil, err // approved by a vote of who's, who may no longer approve such requests
 	} else if ge := ops.GrantRefusal(rec); ge != nil {
 		return rec, nil, ge // approved by a vote of who's, but no grant may be given on it
-	} else if errs := ops.ValidateGrant(spec, rec); len(errs) > 0 {
+	} else if errs := grants.Validate(spec, rec); len(errs) > 0 {
 		return rec, nil, errs[0]
 	}
 	now := e.opts.Clock.Now()
-	g := ops.Grant{ID: ops.GrantID(id), Operation: rec.Request.Operation, Cluster: rec.Request.Target.Cluster, Target: spec.Target,
+	g := grants.Grant{ID: grants.ID(id), Operation: rec.Request.Operation, Cluster: rec.Request.Target.Cluster, Target: spec.Target,
 		Requester: rec.Request.Initiator, MaxSize: spec.MaxSize, MaxHourly: spec.MaxHourly, MaxTotal: spec.MaxTotal,
 		Uses: spec.Uses, ExpiresAt: now.Add(time.Duration(spec.Hours * float64(time.Hour))).Truncate(time.Second),
 		GivenBy: who, GivenAt: now, GivenIn: id, Thread: spec.Thread, Approvers: rec.Approval.Approvers, Rule: rec.Approval.Rule}
@@ -136,7 +137,7 @@ func hasApproved(rec *ops.Record, voter string) bool {
 // VisibleGrants lists the live grants viewer may see, soonest expiry first: those they gave, those for their
 // requests, and those they may revoke (they may approve the request the grant was given on). App Home and
 // /hp grants call it. The store unreachable is E_STATE_UNAVAILABLE.
-func (e *Engine) VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]ops.Grant, error) {
+func (e *Engine) VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]grants.Grant, error) {
 	if e.opts.Grants == nil {
 		return nil, nil
 	}
@@ -145,7 +146,7 @@ func (e *Engine) VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]ops
 	if err != nil {
 		return nil, stateError("list the grants", err)
 	}
-	var out []ops.Grant
+	var out []grants.Grant
 	for _, g := range all {
 		if !g.Live(now) {
 			continue
@@ -159,7 +160,7 @@ func (e *Engine) VisibleGrants(ctx context.Context, viewer ops.Initiator) ([]ops
 
 // mayRevoke reports whether who may revoke g: its giver, or a person who may approve the request it was given on
 // (the same rule's approvers).
-func (e *Engine) mayRevoke(ctx context.Context, g ops.Grant, who ops.Initiator) error {
+func (e *Engine) mayRevoke(ctx context.Context, g grants.Grant, who ops.Initiator) error {
 	if who.Kind != ops.Human {
 		return ops.Errorf(ops.CodeNotAuthorized, "", "ask a lead", "only a person revokes a grant, never %s", who.Display())
 	}
@@ -187,16 +188,16 @@ func (e *Engine) mayRevoke(ctx context.Context, g ops.Grant, who ops.Initiator) 
 // RevokeGrant revokes grant id for who (its giver, or a lead who may approve under the same rule): the next
 // request it would have approved waits for votes instead. Revoking again changes nothing (revoked false). The
 // store unreachable is E_STATE_UNAVAILABLE and nothing changed.
-func (e *Engine) RevokeGrant(ctx context.Context, id string, who ops.Initiator) (g ops.Grant, revoked bool, err error) {
+func (e *Engine) RevokeGrant(ctx context.Context, id string, who ops.Initiator) (g grants.Grant, revoked bool, err error) {
 	if e.opts.Grants == nil {
-		return ops.Grant{}, false, ops.Errorf(ops.CodeNotFound, "id", "check the id with "+ops.Ask("grants"), "grants are not available here")
+		return grants.Grant{}, false, ops.Errorf(ops.CodeNotFound, "id", "check the id with "+ops.Ask("grants"), "grants are not available here")
 	}
 	g, err = e.opts.Grants.Grant(ctx, id)
 	if errors.Is(err, ops.ErrNotFound) {
-		return ops.Grant{}, false, ops.Errorf(ops.CodeNotFound, "id", "check the id with "+ops.Ask("grants"), "no grant %s (it may have expired)", ops.Echo(id))
+		return grants.Grant{}, false, ops.Errorf(ops.CodeNotFound, "id", "check the id with "+ops.Ask("grants"), "no grant %s (it may have expired)", ops.Echo(id))
 	}
 	if err != nil {
-		return ops.Grant{}, false, stateError("read the grant", err)
+		return grants.Grant{}, false, stateError("read the grant", err)
 	}
 	if err := e.mayRevoke(ctx, g, who); err != nil {
 		return g, false, err
@@ -216,17 +217,17 @@ func (e *Engine) RevokeGrant(ctx context.Context, id string, who ops.Initiator) 
 }
 
 // recordRevocation adds the revocation of g to the history of the request it was given on, once.
-func (e *Engine) recordRevocation(ctx context.Context, g ops.Grant) error {
+func (e *Engine) recordRevocation(ctx context.Context, g grants.Grant) error {
 	if g.RevokedBy == nil || g.GivenIn == "" {
 		return nil
 	}
 	_, err := e.withRecord(ctx, g.GivenIn, func(rec *ops.Record) (*ops.Record, error) {
 		for _, t := range rec.History {
-			if id, _, _, ok := ops.ParseGrantRevoked(t.Note); ok && t.Kind == ops.KindGrantRevoked && id == g.ID {
+			if id, _, _, ok := grants.ParseRevoked(t.Note); ok && t.Kind == ops.KindGrantRevoked && id == g.ID {
 				return rec, nil
 			}
 		}
-		return e.moveKind(ctx, rec, rec.Phase, *g.RevokedBy, ops.GrantRevokedNote(g), ops.KindGrantRevoked, nil)
+		return e.moveKind(ctx, rec, rec.Phase, *g.RevokedBy, grants.RevokedNote(g), ops.KindGrantRevoked, nil)
 	})
 	return err
 }
@@ -235,7 +236,7 @@ func (e *Engine) recordRevocation(ctx context.Context, g ops.Grant) error {
 // when none does, when the request cannot be approved by a grant (critical risk, more than one approval, over
 // budget, asked for approval, an operation that asks a typed confirmation) or when the grants cannot be read (the
 // request then waits for votes as usual).
-func (e *Engine) grantsFor(ctx context.Context, rec *ops.Record) []ops.Grant {
+func (e *Engine) grantsFor(ctx context.Context, rec *ops.Record) []grants.Grant {
 	req, p, appr := rec.Request, rec.Plan, rec.Approval
 	if e.opts.Grants == nil || p == nil || appr.Required != 1 || appr.NoGrants || appr.OverBudget || req.RequiresApproval || p.Risk.Level >= ops.RiskCritical {
 		return nil
@@ -251,7 +252,7 @@ func (e *Engine) grantsFor(ctx context.Context, rec *ops.Record) []ops.Grant {
 	}
 	// A grant is its giver's standing vote: the gate admits it only for what the giver could approve now, under
 	// the rule the grant was given under, never on the giver's own request.
-	var out []ops.Grant
+	var out []grants.Grant
 	for _, g := range all {
 		if !g.Live(now) || g.Misfit(req, p) != "" || g.GivenIn == req.ID {
 			continue

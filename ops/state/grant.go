@@ -11,6 +11,7 @@ import (
 
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // Standing grants: {p}:grant:<id> is a hash with def (the grant as given, JSON), used (uses counted), revoked (who
@@ -63,43 +64,43 @@ type revocation struct {
 }
 
 // grantTTL is how long a grant's keys live: until RequestTTL after it expires.
-func (s *Store) grantTTL(g ops.Grant, now time.Time) time.Duration {
+func (s *Store) grantTTL(g grants.Grant, now time.Time) time.Duration {
 	return max(g.ExpiresAt.Sub(now), 0) + s.opts.RequestTTL
 }
 
 // CreateGrant implements engine.GrantStore.
-func (s *Store) CreateGrant(ctx context.Context, g ops.Grant) (ops.Grant, bool, error) {
+func (s *Store) CreateGrant(ctx context.Context, g grants.Grant) (grants.Grant, bool, error) {
 	g.Used, g.RevokedBy, g.RevokedAt = 0, nil, time.Time{}
 	def, err := json.Marshal(g)
 	if err != nil {
-		return ops.Grant{}, false, fmt.Errorf("encode grant %s: %w", g.ID, err)
+		return grants.Grant{}, false, fmt.Errorf("encode grant %s: %w", g.ID, err)
 	}
 	n, err := createGrantScript.Run(ctx, s.rdb, []string{s.grantKey(g.ID), s.grantsKey()}, def,
 		g.ExpiresAt.UnixMilli(), ms(s.grantTTL(g, g.GivenAt)), g.ID).Int()
 	if err != nil {
-		return ops.Grant{}, false, unavailable("record grant "+g.ID, err)
+		return grants.Grant{}, false, unavailable("record grant "+g.ID, err)
 	}
 	stored, err := s.Grant(ctx, g.ID)
 	return stored, n == 1, err
 }
 
 // Grant implements engine.GrantStore.
-func (s *Store) Grant(ctx context.Context, id string) (ops.Grant, error) {
+func (s *Store) Grant(ctx context.Context, id string) (grants.Grant, error) {
 	v, err := s.rdb.HMGet(ctx, s.grantKey(id), "def", "used", "revoked").Result()
 	if err != nil {
-		return ops.Grant{}, unavailable("read grant "+id, err)
+		return grants.Grant{}, unavailable("read grant "+id, err)
 	}
 	return decodeGrant(id, v)
 }
 
-func decodeGrant(id string, v []any) (ops.Grant, error) {
+func decodeGrant(id string, v []any) (grants.Grant, error) {
 	def, ok := v[0].(string)
 	if !ok {
-		return ops.Grant{}, fmt.Errorf("grant %s: %w", id, ops.ErrNotFound)
+		return grants.Grant{}, fmt.Errorf("grant %s: %w", id, ops.ErrNotFound)
 	}
-	var g ops.Grant
+	var g grants.Grant
 	if err := json.Unmarshal([]byte(def), &g); err != nil {
-		return ops.Grant{}, fmt.Errorf("decode grant %s: %w", id, err)
+		return grants.Grant{}, fmt.Errorf("decode grant %s: %w", id, err)
 	}
 	if used, ok := v[1].(string); ok {
 		_, _ = fmt.Sscan(used, &g.Used)
@@ -114,7 +115,7 @@ func decodeGrant(id string, v []any) (ops.Grant, error) {
 }
 
 // Grants implements engine.GrantStore: the grants not yet expired, or expired less than RequestTTL ago.
-func (s *Store) Grants(ctx context.Context, now time.Time) ([]ops.Grant, error) {
+func (s *Store) Grants(ctx context.Context, now time.Time) ([]grants.Grant, error) {
 	from := now.Add(-s.opts.RequestTTL).UnixMilli()
 	ids, err := s.rdb.ZRangeByScore(ctx, s.grantsKey(), &redis.ZRangeBy{Min: fmt.Sprint(from), Max: "+inf"}).Result()
 	if err != nil {
@@ -132,7 +133,7 @@ func (s *Store) Grants(ctx context.Context, now time.Time) ([]ops.Grant, error) 
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("read the grants", err)
 	}
-	var out []ops.Grant
+	var out []grants.Grant
 	for i, id := range ids {
 		g, err := decodeGrant(id, cmds[i].Val())
 		if errors.Is(err, ops.ErrNotFound) {
@@ -173,14 +174,14 @@ func (s *Store) UseGrant(ctx context.Context, id, requestID string, now time.Tim
 }
 
 // RevokeGrant implements engine.GrantStore.
-func (s *Store) RevokeGrant(ctx context.Context, id string, who ops.Initiator, now time.Time) (ops.Grant, bool, error) {
+func (s *Store) RevokeGrant(ctx context.Context, id string, who ops.Initiator, now time.Time) (grants.Grant, bool, error) {
 	rv, _ := json.Marshal(revocation{By: who, At: now})
 	n, err := revokeGrantScript.Run(ctx, s.rdb, []string{s.grantKey(id)}, rv).Int()
 	if err != nil {
-		return ops.Grant{}, false, unavailable("revoke grant "+id, err)
+		return grants.Grant{}, false, unavailable("revoke grant "+id, err)
 	}
 	if n < 0 {
-		return ops.Grant{}, false, fmt.Errorf("grant %s: %w", id, ops.ErrNotFound)
+		return grants.Grant{}, false, fmt.Errorf("grant %s: %w", id, ops.ErrNotFound)
 	}
 	g, err := s.Grant(ctx, id)
 	return g, n == 1, err

@@ -8,6 +8,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -53,7 +54,7 @@ func TestGrantNeverApprovesItsGiversRequests(t *testing.T) {
 	if rec.Phase != ops.PhaseAwaitingApproval {
 		t.Fatalf("lead1's request is %s, want awaiting approval", rec.Phase)
 	}
-	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
+	spec := grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
 		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
 	got, g, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
 	if err != nil || g == nil || got.Phase != ops.PhaseSucceeded {
@@ -106,7 +107,7 @@ func TestGrantFormSubmittedAgainAsksWhoMayVoteNow(t *testing.T) {
 	s := state.New(dial(t, r.srv.URL()), state.Options{KeyPrefix: "grant", Clock: r.clock})
 	moved := engine.New(catalog, s, s, approvals.New(cfg, glassDirectory{}, r.clock),
 		engine.Options{Replica: "r3", Clock: r.clock, Ledger: s, Grants: s})
-	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
+	spec := grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
 		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
 	_, g, err := moved.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
 	if g != nil || ops.AsError(err).Code != ops.CodeNotAuthorized {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // Who may not see a grant and guesses its id (a grant's id is a short hash of the request it was given on) learns
@@ -18,7 +19,7 @@ func TestGrantRevokeRefusalRevealsNothing(t *testing.T) {
 		t.Fatalf("bob sees %+v (%v), want no grant", vis, err)
 	}
 	_, _, guessed := r.a.RevokeGrant(ctxT(t), g.ID, bob)
-	missing := ops.GrantID("req-never")
+	missing := grants.ID("req-never")
 	_, _, none := r.a.RevokeGrant(ctxT(t), missing, bob)
 	ge, ne := ops.AsError(guessed), ops.AsError(none)
 	if ge == nil || ne == nil {

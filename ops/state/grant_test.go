@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -126,13 +127,13 @@ func submit(t *testing.T, e *engine.Engine, req ops.Request) *ops.Record {
 
 // give has lead1 approve req-give (alice, ng-01 4 → 6) and give the grant of the acceptance: ng-* on ml-prod-eks,
 // ≤ +2 nodes, ≤ $100/h, 5 uses, 2 h.
-func give(t *testing.T, r grantRig) ops.Grant {
+func give(t *testing.T, r grantRig) grants.Grant {
 	t.Helper()
 	rec := submit(t, r.a, scaleReq("req-give", "ng-01", 6, alice))
 	if rec.Phase != ops.PhaseAwaitingApproval {
 		t.Fatalf("the first request is %s, want awaiting approval", rec.Phase)
 	}
-	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
+	spec := grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2,
 		Thread: map[string]string{"channel": "C0OPS", "ts": "1.000"}}
 	got, g, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
 	if err != nil || g == nil || got.Phase != ops.PhaseSucceeded {
@@ -150,7 +151,7 @@ func give(t *testing.T, r grantRig) ops.Grant {
 	return *g
 }
 
-func wantGranted(t *testing.T, rec *ops.Record, g ops.Grant, use int) {
+func wantGranted(t *testing.T, rec *ops.Record, g grants.Grant, use int) {
 	t.Helper()
 	if rec.Grant == nil || rec.Grant.Grant != g.ID || rec.Grant.Use != use || rec.Phase != ops.PhaseSucceeded {
 		t.Fatalf("%s: phase %s, grant %+v; want approved by %s (use %d) and run", rec.ID(), rec.Phase, rec.Grant, g.ID, use)
@@ -343,7 +344,7 @@ func TestGrantNeverPastABudget(t *testing.T) {
 	r := grantEngines(t, nil)
 	rec := submit(t, r.a, scaleReq("req-give", "ng-01", 5, bob)) // +1 × $40 × 2 h = $80 of bob's $250
 	_, g, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash,
-		ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2})
+		grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,12 +362,12 @@ func TestGrantNeverPastABudget(t *testing.T) {
 func TestGrantGivingChecks(t *testing.T) {
 	r := grantEngines(t, nil)
 	rec := submit(t, r.a, scaleReq("req-give", "ng-01", 6, alice))
-	spec := ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 9}
+	spec := grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 9}
 	_, g, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash, spec)
 	if ue := ops.AsError(err); g != nil || ue.Field != "hours" || !strings.Contains(ue.Message, "at most 8 hours") || ue.Next == "" {
 		t.Fatalf("9 hours: %+v, %+v", ue, g)
 	}
-	bad := ops.ValidateGrant(ops.GrantSpec{Target: "gpu-*", MaxSize: 0, MaxHourly: -1, Uses: 0, Hours: 0}, rec)
+	bad := grants.Validate(grants.Spec{Target: "gpu-*", MaxSize: 0, MaxHourly: -1, Uses: 0, Hours: 0}, rec)
 	fields := []string{}
 	for _, e := range bad {
 		fields = append(fields, e.Field)
@@ -405,7 +406,7 @@ func TestGrantStoreUnreachableWaits(t *testing.T) {
 	if _, err := r.a.VisibleGrants(ctxT(t), lead1); ops.AsError(err).Code != ops.CodeStateUnavailable {
 		t.Fatalf("listing the grants with their store down: %v, want E_STATE_UNAVAILABLE", err)
 	}
-	if _, revoked, err := r.a.RevokeGrant(ctxT(t), ops.GrantID("req-give"), lead1); revoked || ops.AsError(err).Code != ops.CodeStateUnavailable {
+	if _, revoked, err := r.a.RevokeGrant(ctxT(t), grants.ID("req-give"), lead1); revoked || ops.AsError(err).Code != ops.CodeStateUnavailable {
 		t.Fatalf("revoking with the store down: %v, %v; want E_STATE_UNAVAILABLE", revoked, err)
 	}
 }
@@ -422,7 +423,7 @@ func TestGrantForbiddenByItsRule(t *testing.T) {
 		t.Fatalf("MayGrant under grants: false: %v", err)
 	}
 	if _, got, err := r.a.ApproveAndGrant(ctxT(t), rec.ID(), lead1, rec.Approval.PlanHash,
-		ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2}); got != nil || err == nil {
+		grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2}); got != nil || err == nil {
 		t.Fatalf("a grant was given under grants: false: %+v, %v", got, err)
 	}
 	if cur, _ := r.s.Grant(ctxT(t), g.ID); cur.Used != 0 {
@@ -437,7 +438,7 @@ func TestGrantUsesUnderContention(t *testing.T) {
 	s1 := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "contend"})
 	s2 := state.New(dial(t, srv.URL()), state.Options{KeyPrefix: "contend"})
 	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
-	g := ops.Grant{ID: "g-contend", Operation: "scale-capacity", Cluster: "c", Target: "*", Requester: alice, MaxHourly: 1,
+	g := grants.Grant{ID: "g-contend", Operation: "scale-capacity", Cluster: "c", Target: "*", Requester: alice, MaxHourly: 1,
 		Uses: 50, ExpiresAt: now.Add(time.Hour), GivenBy: lead1, GivenAt: now, GivenIn: "req-0"}
 	if _, created, err := s1.CreateGrant(ctxT(t), g); err != nil || !created {
 		t.Fatalf("create: %v, %v", created, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -77,7 +78,7 @@ func TestLostGrantRaceCountsTheLaterVote(t *testing.T) {
 	})
 	give := submit(t, r.a, scaleReq("req-give", "ng-01", 5, bob))
 	if _, _, err := r.a.ApproveAndGrant(ctxT(t), give.ID(), lead1, give.Approval.PlanHash,
-		ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2}); err != nil {
+		grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2}); err != nil {
 		t.Fatal(err)
 	}
 	wantUsed(t, r.a, 80, "after the first request")
@@ -312,7 +313,7 @@ func TestGrantApprovalNotStoredGoesOn(t *testing.T) {
 				engine.Options{Replica: "r3", Clock: r.clock, Ledger: r.s, Grants: r.s})
 			given := submit(t, r.a, scaleReq("req-give", "ng-01", 5, bob))
 			_, g, err := r.a.ApproveAndGrant(ctxT(t), given.ID(), lead1, given.Approval.PlanHash,
-				ops.GrantSpec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2})
+				grants.Spec{Target: "ng-*", MaxSize: 2, MaxHourly: 100, Uses: 5, Hours: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

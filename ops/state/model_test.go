@@ -25,6 +25,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -169,7 +170,7 @@ type model struct {
 	hashes  map[string][]string // every plan hash seen per request id
 	expired []string            // ids whose record expired (may be reused)
 
-	grants     map[string]ops.Grant
+	grants     map[string]grants.Grant
 	revokedAt  map[string]int             // grant → the step whose revocation the engine confirmed
 	grantUses  map[string]int             // grant → approvals by it seen
 	grantCalls map[string]map[string]bool // request → who called ApproveAndGrant on it
@@ -222,7 +223,7 @@ func newModel(t *rapid.T, cfg *config.Config, srv *redistest.Server, admin redis
 	m := &model{cfg: cfg, srv: srv, rdb: admin, admin: state.New(admin, state.Options{KeyPrefix: modelPrefix}),
 		clock: clockwork.NewFakeClockAt(modelStart), world: newWorldOp(), queue: &modelQueue{}, steps: steps,
 		recs: map[string]*ops.Record{}, inc: map[string]*incarnation{}, hashes: map[string][]string{},
-		grants: map[string]ops.Grant{}, revokedAt: map[string]int{}, grantUses: map[string]int{},
+		grants: map[string]grants.Grant{}, revokedAt: map[string]int{}, grantUses: map[string]int{},
 		grantCalls: map[string]map[string]bool{}, votes: map[string]bool{}, forced: map[string]bool{},
 		audit: map[string]state.AuditLine{}, tolerated: map[string]int{}, holds: map[string]heldBy{}, frozen: map[string]float64{}, covered: map[string]int{}}
 	m.world.die = m.kill
@@ -571,7 +572,7 @@ func (m *model) give(t *rapid.T, r *replica) []string {
 	who := rapid.SampledFrom([]ops.Initiator{lead1, lead2, lead1, lead2, alice, modelMgr}).Draw(t, "giver")
 	hash, saw := m.seenHash(t, rec)
 	g := rec.Request.Params.String("group")
-	spec := ops.GrantSpec{
+	spec := grants.Spec{
 		Target:    rapid.SampledFrom([]string{g, "g*", "g*", "g[12]", "h*"}).Draw(t, "target"),
 		MaxSize:   rapid.SampledFrom([]int{1, 2, 2, 3, 4, 0}).Draw(t, "maxSize"),
 		MaxHourly: rapid.SampledFrom([]float64{40, 80, 160, 160, 0}).Draw(t, "maxHourly"),

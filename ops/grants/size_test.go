@@ -1,9 +1,10 @@
-package ops_test
+package grants_test
 
 import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/grants"
 )
 
 // alice is the requester of the grant and of the requests it is tried on.
@@ -22,7 +23,7 @@ func TestGrantHoldsSizelessChangesToTheirObjects(t *testing.T) {
 	}
 	scale := &ops.Plan{Changes: []ops.Change{{Action: ops.ActionUpdate, Kind: "Nodegroup", Name: "ng-01",
 		Fields: []ops.FieldChange{{Path: "scalingConfig.desiredSize", From: "4", To: "7"}}}}}
-	g := ops.Grant{Operation: "reboot-nodes", Cluster: "c1", Target: "*", Requester: alice, MaxSize: 1, MaxHourly: 0}
+	g := grants.Grant{Operation: "reboot-nodes", Cluster: "c1", Target: "*", Requester: alice, MaxSize: 1, MaxHourly: 0}
 	req := ops.Request{Operation: "reboot-nodes", Target: ops.Target{Cluster: "c1", Namespace: "ml"}, Initiator: alice}
 	cases := []struct {
 		name string
@@ -36,7 +37,7 @@ func TestGrantHoldsSizelessChangesToTheirObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			size, ok := ops.GrantSize(tc.plan)
+			size, ok := grants.Size(tc.plan)
 			if !ok || size != tc.size {
 				t.Fatalf("GrantSize = %d, %v; want %d", size, ok, tc.size)
 			}
@@ -45,7 +46,7 @@ func TestGrantHoldsSizelessChangesToTheirObjects(t *testing.T) {
 			}
 		})
 	}
-	if errs := ops.ValidateGrant(ops.GrantSpec{Target: "*", Uses: 1, Hours: 1}, &ops.Record{Request: req, Plan: nodes(1)}); len(errs) == 0 || errs[0].Field != "maxSize" {
+	if errs := grants.Validate(grants.Spec{Target: "*", Uses: 1, Hours: 1}, &ops.Record{Request: req, Plan: nodes(1)}); len(errs) == 0 || errs[0].Field != "maxSize" {
 		t.Errorf("a grant on a reboot without a size cap: %v; want refused on maxSize", errs)
 	}
 }
