@@ -8,6 +8,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // wiring is what Run builds from the configuration before the bot: the catalog and the clients behind it.
@@ -45,7 +46,7 @@ func buildCatalogWith(cfg *config.Config, clients *aws.Clients, cache aws.Cache,
 
 // pricerFor picks the price source of pricing.source.
 func pricerFor(cfg *config.Config, clients *aws.Clients, cache aws.Cache) ops.Pricer {
-	table := ops.NewPriceTable(cfg.Pricing.Overrides)
+	table := pricing.NewTable(cfg.Pricing.Overrides)
 	if cfg.Pricing.Source == config.PricingAWS {
 		return aws.NewPricingAPI(clients, cache, cfg.Pricing.CacheTTL.Std(), table)
 	}

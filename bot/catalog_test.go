@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // pricing.source picks the price source; the configured overrides answer first in either.
@@ -28,7 +28,7 @@ func TestPricerFollowsPricingSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := pricerFor(cfg, clients, nil)
-			if _, isTable := p.(*ops.PriceTable); isTable != tc.wantTable {
+			if _, isTable := p.(*pricing.Table); isTable != tc.wantTable {
 				t.Fatalf("pricer %T for source %q", p, tc.source)
 			}
 			// Overrides win whatever the source, without asking AWS.

@@ -13,6 +13,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
+	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/report"
 	"github.com/hyperops/hyperops/ops/report/collect"
 	"github.com/hyperops/hyperops/ops/state"
@@ -95,7 +96,7 @@ func reporting(opts Options, store *state.Store, sc *SlackClient, teams collect.
 	clusters := opts.Clusters
 	pricer := opts.Pricer
 	if pricer == nil {
-		pricer = ops.NewPriceTable(opts.Config.Pricing.Overrides)
+		pricer = pricing.NewTable(opts.Config.Pricing.Overrides)
 	}
 	b := &collect.Builder{
 		Kube: func(name string) (kubernetes.Interface, error) {

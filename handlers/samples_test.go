@@ -7,6 +7,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/aws"
 	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // The sample requests of the golden files, one per kind of plan a lead decides on.
@@ -24,7 +25,7 @@ func trainingRecord() *ops.Record {
 	p := &ops.Plan{Summary: "Job ml-platform/llm-ft: 2 replica(s) × 8 GPU(s)", ServerValidated: true, Hash: "8f65f0f2a1b2c3d4e5f6",
 		RunsAs:   "profile trainer (service account llm-trainer)",
 		Changes:  []ops.Change{{Action: ops.ActionCreate, Kind: "Job", Name: "llm-ft"}},
-		Manifest: strings.Repeat("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: llm-ft\n", 11), Cost: ops.Cost{Source: ops.BuiltinPriceSource}}
+		Manifest: strings.Repeat("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: llm-ft\n", 11), Cost: ops.Cost{Source: pricing.BuiltinSource}}
 	p.Cost.AddHourly("training llm-ft: 16 GPUs of ml.p5.48xlarge", 2, 113.068, "node")
 	p.Cost.Total, p.Cost.TotalBasis = p.Cost.HourlyDelta*12, "if it runs its full deadline (max-hours)"
 	p.Cost.PricedAt, p.Cost.MayLandOn = "priced at ml.p5.48xlarge, the most expensive type its pods may land on", []string{"ml.g5.12xlarge", "ml.p5.48xlarge"}

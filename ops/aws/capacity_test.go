@@ -8,6 +8,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 func TestGetCapacity(t *testing.T) {
@@ -67,7 +68,7 @@ func TestCapacityBeforeBootstrap(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	must(t, f.srv.AddNodegroup(fakeaws.Nodegroup{Cluster: "dev-eks", Name: "system", InstanceTypes: []string{"ml.m5.2xlarge"},
 		MinSize: 1, MaxSize: 3, DesiredSize: 1}))
-	c, err := f.clients.Capacity(ctxT(t), testDevCluster, ops.NewPriceTable(nil), f.nodes)
+	c, err := f.clients.Capacity(ctxT(t), testDevCluster, pricing.NewTable(nil), f.nodes)
 	must(t, err)
 	if c.HyperPod != nil || c.EKS == nil || len(c.EKS.Nodegroups) != 1 || len(c.Warnings) != 1 ||
 		!strings.Contains(c.Warnings[0], "HyperPod cluster dev-hp does not exist yet") {

@@ -19,6 +19,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -114,7 +115,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f.clients.WaitTimeout = 20 * time.Second
 	f.clients.VerifyWait = 200 * time.Millisecond
 	f.catalog = ops.NewCatalog()
-	Register(f.catalog, f.clients, ops.NewPriceTable(nil), f.nodes)
+	Register(f.catalog, f.clients, pricing.NewTable(nil), f.nodes)
 	f.engine = engine.New(f.catalog, f.store, f.store, nil, engine.Options{
 		Replica: "test", Notifier: f.progress, LockTTL: 10 * time.Second, WriteTimeout: o.writeTimeout,
 		Risk: ops.RiskPolicy{MediumHourly: 50, HighHourly: 500},

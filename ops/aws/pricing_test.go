@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -56,7 +57,7 @@ func TestPricingAPI(t *testing.T) {
 				f.srv.Fail(fakeaws.OpPricingGetProducts, -1, "AccessDeniedException", 403, "not authorized to perform: pricing:GetProducts")
 			}
 			cache := newMemCache()
-			pricer := NewPricingAPI(f.clients, cache, time.Hour, ops.NewPriceTable(nil))
+			pricer := NewPricingAPI(f.clients, cache, time.Hour, pricing.NewTable(nil))
 			p, ok, err := pricer.Price(ctxT(t), tc.region, tc.typ)
 			if err != nil || ok != tc.ok || !near(p.Hourly, tc.hourly) || !strings.Contains(p.Source, tc.source) {
 				t.Fatalf("Price = %+v, %v, %v; want %v %v from %q", p, ok, err, tc.hourly, tc.ok, tc.source)
@@ -87,7 +88,7 @@ func TestPricingCacheExpires(t *testing.T) {
 	cache := newMemCache()
 	now := time.Now()
 	cache.now = func() time.Time { return now }
-	pricer := NewPricingAPI(f.clients, cache, time.Minute, ops.NewPriceTable(nil))
+	pricer := NewPricingAPI(f.clients, cache, time.Minute, pricing.NewTable(nil))
 	for i, advance := range []time.Duration{0, 30 * time.Second, time.Minute} {
 		now = now.Add(advance)
 		if _, ok, err := pricer.Price(ctxT(t), "us-west-2", "g5.12xlarge"); !ok || err != nil {
@@ -104,7 +105,7 @@ func TestPricingCacheExpires(t *testing.T) {
 func TestPricingSurvivesCacheFailure(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	seedPrices(f.srv)
-	pricer := NewPricingAPI(f.clients, brokenCache{}, time.Hour, ops.NewPriceTable(nil))
+	pricer := NewPricingAPI(f.clients, brokenCache{}, time.Hour, pricing.NewTable(nil))
 	for range 2 {
 		p, ok, err := pricer.Price(ctxT(t), "us-west-2", "ml.p5.48xlarge")
 		if err != nil || !ok || p.Hourly != 55.04 {
@@ -121,7 +122,7 @@ func TestPlanUsesPricingAPI(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	seedPrices(f.srv)
 	cat := ops.NewCatalog()
-	Register(cat, f.clients, NewPricingAPI(f.clients, newMemCache(), time.Hour, ops.NewPriceTable(nil)), nil)
+	Register(cat, f.clients, NewPricingAPI(f.clients, newMemCache(), time.Hour, pricing.NewTable(nil)), nil)
 	op, _ := cat.Lookup(OpScaleCapacity)
 	req := scaleRequest("api-priced", testCluster, "gpu", 6)
 	p, err := op.Plan(ctxT(t), &req)
@@ -148,8 +149,8 @@ var _ Cache = (*state.Store)(nil)
 func TestPricingCachedInRedis(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	seedPrices(f.srv)
-	first := NewPricingAPI(f.clients, f.store, time.Hour, ops.NewPriceTable(nil))
-	second := NewPricingAPI(f.clients, f.store, time.Hour, ops.NewPriceTable(nil)) // another replica
+	first := NewPricingAPI(f.clients, f.store, time.Hour, pricing.NewTable(nil))
+	second := NewPricingAPI(f.clients, f.store, time.Hour, pricing.NewTable(nil)) // another replica
 	p1, ok1, err1 := first.Price(ctxT(t), "us-west-2", "ml.p5.48xlarge")
 	p2, ok2, err2 := second.Price(ctxT(t), "us-west-2", "ml.p5.48xlarge")
 	if err1 != nil || err2 != nil || !ok1 || !ok2 || p1.Hourly != 55.04 || p2.Hourly != 55.04 || !strings.HasSuffix(p2.Source, "(cached)") {

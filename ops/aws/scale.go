@@ -19,6 +19,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // OpScaleCapacity is the name of the scale-capacity operation.
@@ -252,7 +253,7 @@ func eksBoundChanges(g *groupState, to int) []ops.FieldChange {
 // never priced at zero.
 func deltaCost(ctx context.Context, pricer ops.Pricer, region, instanceType string, delta int) (ops.Cost, error) {
 	var cost ops.Cost
-	if shape, ok := ops.Shape(instanceType); ok {
+	if shape, ok := pricing.Shape(instanceType); ok {
 		cost.GPUs = delta * shape.GPUs // what GPU and GPU-hour budgets charge
 	}
 	if pricer == nil {

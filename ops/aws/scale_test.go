@@ -13,6 +13,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 func TestScaleHyperPodGroup(t *testing.T) {
@@ -113,7 +114,7 @@ func TestScalePlanCost(t *testing.T) {
 			if p.Cost.GPUs != int(tc.qty)*8 {
 				t.Errorf("Δ GPUs %d, want %d", p.Cost.GPUs, int(tc.qty)*8)
 			}
-			if p.Cost.Source != ops.BuiltinPriceSource {
+			if p.Cost.Source != pricing.BuiltinSource {
 				t.Errorf("cost source %q", p.Cost.Source)
 			}
 			if p.Risk.Level != tc.risk || !hasReason(p.Risk, tc.riskWords) {

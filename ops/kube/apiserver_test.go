@@ -21,6 +21,7 @@ import (
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // TestAgainstAPIServer runs the operations against a real kube-apiserver (with scheduler, controllers and kwok
@@ -58,7 +59,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	applied := newMemApplied()
 	e := &env{cs: cs, applied: applied, cat: ops.NewCatalog(),
-		reg: &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: applied}}
+		reg: &registry{cs: cs, pricer: pricing.NewTable(nil), pollEvery: 100 * time.Millisecond, applied: applied}}
 	e.reg.register(e.cat)
 	c, _ := cs.Get(testCluster)
 

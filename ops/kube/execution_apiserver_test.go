@@ -21,6 +21,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // TestExecutionAgainstAPIServer runs whole submissions through an engine.Engine over real Redis against a real
@@ -62,7 +63,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond}
+	reg := &registry{cs: cs, pricer: pricing.NewTable(nil), pollEvery: 100 * time.Millisecond}
 	catalog := ops.NewCatalog()
 	reg.register(catalog)
 	c, _ := cs.Get(testCluster)
@@ -115,7 +116,7 @@ func TestExecutionAgainstAPIServer(t *testing.T) {
 	// someone edits the live Deployment, and the scale applies HyperOps's values and reports the drift.
 	t.Run("a tampered inference-spec annotation is never applied; the plan reports drift", func(t *testing.T) {
 		store := opstest.NewRedisStore(t).Store
-		vouching := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
+		vouching := &registry{cs: cs, pricer: pricing.NewTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
 		vcat := ops.NewCatalog()
 		vouching.register(vcat)
 		e := engine.New(vcat, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 const (
@@ -124,7 +125,7 @@ func newEnv(t *testing.T, objs []runtime.Object, opts ...envOption) *env {
 	}
 	e.cs = cs
 	e.applied = newMemApplied()
-	e.reg = &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 5 * time.Millisecond, applied: e.applied}
+	e.reg = &registry{cs: cs, pricer: pricing.NewTable(nil), pollEvery: 5 * time.Millisecond, applied: e.applied}
 	e.cat = ops.NewCatalog()
 	e.reg.register(e.cat)
 	return e

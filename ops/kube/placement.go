@@ -14,6 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // gpuNode is one instance type a workload's GPU pods may land on: its GPUs a node and its price.
@@ -51,7 +52,7 @@ func (r *registry) placementOf(ctx context.Context, t target, spec corev1.PodSpe
 		gpus := perType[it]
 		if n := int64(t.cfg.GPUNodes.GPUsPerNode); n > 0 {
 			gpus = n
-		} else if s, ok := ops.Shape(it); ok && gpus == 0 {
+		} else if s, ok := pricing.Shape(it); ok && gpus == 0 {
 			gpus = int64(s.GPUs)
 		}
 		pl.types = append(pl.types, gpuNode{instanceType: it, gpus: gpus})
@@ -118,7 +119,7 @@ func (r *registry) price(ctx context.Context, t target, types []gpuNode) error {
 // nvidiaType reports whether an instance type is known to carry NVIDIA GPUs (nvidia.com/gpu): Trainium and
 // Inferentia accelerators are another resource, and an unknown type may be anything.
 func nvidiaType(it string) bool {
-	s, ok := ops.Shape(it)
+	s, ok := pricing.Shape(it)
 	return ok && s.GPUs > 0 && s.GPU != "Trainium" && s.GPU != "Inferentia2"
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/pricing"
 )
 
 // TestRevertAgainstAPIServer reverts through the engine, with the records in real Redis, on a real API server: an
@@ -61,7 +62,7 @@ func TestRevertAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := opstest.NewRedisStore(t).Store
-	reg := &registry{cs: cs, pricer: ops.NewPriceTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
+	reg := &registry{cs: cs, pricer: pricing.NewTable(nil), pollEvery: 100 * time.Millisecond, applied: store}
 	catalog := ops.NewCatalog()
 	reg.register(catalog)
 	e := engine.New(catalog, store, store, nil, engine.Options{Replica: "r1", LockTTL: 10 * time.Second})

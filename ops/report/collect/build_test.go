@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/report"
 
 	"context"
@@ -27,7 +28,7 @@ import (
 
 func newBuilder(objs []runtime.Object, groups GroupSource, samples SampleStore) (*Builder, *clockwork.FakeClock) {
 	clock := clockwork.NewFakeClockAt(t0)
-	return &Builder{Kube: kubeFor(objs...), Groups: groups, Pricer: ops.NewPriceTable(nil), Samples: samples, Clock: clock}, clock
+	return &Builder{Kube: kubeFor(objs...), Groups: groups, Pricer: pricing.NewTable(nil), Samples: samples, Clock: clock}, clock
 }
 
 var prodSpec = Spec{Report: "daily-capacity", Cluster: "ml-prod-eks", Region: "us-west-2"}
@@ -83,7 +84,7 @@ func TestBuildFigures(t *testing.T) {
 	if math.Abs(r.Spend.Hourly-wantHourly) > 1e-9 || math.Abs(r.Spend.Daily-24*wantHourly) > 1e-9 {
 		t.Errorf("spend = %v/h %v/day, want %v/h", r.Spend.Hourly, r.Spend.Daily, wantHourly)
 	}
-	if !reflect.DeepEqual(r.Spend.Unknown, []string{"ml.x9.huge"}) || r.Spend.Source != ops.BuiltinPriceSource {
+	if !reflect.DeepEqual(r.Spend.Unknown, []string{"ml.x9.huge"}) || r.Spend.Source != pricing.BuiltinSource {
 		t.Errorf("spend unknown %v source %q", r.Spend.Unknown, r.Spend.Source)
 	}
 	if len(r.Warnings) != 0 || r.Change != nil || len(r.History) != 1 {
@@ -143,7 +144,7 @@ func TestBuildClusterErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &Builder{Kube: tt.kube, Pricer: ops.NewPriceTable(nil)}
+			b := &Builder{Kube: tt.kube, Pricer: pricing.NewTable(nil)}
 			_, err := b.Build(context.Background(), Spec{Report: "r", Cluster: tt.cluster})
 			if got := ops.AsError(err); got == nil || got.Code != tt.code {
 				t.Fatalf("err = %v, want code %s", err, tt.code)
@@ -281,7 +282,7 @@ func TestBuildAsksForLivePodsOnly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &Builder{Kube: func(string) (kubernetes.Interface, error) { return tt.cs, nil }, Pricer: ops.NewPriceTable(nil),
+			b := &Builder{Kube: func(string) (kubernetes.Interface, error) { return tt.cs, nil }, Pricer: pricing.NewTable(nil),
 				Clock: clockwork.NewFakeClockAt(t0)}
 			r, err := b.Build(context.Background(), prodSpec)
 			if err != nil {
