@@ -23,6 +23,7 @@ import (
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/kube"
+	"github.com/hyperops/hyperops/ops/redact"
 	"github.com/hyperops/hyperops/ops/report/collect"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -189,7 +190,7 @@ func New(opts Options) (*Bot, error) {
 	api := slack.New(cfg.Slack.BotToken, apiOpts...)
 	sc := NewSlackClient(api, limits, m)
 	notes := &notifier{m: m}
-	redactor, err := ops.RedactorFor(cfg)
+	redactor, err := redact.For(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -6,19 +6,19 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/handlers"
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // SetRedactor makes the client pass everything it posts through r (nil: credential shapes only): message texts,
 // the text of every block, metadata and uploaded files. It is the last stop of cluster and AWS text on its way to
 // Slack (API error messages among it), after the redaction where that text is read.
-func (c *SlackClient) SetRedactor(r *ops.Redactor) {
+func (c *SlackClient) SetRedactor(r *redact.Redactor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.redact = r
 }
 
-func (c *SlackClient) redactor() *ops.Redactor {
+func (c *SlackClient) redactor() *redact.Redactor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.redact
@@ -43,7 +43,7 @@ func (c *SlackClient) redactMsg(m handlers.Msg) handlers.Msg {
 
 // redactBlocks redacts the "text" strings of blocks (never ids, values or types) through their JSON form; blocks
 // that do not survive the round trip are returned as they were.
-func redactBlocks(r *ops.Redactor, blocks []slack.Block) []slack.Block {
+func redactBlocks(r *redact.Redactor, blocks []slack.Block) []slack.Block {
 	js, err := json.Marshal(blocks)
 	if err != nil {
 		return blocks
@@ -64,7 +64,7 @@ func redactBlocks(r *ops.Redactor, blocks []slack.Block) []slack.Block {
 }
 
 // redactValue walks JSON: every string when all is set (metadata), else only the values of "text" keys.
-func redactValue(r *ops.Redactor, v any, all bool) any {
+func redactValue(r *redact.Redactor, v any, all bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))

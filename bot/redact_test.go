@@ -11,6 +11,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // The Slack client is the last stop before Slack: whatever a handler renders (an AWS or API server error message
@@ -20,7 +21,7 @@ func TestSlackClientRedactsEverythingItPosts(t *testing.T) {
 	t.Cleanup(srv.Close)
 	o := srv.Options()
 	sc := NewSlackClient(slack.New(o.BotToken, slack.OptionAPIURL(srv.APIURL())), DefaultLimits(), nil)
-	r, err := ops.NewRedactor([]string{"redis-pass-42", "p&ss<w>rd-7"}, []string{`license=(?P<secret>\w+)`}, 0)
+	r, err := redact.New([]string{"redis-pass-42", "p&ss<w>rd-7"}, []string{`license=(?P<secret>\w+)`}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSlackClientRedactsEverythingItPosts(t *testing.T) {
 			t.Errorf("%q reached Slack: %s", secret, all)
 		}
 	}
-	if strings.Count(all, ops.Redacted) < 4*5 {
+	if strings.Count(all, redact.Redacted) < 4*5 {
 		t.Errorf("want the text, blocks, metadata and file redacted, got %s", all)
 	}
 }

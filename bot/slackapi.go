@@ -11,8 +11,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/hyperops/hyperops/handlers"
-	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // Tier is a Slack rate-limit tier: calls per minute sustained, with bursts.
@@ -67,7 +67,7 @@ type SlackClient struct {
 	// shared, when set, replaces the per-channel limiter by one every replica shares.
 	shared ChannelLimiter
 	// redact is applied to everything posted (SetRedactor).
-	redact *ops.Redactor
+	redact *redact.Redactor
 }
 
 type pendingUpdate struct {

@@ -18,20 +18,20 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 const maxInline = 200
 
 // esc redacts and escapes outside text for mrkdwn, keeping its lines.
-func esc(s string) string { return escRedacted(redact(s)) }
+func esc(s string) string { return escRedacted(redactOutside(s)) }
 
 func escRedacted(s string) string { return mrkdwnEscaper.Replace(stripControls(s, true)) }
 
 // escLine escapes outside text for one line of mrkdwn: newlines become spaces and it is cut at maxInline.
-func escLine(s string) string { return escRedacted(clip(oneLine(redact(s)), maxInline)) }
+func escLine(s string) string { return escRedacted(clip(oneLine(redactOutside(s)), maxInline)) }
 
 // escText escapes a message's plain text (what notifications show), cut to what a section holds.
-func escText(s string) string { return escRedacted(clip(redact(s), maxSectionText)) }
+func escText(s string) string { return escRedacted(clip(redactOutside(s), maxSectionText)) }
 
 // code renders an outside value as an inline code span: escaped, on one line, cut at maxInline, and with its
 // backticks replaced by a look-alike so it cannot close the span and let the rest render as mrkdwn.
 func code(s string) string {
-	s = clip(oneLine(redact(s)), maxInline)
+	s = clip(oneLine(redactOutside(s)), maxInline)
 	if s == "" {
 		return "–"
 	}
@@ -40,7 +40,7 @@ func code(s string) string {
 
 // codeBlock renders outside text (a manifest, a log) as a preformatted block that a ``` inside cannot close.
 func codeBlock(s string) string {
-	s = stripControls(redact(s), true)
+	s = stripControls(redactOutside(s), true)
 	s = strings.ReplaceAll(s, "```", "ˋˋˋ")
 	return "```" + mrkdwnEscaper.Replace(s) + "```"
 }

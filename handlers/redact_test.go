@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // Outside text is redacted before it is escaped for mrkdwn: a configured pattern written for the raw text (here
 // one that expects < and >) still matches, which the Slack client's pass over the escaped text could not.
 func TestOutsideTextIsRedactedBeforeEscaping(t *testing.T) {
-	r, err := ops.NewRedactor(nil, []string{`license<(?P<secret>\w+)>`}, 0)
+	r, err := redact.New(nil, []string{`license<(?P<secret>\w+)>`}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -415,7 +415,7 @@ func reportClip(s string, n int) string {
 
 // reportEscape redacts s and escapes the three characters mrkdwn gives meaning to.
 func reportEscape(s string) string {
-	return mrkdwnEscaper.Replace(redact(s))
+	return mrkdwnEscaper.Replace(redactOutside(s))
 }
 
 func reportOr(s, def string) string {

@@ -10,21 +10,21 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // redacted is what a secret is replaced with in the log.
-const redacted = ops.Redacted
+const redacted = redact.Redacted
 
 // redactingWriter passes every log line through the redactor HyperOps uses for all text that leaves it (the
 // configured secrets, credential shapes such as Slack tokens and AWS keys, and redact.patterns).
 type redactingWriter struct {
 	mu  sync.Mutex
 	out io.Writer
-	r   *ops.Redactor
+	r   *redact.Redactor
 }
 
-func newRedactingWriter(out io.Writer, r *ops.Redactor) *redactingWriter {
+func newRedactingWriter(out io.Writer, r *redact.Redactor) *redactingWriter {
 	return &redactingWriter{out: out, r: r}
 }
 
@@ -41,7 +41,7 @@ func (w *redactingWriter) Write(p []byte) (int, error) {
 
 // newLogger builds the process logger from config: JSON by default, human-readable on a terminal (format auto) or
 // when asked, with every secret redacted.
-func newLogger(out *os.File, lc config.Log, r *ops.Redactor) zerolog.Logger {
+func newLogger(out *os.File, lc config.Log, r *redact.Redactor) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil || lc.Level == "" {
 		level = zerolog.InfoLevel

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperops/hyperops/ops/redact"
 	"github.com/rs/zerolog"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 func TestLoggerRedactsSecrets(t *testing.T) {
@@ -34,7 +33,7 @@ func TestLoggerRedactsSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			r, err := ops.NewRedactor([]string{appToken, botToken, redisPW}, []string{`license=(?P<secret>\w+)`}, 0)
+			r, err := redact.New([]string{appToken, botToken, redisPW}, []string{`license=(?P<secret>\w+)`}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +52,7 @@ func TestLoggerRedactsSecrets(t *testing.T) {
 
 func TestRedactionKeepsOrdinaryText(t *testing.T) {
 	var buf bytes.Buffer
-	r, err := ops.NewRedactor([]string{"", "ab"}, nil, 0)
+	r, err := redact.New([]string{"", "ab"}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/bot"
 	"github.com/hyperops/hyperops/config"
-	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -170,7 +170,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	redactor, err := ops.RedactorFor(cfg)
+	redactor, err := redact.For(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "hyperops: %s:\n%v\n", *path, err)
 		return 1

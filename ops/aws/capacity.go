@@ -12,6 +12,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // OpGetCapacity is the name of the get-capacity operation.
@@ -199,7 +200,7 @@ const maxInstanceMessage = 300
 
 // instanceMessage is HyperPod's message as HyperOps passes it on: without credential shapes, and capped.
 func instanceMessage(s string) string {
-	s = ops.RedactCredentials(s)
+	s = redact.Credentials(s)
 	if r := []rune(s); len(r) > maxInstanceMessage {
 		return string(r[:maxInstanceMessage-1]) + "…"
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // APIFailure is what AWS said when a call failed: the service and operation, AWS's error code and message, and
@@ -50,9 +51,9 @@ func awsError(service, operation string, err error) error {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
 		return ops.Wrap(f, ops.CodeAWSError, "", "check the network path to AWS and the endpoint overrides in aws.endpoints",
-			"could not reach AWS %s for %s: %s", service, operation, ops.RedactCredentials(err.Error()))
+			"could not reach AWS %s for %s: %s", service, operation, redact.Credentials(err.Error()))
 	}
-	f.Code, f.Message = ae.ErrorCode(), ops.RedactCredentials(ae.ErrorMessage())
+	f.Code, f.Message = ae.ErrorCode(), redact.Credentials(ae.ErrorMessage())
 	msg := fmt.Sprintf("AWS %s %s failed: %s: %s", service, operation, f.Code, f.Message)
 	if f.RequestID != "" {
 		msg += " (request id " + f.RequestID + ")"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // What AWS says comes back redacted of credential shapes where the error is wrapped; the configured redactor runs
@@ -16,7 +17,7 @@ func TestAWSErrorMessagesAreRedacted(t *testing.T) {
 		"The security token included in the request is invalid: AKIAIOSFODNN7EXAMPLE")
 	_, err := f.engine.Submit(ctxT(t), ops.Request{Operation: OpGetCapacity, Target: ops.Target{Cluster: testCluster}, Initiator: human("U0BOB")})
 	ue := asOpsError(t, err)
-	if strings.Contains(ue.Error(), "AKIAIOSFODNN7EXAMPLE") || !strings.Contains(ue.Message, "token included in the request is invalid: "+ops.Redacted) {
+	if strings.Contains(ue.Error(), "AKIAIOSFODNN7EXAMPLE") || !strings.Contains(ue.Message, "token included in the request is invalid: "+redact.Redacted) {
 		t.Fatalf("message = %q", ue.Message)
 	}
 }

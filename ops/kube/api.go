@@ -26,6 +26,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // FieldManager is the server-side apply field manager of every write HyperOps makes.
@@ -232,14 +233,14 @@ func clusterError(err error, format string, args ...any) error {
 			"could not %s: the object changed while HyperOps wrote it: %s", doing, apiMessage(err))
 	}
 	return ops.Wrap(err, ops.CodeClusterUnavailable, "", "retry; if it persists check the cluster's API server",
-		"could not %s: %s", doing, ops.RedactCredentials(err.Error()))
+		"could not %s: %s", doing, redact.Credentials(err.Error()))
 }
 
 func apiMessage(err error) string {
 	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		return ops.RedactCredentials(s.Status().Message)
+		return redact.Credentials(s.Status().Message)
 	}
-	return ops.RedactCredentials(err.Error())
+	return redact.Credentials(err.Error())
 }
 
 // LogReader reads the last lines of a container's log.

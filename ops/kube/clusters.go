@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/redact"
 )
 
 // Clients are the API clients of one cluster.
@@ -35,7 +36,7 @@ type Cluster struct {
 	REST      *rest.Config
 	logs      LogReader
 	// redact is applied to the cluster's own text before it is shown: log tails, events, condition messages.
-	redact *ops.Redactor
+	redact *redact.Redactor
 }
 
 // Clusters holds the clients of every registered cluster.
@@ -101,7 +102,7 @@ func clientsFor(rc *rest.Config) (Clients, error) {
 // NewClustersFromClients wires given clients (fake clientsets in tests) to the clusters of cfg. Every cluster of
 // cfg needs clients.
 func NewClustersFromClients(cfg *config.Config, clients map[string]Clients) (*Clusters, error) {
-	redact, err := ops.RedactorFor(cfg)
+	redact, err := redact.For(cfg)
 	if err != nil {
 		return nil, err
 	}

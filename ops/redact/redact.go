@@ -1,4 +1,4 @@
-package ops
+package redact
 
 import (
 	"encoding/base64"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hyperops/hyperops/config"
+	"github.com/hyperops/hyperops/ops"
 )
 
 // Redacted is what a secret is replaced with.
@@ -44,9 +45,9 @@ type Redactor struct {
 	maxChars int
 }
 
-// NewRedactor builds a redactor from secrets (values shorter than 4 characters are ignored: they would redact
+// New builds a redactor from secrets (values shorter than 4 characters are ignored: they would redact
 // ordinary words), RE2 patterns and the size cap of Text and Tail (0 means config.DefaultRedactMaxChars).
-func NewRedactor(secrets, patterns []string, maxChars int) (*Redactor, error) {
+func New(secrets, patterns []string, maxChars int) (*Redactor, error) {
 	r := &Redactor{patterns: append([]*regexp.Regexp{}, credentialShapes...), maxChars: maxChars}
 	if r.maxChars <= 0 {
 		r.maxChars = config.DefaultRedactMaxChars
@@ -81,17 +82,17 @@ func NewRedactor(secrets, patterns []string, maxChars int) (*Redactor, error) {
 // mrkdwnEscaped escapes like Slack mrkdwn does: &, < and >.
 var mrkdwnEscaped = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
-// RedactorFor builds the redactor of a configuration: its secrets and its redact section.
-func RedactorFor(cfg *config.Config) (*Redactor, error) {
-	return NewRedactor(cfg.Secrets(), cfg.Redact.Patterns, cfg.Redact.MaxChars)
+// For builds the redactor of a configuration: its secrets and its redact section.
+func For(cfg *config.Config) (*Redactor, error) {
+	return New(cfg.Secrets(), cfg.Redact.Patterns, cfg.Redact.MaxChars)
 }
 
 var shapesOnly = &Redactor{patterns: credentialShapes, maxChars: config.DefaultRedactMaxChars}
 
-// RedactCredentials removes credential shapes from text and caps it at the default size, where no configured
+// Credentials removes credential shapes from text and caps it at the default size, where no configured
 // redactor is at hand (the error messages of an API server or of AWS, as they are wrapped); the configured one
 // runs again before anything reaches Slack.
-func RedactCredentials(s string) string { return shapesOnly.Text(s) }
+func Credentials(s string) string { return shapesOnly.Text(s) }
 
 // Redact returns s with every secret, credential shape and configured pattern replaced by [REDACTED].
 func (r *Redactor) Redact(s string) string {
@@ -189,17 +190,17 @@ func (r *Redactor) Error(err error) error {
 	if err == nil {
 		return nil
 	}
-	if es, ok := err.(Errors); ok {
-		out := make(Errors, len(es))
+	if es, ok := err.(ops.Errors); ok {
+		out := make(ops.Errors, len(es))
 		for i, e := range es {
 			out[i] = r.oneError(e)
 		}
 		return out
 	}
-	return r.oneError(AsError(err))
+	return r.oneError(ops.AsError(err))
 }
 
-func (r *Redactor) oneError(e *Error) *Error {
+func (r *Redactor) oneError(e *ops.Error) *ops.Error {
 	c := *e
 	c.Message, c.Next = r.Text(e.Message), r.Text(e.Next)
 	return &c

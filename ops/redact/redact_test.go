@@ -1,13 +1,15 @@
-package ops
+package redact
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
 func TestRedactorRemovesSecrets(t *testing.T) {
-	r, err := NewRedactor([]string{"hunter2-redis", "s3cr\"et", "p&ss<w>rd-42"}, []string{`(?i)password\s*=\s*(?P<secret>\S+)`, `ACME-[0-9]{6}`}, 0)
+	r, err := New([]string{"hunter2-redis", "s3cr\"et", "p&ss<w>rd-42"}, []string{`(?i)password\s*=\s*(?P<secret>\S+)`, `ACME-[0-9]{6}`}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestRedactorRemovesSecrets(t *testing.T) {
 }
 
 func TestRedactorCapsSize(t *testing.T) {
-	r, err := NewRedactor(nil, nil, 1000)
+	r, err := New(nil, nil, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestRedactorCapsSize(t *testing.T) {
 
 func TestRedactorRefusesBadPatterns(t *testing.T) {
 	for _, p := range []string{`(?<=x)`, `a*`} {
-		if _, err := NewRedactor(nil, []string{p}, 0); err == nil {
+		if _, err := New(nil, []string{p}, 0); err == nil {
 			t.Errorf("pattern %q accepted", p)
 		}
 	}
@@ -74,10 +76,10 @@ func TestRedactorRefusesBadPatterns(t *testing.T) {
 
 func TestRedactorRedactsErrors(t *testing.T) {
 	var r *Redactor // credential shapes only
-	err := Errors{Errorf(CodeClusterUnavailable, "", "retry", "could not read: token xoxb-1-2-3 refused")}
+	err := ops.Errors{ops.Errorf(ops.CodeClusterUnavailable, "", "retry", "could not read: token xoxb-1-2-3 refused")}
 	got := r.Error(err)
-	var es Errors
-	if !errors.As(got, &es) || es[0].Message != "could not read: token [REDACTED] refused" || es[0].Code != CodeClusterUnavailable {
+	var es ops.Errors
+	if !errors.As(got, &es) || es[0].Message != "could not read: token [REDACTED] refused" || es[0].Code != ops.CodeClusterUnavailable {
 		t.Fatalf("got %v", got)
 	}
 	if err[0].Message == es[0].Message {
@@ -86,7 +88,7 @@ func TestRedactorRedactsErrors(t *testing.T) {
 }
 
 func TestRedactCredentialsWithoutConfig(t *testing.T) {
-	got := RedactCredentials("dial tcp: Get https://admin:hunter2@api:6443/x with token xoxb-9-9-zz " + strings.Repeat("x", 30000))
+	got := Credentials("dial tcp: Get https://admin:hunter2@api:6443/x with token xoxb-9-9-zz " + strings.Repeat("x", 30000))
 	if strings.Contains(got, "hunter2") || strings.Contains(got, "xoxb-9-9-zz") || len([]rune(got)) > 20100 {
 		t.Fatalf("got %.120q (%d characters)", got, len([]rune(got)))
 	}
