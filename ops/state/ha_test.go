@@ -247,7 +247,10 @@ func phaseOf(rec *ops.Record) ops.Phase {
 // dialHA connects as the bot does for a Sentinel group or a Cluster: every write waits for one replica.
 func dialHA(t *testing.T, e endpoint.Endpoint) redis.UniversalClient {
 	t.Helper()
-	e.WaitReplicas = 1
+	// The replica's acknowledgement is waited for as long as the configuration allows: these tests check the
+	// topology and failovers, and on a loaded machine a replica in sync may answer WAIT after the default 500 ms
+	// (replicas_test checks what a write not acknowledged in time does).
+	e.WaitReplicas, e.WaitTimeout = 1, 2*time.Second
 	c, err := state.DialEndpoint(ctxT(t), e)
 	if err != nil {
 		t.Fatalf("dial %s: %v", e, err)
