@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/handlers"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // slackOutages are how long fake Slack answers 429 in TestSlackThrottledDuringExecution: the 30 s, and one
@@ -105,14 +106,14 @@ func slackThrottledDuringExecution(t *testing.T, slackOutage time.Duration) {
 	h := startWith(t, harnessOptions{prepare: func(h *harness) {
 		op = newStepOp("roll-gadget")
 		op.await = func(ctx context.Context, _ *ops.Request) error {
-			ops.Progress(ctx, "observed 1 of 3: generation 2 pending")
+			progress.Note(ctx, "observed 1 of 3: generation 2 pending")
 			select {
 			case <-release:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			ops.Progress(ctx, "observed 2 of 3: generation 2 rolling")
-			ops.Progress(ctx, "observed 3 of 3: generation 2 ready")
+			progress.Note(ctx, "observed 2 of 3: generation 2 rolling")
+			progress.Note(ctx, "observed 3 of 3: generation 2 ready")
 			return nil
 		}
 		h.extra = append(h.extra, op)

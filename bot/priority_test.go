@@ -16,6 +16,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
+	"github.com/hyperops/hyperops/ops/progress"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -166,9 +167,9 @@ func BenchmarkDryRunWhileLongChangesRun(b *testing.B) {
 					return ctx.Err()
 				}
 				if step < longSteps {
-					ops.Progress(ctx, "step %d of %d: %d/%d nodes InService", step, longSteps, step, longSteps)
+					progress.Note(ctx, "step %d of %d: %d/%d nodes InService", step, longSteps, step, longSteps)
 				} else {
-					ops.ProgressFinal(ctx, "update Successful, %d/%d nodes InService", longSteps, longSteps)
+					progress.Final(ctx, "update Successful, %d/%d nodes InService", longSteps, longSteps)
 				}
 			}
 			return nil

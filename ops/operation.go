@@ -123,12 +123,12 @@ type Execution struct {
 	// WriteStarted is when the write was sent (the engine's clock), zero before it; an observation reads what AWS
 	// reports after it.
 	WriteStarted time.Time
-	// Marks are the marks the execution recorded with its progress notes so far (ProgressMarked), as the attempt
+	// Marks are the marks the execution recorded with its progress notes so far (progress.Marked), as the attempt
 	// found them when it began: a resumed Await goes on after them.
 	Marks map[string]string
 }
 
-// Mark is the mark last recorded under key (ProgressMarked) before this attempt began, or "".
+// Mark is the mark last recorded under key (progress.Marked) before this attempt began, or "".
 func (x Execution) Mark(key string) string { return x.Marks[key] }
 
 // Check runs the guard, if any.

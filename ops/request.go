@@ -225,7 +225,7 @@ type ExecutionState struct {
 	Written       json.RawMessage `json:"written,omitempty"`
 	// Handovers counts the replicas that handed the execution on (SIGTERM) or left it (crash) before it ended.
 	Handovers int `json:"handovers,omitempty"`
-	// Marks are what the observation told so far, by key (ProgressMarked), recorded with the progress note that
+	// Marks are what the observation told so far, by key (progress.Marked), recorded with the progress note that
 	// told it: an Await resumed on another replica goes on after them instead of telling it again.
 	Marks map[string]string `json:"marks,omitempty"`
 }

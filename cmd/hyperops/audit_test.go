@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -46,7 +47,7 @@ func TestAuditExport(t *testing.T) {
 	next := rec.Clone()
 	tr := ops.Transition{From: ops.PhaseReceived, To: ops.PhaseRejected, At: at.Add(time.Second), By: ops.Initiator{Kind: ops.System, ID: "hyperops"}, Note: "out of scope"}
 	next.Phase, next.Version, next.History = tr.To, 2, append(next.History, tr)
-	if err := store.Update(ctx, next, 1, ops.NewAuditEvent(next, tr)); err != nil {
+	if err := store.Update(ctx, next, 1, audit.NewEvent(next, tr)); err != nil {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // OpBootstrapCluster is the name of the bootstrap-cluster operation.
@@ -314,7 +315,7 @@ func (o *bootstrapOp) Write(ctx context.Context, req *ops.Request, plan *ops.Pla
 		return nil, err
 	}
 	if !a.Create {
-		ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
+		progress.Note(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
 		return []byte(`{"sent":false}`), nil
 	}
 	b, err := o.resolve(req)
@@ -327,10 +328,10 @@ func (o *bootstrapOp) Write(ctx context.Context, req *ops.Request, plan *ops.Pla
 	out, err := b.t.sm.CreateCluster(ctx, a.input(), refusedOnly)
 	switch {
 	case err == nil:
-		ops.Progress(ctx, "CreateCluster accepted: %s (%s)", a.ClusterName, awssdk.ToString(out.ClusterArn))
+		progress.Note(ctx, "CreateCluster accepted: %s (%s)", a.ClusterName, awssdk.ToString(out.ClusterArn))
 		return json.Marshal(map[string]any{"sent": true, "arn": awssdk.ToString(out.ClusterArn)})
 	case apiCode(err) == "ResourceInUse":
-		ops.Progress(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
+		progress.Note(ctx, "HyperPod cluster %s already exists; waiting for it", a.ClusterName)
 		return []byte(`{"sent":false}`), nil
 	}
 	return nil, writeError(serviceSageMaker, "CreateCluster", err)
@@ -367,7 +368,7 @@ func (o *bootstrapOp) Verify(ctx context.Context, req *ops.Request, plan *ops.Pl
 	if v != ops.VerdictApplied {
 		return v, nil, err
 	}
-	ops.Progress(ctx, "read back: HyperPod cluster %s exists as planned (%s), so CreateCluster took effect", a.ClusterName, arn)
+	progress.Note(ctx, "read back: HyperPod cluster %s exists as planned (%s), so CreateCluster took effect", a.ClusterName, arn)
 	w, err := json.Marshal(map[string]any{"sent": true, "arn": arn})
 	return v, w, err
 }

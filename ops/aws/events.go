@@ -16,9 +16,10 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
-// eventsMark is the key under which an execution records the cluster events it told (ops.ProgressMarked).
+// eventsMark is the key under which an execution records the cluster events it told (progress.Marked).
 const eventsMark = "hyperpod-events"
 
 const (
@@ -186,11 +187,11 @@ func (f *eventFeed) tellEvents(ctx context.Context, evs []smtypes.ClusterEventSu
 	for i, e := range evs {
 		if i == maxEventNotes-1 && len(evs) > maxEventNotes {
 			f.advance(evs[i:]...)
-			ops.ProgressMarked(ctx, eventsMark, f.mark(), "%s", f.summary(evs[i:]))
+			progress.Marked(ctx, eventsMark, f.mark(), "%s", f.summary(evs[i:]))
 			return
 		}
 		f.advance(e)
-		ops.ProgressMarked(ctx, eventsMark, f.mark(), "%s", f.sentence(e))
+		progress.Marked(ctx, eventsMark, f.mark(), "%s", f.sentence(e))
 	}
 }
 
@@ -318,7 +319,7 @@ func (f *eventFeed) tellNodes(ctx context.Context) {
 		b, _ := json.Marshal(eventCursor{After: f.cur.After})
 		mark = string(b)
 	}
-	ops.ProgressMarked(ctx, eventsMark, mark, "nodes of %s: %s", f.group, strings.Join(changes, ", "))
+	progress.Marked(ctx, eventsMark, mark, "nodes of %s: %s", f.group, strings.Join(changes, ", "))
 }
 
 // maxNamedNodes bounds the nodes one fallback reply names.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -297,7 +298,7 @@ func TestResumeAfterUnknownOutcome(t *testing.T) {
 // failingAccept is the real store, except that recording the accepted write fails as an unreachable Redis would.
 type failingAccept struct{ *state.Store }
 
-func (s failingAccept) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s failingAccept) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	if strings.HasPrefix(ev.Note, "change accepted") {
 		return fmt.Errorf("write the record: %w", ops.ErrStateUnavailable)
 	}

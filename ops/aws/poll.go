@@ -10,6 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // maxPollFailures is how many status reads in a row may fail (after the SDK's own retries) before the wait
@@ -60,9 +61,9 @@ func (c *Clients) wait(ctx context.Context, what string, fn check) error {
 			if status != "" && status != last {
 				// The status that ends the wait is told with the outcome, in one reply.
 				if done && fatal == nil {
-					ops.ProgressFinal(ctx, "%s", status)
+					progress.Final(ctx, "%s", status)
 				} else {
-					ops.Progress(ctx, "%s", status)
+					progress.Note(ctx, "%s", status)
 				}
 				last = status
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // The names of the node recovery operations.
@@ -392,7 +393,7 @@ func (o *recoveryOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan
 		return nil, writeError(serviceSageMaker, o.call(), err)
 	}
 	for _, f := range w.Failed {
-		ops.Progress(ctx, "%s refused %s", o.call(), f)
+		progress.Note(ctx, "%s refused %s", o.call(), f)
 	}
 	if len(w.Accepted) == 0 {
 		parts := make([]string, 0, len(w.Failed))
@@ -402,7 +403,7 @@ func (o *recoveryOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan
 		return nil, ops.Errorf(ops.CodeAWSError, "nodes", "check the nodes with "+ops.Ask("capacity show")+", then retry with the ones that can be recovered",
 			"%s refused every node, nothing changed: %s", o.call(), strings.Join(parts, "; "))
 	}
-	ops.Progress(ctx, "%s accepted: %s", o.call(), strings.Join(w.Accepted, ", "))
+	progress.Note(ctx, "%s accepted: %s", o.call(), strings.Join(w.Accepted, ", "))
 	return json.Marshal(w)
 }
 
@@ -489,7 +490,7 @@ func (o *recoveryOp) Verify(ctx context.Context, req *ops.Request, plan *ops.Pla
 	if v != ops.VerdictApplied {
 		return v, nil, err
 	}
-	ops.Progress(ctx, "read back: %s under way for %s, so %s took effect", o.verb(), strings.Join(w.Accepted, ", "), o.call())
+	progress.Note(ctx, "read back: %s under way for %s, so %s took effect", o.verb(), strings.Join(w.Accepted, ", "), o.call())
 	out, err := json.Marshal(w)
 	return v, out, err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/pricing"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // OpScaleCapacity is the name of the scale-capacity operation.
@@ -368,7 +369,7 @@ func (o *scaleOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x
 		return nil, err
 	}
 	if a.HyperPod == nil && a.EKS == nil {
-		ops.Progress(ctx, "%s already targets %d instances; waiting for AWS to get there", a.Group, a.To)
+		progress.Note(ctx, "%s already targets %d instances; waiting for AWS to get there", a.Group, a.To)
 		return json.Marshal(scaleWritten{})
 	}
 	if err := x.Check(ctx); err != nil {
@@ -381,14 +382,14 @@ func (o *scaleOp) Write(ctx context.Context, req *ops.Request, plan *ops.Plan, x
 		if err != nil {
 			return nil, writeError(serviceSageMaker, "UpdateCluster", err)
 		}
-		ops.Progress(ctx, "UpdateCluster accepted: %s %d → %d × %s", a.Group, a.From, a.To, a.InstanceType)
+		progress.Note(ctx, "UpdateCluster accepted: %s %d → %d × %s", a.Group, a.From, a.To, a.InstanceType)
 		return json.Marshal(scaleWritten{Sent: true})
 	}
 	id, err := updateNodegroup(ctx, t, a, req, x)
 	if err != nil {
 		return nil, err
 	}
-	ops.Progress(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", a.Group, a.From, a.To, id)
+	progress.Note(ctx, "UpdateNodegroupConfig accepted: %s desiredSize %d → %d (update %s)", a.Group, a.From, a.To, id)
 	return json.Marshal(scaleWritten{Sent: true, UpdateID: id})
 }
 
@@ -434,7 +435,7 @@ func (o *scaleOp) Verify(ctx context.Context, req *ops.Request, plan *ops.Plan, 
 	if v != ops.VerdictApplied {
 		return v, nil, err
 	}
-	ops.Progress(ctx, "read back: %s of %s targets %d, so UpdateCluster took effect", a.Group, a.AWSCluster, a.To)
+	progress.Note(ctx, "read back: %s of %s targets %d, so UpdateCluster took effect", a.Group, a.AWSCluster, a.To)
 	w, err := json.Marshal(scaleWritten{Sent: true})
 	return v, w, err
 }
@@ -466,7 +467,7 @@ func (o *scaleOp) resendNodegroup(ctx context.Context, t *target, a scaleAction,
 	case err != nil:
 		return ops.VerdictNotApplied, nil, err // a refusal: the token was new to EKS, so the lost call changed nothing
 	}
-	ops.Progress(ctx, "UpdateNodegroupConfig sent again with the same clientRequestToken: update %s", id)
+	progress.Note(ctx, "UpdateNodegroupConfig sent again with the same clientRequestToken: update %s", id)
 	w, err := json.Marshal(scaleWritten{Sent: true, UpdateID: id})
 	return ops.VerdictApplied, w, err
 }
@@ -553,7 +554,7 @@ func (o *scaleOp) awaitNodegroup(ctx context.Context, t *target, a scaleAction, 
 		}
 		res.Status = string(ng.Status)
 		if ng.Status == ekstypes.NodegroupStatusActive {
-			ops.Progress(ctx, "node group %s already has desiredSize %d", a.Group, count)
+			progress.Note(ctx, "node group %s already has desiredSize %d", a.Group, count)
 			return nil
 		}
 	}

@@ -473,7 +473,7 @@ func equalFields(a, b []ops.FieldChange) bool {
 	return true
 }
 
-// A plan is made from one reading of AWS: Validate's answer serves Plan (ops.ReadOnce under the engine's readings),
+// A plan is made from one reading of AWS: Validate's answer serves Plan (readings.Once under the engine's readings),
 // so a HyperPod scale describes its cluster once before approval. The execution then reads afresh: the re-check
 // before the write and the wait for the new count each call DescribeCluster again.
 func TestScaleReadsAWSOncePerPlan(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/readings"
 )
 
 // The group kinds, as plans and results name them.
@@ -61,10 +62,10 @@ func (g *groupState) observed() string {
 		g.Current, g.Target, g.Min, g.Max)
 }
 
-// describeHyperPod reads the HyperPod cluster; while a request is validated and planned (ops.WithReadings) the
+// describeHyperPod reads the HyperPod cluster; while a request is validated and planned (readings.With) the
 // one answer serves both.
 func (c *Clients) describeHyperPod(ctx context.Context, t *target) (*sagemaker.DescribeClusterOutput, error) {
-	return ops.ReadOnce(ctx, "sagemaker DescribeCluster "+t.name, func() (*sagemaker.DescribeClusterOutput, error) {
+	return readings.Once(ctx, "sagemaker DescribeCluster "+t.name, func() (*sagemaker.DescribeClusterOutput, error) {
 		out, err := t.sm.DescribeCluster(ctx, &sagemaker.DescribeClusterInput{ClusterName: awssdk.String(t.cl.HyperPod.ClusterName)})
 		if err != nil {
 			return nil, awsError(serviceSageMaker, "DescribeCluster", err)
@@ -89,9 +90,9 @@ func hyperPodGroup(out *sagemaker.DescribeClusterOutput, name string) *groupStat
 	return nil
 }
 
-// eksStatus reads the EKS cluster, once while a request is validated and planned (ops.WithReadings).
+// eksStatus reads the EKS cluster, once while a request is validated and planned (readings.With).
 func (c *Clients) eksStatus(ctx context.Context, t *target) (*ekstypes.Cluster, error) {
-	return ops.ReadOnce(ctx, "eks DescribeCluster "+t.name, func() (*ekstypes.Cluster, error) {
+	return readings.Once(ctx, "eks DescribeCluster "+t.name, func() (*ekstypes.Cluster, error) {
 		out, err := t.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: awssdk.String(t.cl.EKS.ClusterName)})
 		if err != nil {
 			return nil, awsError(serviceEKS, "DescribeCluster", err)
@@ -102,7 +103,7 @@ func (c *Clients) eksStatus(ctx context.Context, t *target) (*ekstypes.Cluster, 
 
 // describeNodegroup reads one EKS managed node group, once while a request is validated and planned.
 func (c *Clients) describeNodegroup(ctx context.Context, t *target, name string) (*ekstypes.Nodegroup, error) {
-	return ops.ReadOnce(ctx, "eks DescribeNodegroup "+t.name+" "+name, func() (*ekstypes.Nodegroup, error) {
+	return readings.Once(ctx, "eks DescribeNodegroup "+t.name+" "+name, func() (*ekstypes.Nodegroup, error) {
 		out, err := t.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{
 			ClusterName: awssdk.String(t.cl.EKS.ClusterName), NodegroupName: awssdk.String(name)})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // executionScope is the lease an executing replica holds on a request; when it lapses, another replica resumes it.
@@ -130,7 +131,7 @@ type executor struct {
 	scope *Lock
 	// mu orders this attempt's writes to the record (progress reports come from the operation's goroutines).
 	mu sync.Mutex
-	// finalMu guards finals: the notes ProgressFinal kept for the outcome.
+	// finalMu guards finals: the notes progress.Final kept for the outcome.
 	finalMu sync.Mutex
 	finals  []string
 }
@@ -491,16 +492,16 @@ func (x *executor) withdrawWrite(ctx context.Context, fence int64) {
 	}
 }
 
-// withProgress has the operation's Progress and ProgressMarked calls in ctx recorded by this attempt, on a context
+// withProgress has the operation's progress.Note and progress.Marked calls in ctx recorded by this attempt, on a context
 // detached from rec's cancellation: a note reported just before a hand-over is still recorded.
 func (x *executor) withProgress(ctx, rec context.Context) context.Context {
-	return ops.WithMarkedProgress(ctx,
+	return progress.WithMarked(ctx,
 		func(msg string) { x.progress(context.WithoutCancel(rec), msg, "", "") },
 		func(msg, key, mark string) { x.progress(context.WithoutCancel(rec), msg, key, mark) },
 		func(msg string) { x.keepFinal(msg) })
 }
 
-// keepFinal keeps a note for the outcome (ProgressFinal).
+// keepFinal keeps a note for the outcome (progress.Final).
 func (x *executor) keepFinal(msg string) {
 	x.finalMu.Lock()
 	defer x.finalMu.Unlock()

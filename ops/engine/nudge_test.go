@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 )
@@ -42,7 +43,7 @@ type losing struct {
 
 var errAnswerLost = errors.New("read tcp: connection reset by peer")
 
-func (s *losing) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *losing) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	if err := s.Store.Update(ctx, rec, expect, ev); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 )
 
 // Store keeps request records. Implementations must make Create atomic with the idempotency reservation and Update
@@ -18,7 +19,7 @@ type Store interface {
 	Get(ctx context.Context, id string) (*ops.Record, error)
 	// Update stores rec if the stored version equals expect, setting rec.Version to expect+1; otherwise
 	// ErrVersionConflict. ev is appended to the audit trail in the same step.
-	Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error
+	Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error
 	// List returns recent records, newest first, that pass the filter.
 	List(ctx context.Context, q ListQuery) ([]*ops.Record, error)
 }

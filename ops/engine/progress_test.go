@@ -7,6 +7,7 @@ import (
 
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // markingWidget is the step widget whose Await reports a marked note, and keeps what its Execution said.
@@ -17,7 +18,7 @@ type markingWidget struct {
 
 func (m markingWidget) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
 	*m.seen = x
-	ops.ProgressMarked(ctx, "events", `{"after":"t1"}`, "told event %d", 1)
+	progress.Marked(ctx, "events", `{"after":"t1"}`, "told event %d", 1)
 	return m.stepWidget.Await(ctx, req, plan, written, x)
 }
 
@@ -50,15 +51,15 @@ func TestProgressMarkedRecordsItsMark(t *testing.T) {
 // Outside the engine a marked note is a plain note, and nobody listening is no failure.
 func TestProgressMarkedWithoutTheEngine(t *testing.T) {
 	var notes []string
-	ctx := ops.WithProgress(context.Background(), func(msg string) { notes = append(notes, msg) })
-	ops.ProgressMarked(ctx, "events", "m", "note %s", "a")
-	ops.ProgressMarked(context.Background(), "events", "m", "nobody hears this")
+	ctx := progress.With(context.Background(), func(msg string) { notes = append(notes, msg) })
+	progress.Marked(ctx, "events", "m", "note %s", "a")
+	progress.Marked(context.Background(), "events", "m", "nobody hears this")
 	if len(notes) != 1 || notes[0] != "note a" {
 		t.Errorf("notes %q, want the marked note told as a plain one", notes)
 	}
 }
 
-// finalWidget is the step widget whose Await ends its wait with a final status (ProgressFinal), then, when later
+// finalWidget is the step widget whose Await ends its wait with a final status (progress.Final), then, when later
 // is set, reports one more step.
 type finalWidget struct {
 	stepWidget
@@ -66,9 +67,9 @@ type finalWidget struct {
 }
 
 func (f finalWidget) Await(ctx context.Context, req *ops.Request, plan *ops.Plan, written []byte, x ops.Execution) (*ops.Result, error) {
-	ops.ProgressFinal(ctx, "update Successful, %d/%d nodes Ready", 4, 4)
+	progress.Final(ctx, "update Successful, %d/%d nodes Ready", 4, 4)
 	if f.later != "" {
-		ops.Progress(ctx, "%s", f.later)
+		progress.Note(ctx, "%s", f.later)
 	}
 	return f.stepWidget.Await(ctx, req, plan, written, x)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/readings"
 )
 
 // Submit validates a request, records it under its id (the idempotency key), plans it, and either finishes a dry
@@ -15,9 +16,9 @@ import (
 // existing record; with different content it is E_IDEMPOTENCY_CONFLICT. Errors before the record is stored change
 // nothing. When a stored request ends rejected, both the record and its error are returned.
 func (e *Engine) Submit(ctx context.Context, req ops.Request) (*ops.Record, error) {
-	// Validate and Plan read the world once between them (ops.ReadOnce): plan ends the readings, and nothing else
+	// Validate and Plan read the world once between them (readings.Once): plan ends the readings, and nothing else
 	// runs under them.
-	planning := ops.WithReadings(ctx)
+	planning := readings.With(ctx)
 	op, err := e.prepare(planning, &req)
 	if err != nil {
 		return nil, err
@@ -198,7 +199,7 @@ func (e *Engine) plan(ctx context.Context, op ops.Operation, rec *ops.Record) (*
 		}
 	}
 	p, err := e.makePlan(ctx, op, rec.Request)
-	ctx = ops.WithoutReadings(ctx) // what follows the plan reads the world as it is now
+	ctx = readings.Without(ctx) // what follows the plan reads the world as it is now
 	if err == nil {
 		var appr ops.Approval
 		if appr, err = e.approvalFor(ctx, rec, p); err == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 )
 
 // maxCASAttempts bounds retries of a compare-and-set lost to a concurrent writer.
@@ -51,7 +52,7 @@ func (e *Engine) moveAt(ctx context.Context, rec *ops.Record, to ops.Phase, by o
 	t := ops.Transition{From: rec.Phase, To: to, At: now, By: by, Note: note, Kind: kind}
 	next.Phase, next.UpdatedAt = to, now
 	next.History = append(next.History, t)
-	ev := ops.NewAuditEvent(next, t)
+	ev := audit.NewEvent(next, t)
 	if err := e.store.Update(ctx, next, rec.Version, ev); err != nil {
 		return nil, err
 	}

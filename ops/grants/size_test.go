@@ -39,7 +39,7 @@ func TestGrantHoldsSizelessChangesToTheirObjects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			size, ok := grants.Size(tc.plan)
 			if !ok || size != tc.size {
-				t.Fatalf("GrantSize = %d, %v; want %d", size, ok, tc.size)
+				t.Fatalf("Size = %d, %v; want %d", size, ok, tc.size)
 			}
 			if misfit := g.Misfit(req, tc.plan); (misfit == "") != tc.fits {
 				t.Errorf("Misfit = %q; want fits %v", misfit, tc.fits)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // AnnotationInferenceSpec shows the parameters a Deployment was deployed with, for people reading the object. It
@@ -290,7 +291,7 @@ func (r *registry) followRollout(ctx context.Context, t target, name string, res
 		}
 		state, why := DeploymentState(dep)
 		if msg := state + " " + why; msg != last {
-			ops.Progress(ctx, "rollout of %s: %s", name, msg)
+			progress.Note(ctx, "rollout of %s: %s", name, msg)
 			last = msg
 		}
 		switch state {

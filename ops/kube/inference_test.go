@@ -18,6 +18,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 func deployParams(over map[string]any) map[string]any {
@@ -208,7 +209,7 @@ func TestRolloutInference(t *testing.T) {
 				t.Fatalf("change = %+v", c)
 			}
 			var steps []string
-			ctx := ops.WithProgress(context.Background(), func(m string) { steps = append(steps, m) })
+			ctx := progress.With(context.Background(), func(m string) { steps = append(steps, m) })
 			res, err := op.Execute(ctx, req, p, ops.Execution{})
 			if tt.fail {
 				wantCode(t, err, ops.CodeClusterUnavailable, "ProgressDeadlineExceeded")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/progress"
 )
 
 // target is where a request acts, resolved: the cluster, its config and the namespace.
@@ -325,7 +326,7 @@ func executeApply(ctx context.Context, cluster string, c *Cluster, d *desired, x
 		if err != nil {
 			return res, partialApply(writeError(err), out, d.objects[i:])
 		}
-		ops.Progress(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
+		progress.Note(ctx, "%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action)
 		out = append(out, applyResult{o.res.Kind, o.obj.GetName(), ch.Action, applied.GetGeneration(), string(applied.GetUID())})
 		done = append(done, fmt.Sprintf("%s %s %sd", o.res.Kind, o.obj.GetName(), ch.Action))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 )
 
@@ -15,7 +16,7 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	records map[string]*ops.Record
-	audit   []ops.AuditEvent
+	audit   []audit.Event
 }
 
 // NewStore returns an empty store.
@@ -43,7 +44,7 @@ func (s *Store) Get(_ context.Context, id string) (*ops.Record, error) {
 }
 
 // Update stores rec if the stored version is expect (ops.ErrVersionConflict otherwise) and appends ev.
-func (s *Store) Update(_ context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *Store) Update(_ context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	got, ok := s.records[rec.ID()]
@@ -79,7 +80,7 @@ func (s *Store) List(_ context.Context, q engine.ListQuery) ([]*ops.Record, erro
 }
 
 // Audit returns the audit trail so far, oldest first.
-func (s *Store) Audit() []ops.AuditEvent {
+func (s *Store) Audit() []audit.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.audit)

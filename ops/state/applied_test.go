@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -25,7 +26,7 @@ func applying(t *testing.T, s *state.Store, id string, fence int64) *ops.Record 
 	rec.Phase, rec.Fence = ops.PhaseExecuting, fence
 	rec.Plan = &ops.Plan{Summary: "deploy ranker", Applies: []ops.ObjectRef{ranker}}
 	rec.Execution = &ops.ExecutionState{WriteStarted: epoch}
-	if err := s.Update(ctx, rec, rec.Version, ops.AuditEvent{RequestID: id, To: rec.Phase}); err != nil {
+	if err := s.Update(ctx, rec, rec.Version, audit.Event{RequestID: id, To: rec.Phase}); err != nil {
 		t.Fatal(err)
 	}
 	return rec
@@ -35,7 +36,7 @@ func accept(t *testing.T, s *state.Store, rec *ops.Record, phase ops.Phase) {
 	t.Helper()
 	rec.Phase = phase
 	rec.Execution.WriteAccepted = epoch.Add(time.Second)
-	if err := s.Update(ctxT(t), rec, rec.Version, ops.AuditEvent{RequestID: rec.ID(), To: phase}); err != nil {
+	if err := s.Update(ctxT(t), rec, rec.Version, audit.Event{RequestID: rec.ID(), To: phase}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 )
 
 // AuditLine is one transition of the audit trail as it is exported for a SIEM, one JSON object a line
@@ -31,7 +32,7 @@ type AuditLine struct {
 	Note      string             `json:"note,omitempty"`
 	Approvers []string           `json:"approvers,omitempty"`
 	PlanHash  string             `json:"planHash,omitempty"`
-	Cost      *ops.AuditCost     `json:"cost,omitempty"`
+	Cost      *audit.Cost        `json:"cost,omitempty"`
 	Risk      string             `json:"risk,omitempty"`
 	// Outcome is the phase a request ended in (succeeded, failed, denied, …, or interrupted), on the line of the
 	// transition that ended it.
@@ -39,13 +40,13 @@ type AuditLine struct {
 	Params  ops.Params `json:"params,omitempty"`
 	// BreakGlass is on the line that broke glass (the requester approved alone) and on its acknowledgement: who,
 	// under which on-call group, the reason, and the lead who acknowledged it.
-	BreakGlass *ops.AuditBreakGlass `json:"breakGlass,omitempty"`
+	BreakGlass *audit.BreakGlass `json:"breakGlass,omitempty"`
 	// Grant is on the line a standing grant approved: the grant's id, who gave it (and on which request), which
 	// use of how many.
-	Grant *ops.AuditGrant `json:"grant,omitempty"`
+	Grant *audit.Grant `json:"grant,omitempty"`
 }
 
-func lineOf(cursor string, ev ops.AuditEvent) AuditLine {
+func lineOf(cursor string, ev audit.Event) AuditLine {
 	l := AuditLine{Cursor: cursor, Time: ev.At, RequestID: ev.RequestID, Operation: ev.Operation, Target: ev.Target,
 		Initiator: ev.Initiator, By: ev.By, From: ev.From, Phase: ev.To, Kind: ev.Kind, Note: ev.Note,
 		Approvers: ev.Approvers, PlanHash: ev.PlanHash, Cost: ev.Cost, Risk: ev.Risk, Params: ev.Params,
@@ -98,7 +99,7 @@ func (s *Store) AuditPage(ctx context.Context, q AuditQuery) ([]AuditLine, strin
 	out := make([]AuditLine, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values["event"].(string)
-		var ev ops.AuditEvent
+		var ev audit.Event
 		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 			return nil, "", fmt.Errorf("state: decode audit event %s: %w", m.ID, err)
 		}

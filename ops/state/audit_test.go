@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/state"
 )
 
@@ -48,7 +49,7 @@ func storeLifecycle(t *testing.T, s *state.Store, id string) *ops.Record {
 		tr := ops.Transition{From: rec.Phase, To: st.to, By: st.by, At: epoch.Add(time.Duration(i+1) * time.Minute)}
 		next.Phase, next.Version = st.to, rec.Version+1
 		next.History = append(next.History, tr)
-		if err := s.Update(ctx, next, rec.Version, ops.NewAuditEvent(next, tr)); err != nil {
+		if err := s.Update(ctx, next, rec.Version, audit.NewEvent(next, tr)); err != nil {
 			t.Fatalf("update to %s: %v", st.to, err)
 		}
 		rec = next

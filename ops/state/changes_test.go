@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -32,7 +33,7 @@ func TestFeedWakesOnEveryStoredChange(t *testing.T) {
 		waitSignal(t, changed, "req-1's creation")
 		next := rec.Clone()
 		next.Phase = ops.PhasePlanned
-		if err := s.Update(ctx, next, rec.Version, ops.AuditEvent{RequestID: "req-1"}); err != nil {
+		if err := s.Update(ctx, next, rec.Version, audit.Event{RequestID: "req-1"}); err != nil {
 			t.Fatal(err)
 		}
 		waitSignal(t, changed, "req-1's update")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -319,7 +320,7 @@ func TestTwoReplicasRaceToExecute(t *testing.T) {
 	s := cl.store(t)
 	approved := rec.Clone()
 	approved.Phase = ops.PhaseApproved
-	if err := s.Update(ctx, approved, rec.Version, ops.AuditEvent{RequestID: "race-1", To: ops.PhaseApproved}); err != nil {
+	if err := s.Update(ctx, approved, rec.Version, audit.Event{RequestID: "race-1", To: ops.PhaseApproved}); err != nil {
 		t.Fatal(err)
 	}
 	const perEngine = 10
@@ -546,7 +547,7 @@ func TestSweepReachesOlderOrphans(t *testing.T) {
 		}
 		next := rec.Clone()
 		next.Phase = phase
-		if err := s.Update(ctx, next, 1, ops.AuditEvent{RequestID: id, To: phase}); err != nil {
+		if err := s.Update(ctx, next, 1, audit.Event{RequestID: id, To: phase}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -32,7 +33,7 @@ func TestRedisDownIsStateUnavailable(t *testing.T) {
 		{"Ping", func() error { return s.Ping(ctx) }},
 		{"Create", func() error { _, _, err := s.Create(ctx, record("r1", ops.PhaseReceived, "U1", epoch)); return err }},
 		{"Get", func() error { _, err := s.Get(ctx, "r1"); return err }},
-		{"Update", func() error { return s.Update(ctx, record("r1", ops.PhasePlanned, "U1", epoch), 1, ops.AuditEvent{}) }},
+		{"Update", func() error { return s.Update(ctx, record("r1", ops.PhasePlanned, "U1", epoch), 1, audit.Event{}) }},
 		{"List", func() error { _, err := s.List(ctx, engine.ListQuery{}); return err }},
 		{"Acquire", func() error { _, err := s.Acquire(ctx, scope, "r1", time.Second); return err }},
 		{"Holder", func() error { _, _, err := s.Holder(ctx, scope); return err }},
@@ -117,7 +118,7 @@ func TestKeysArePrefixedAndExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 300 {
-			if err := s.Update(ctx, rec, rec.Version, ops.AuditEvent{RequestID: "busy", Note: "tick"}); err != nil {
+			if err := s.Update(ctx, rec, rec.Version, audit.Event{RequestID: "busy", Note: "tick"}); err != nil {
 				t.Fatalf("update %d: %v", i, err)
 			}
 		}

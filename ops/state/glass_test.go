@@ -14,6 +14,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -308,7 +309,7 @@ type lostUpdates struct {
 	lose atomic.Bool
 }
 
-func (s *lostUpdates) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *lostUpdates) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	if err := s.Store.Update(ctx, rec, expect, ev); err != nil || !s.lose.Load() {
 		return err
 	}
@@ -366,7 +367,7 @@ func TestBreakGlassAgainAfterThePlanChanged(t *testing.T) {
 	tr := ops.Transition{From: rec.Phase, To: ops.PhaseAwaitingApproval, At: r1.Now(), By: ops.Initiator{Kind: ops.System, ID: "hyperops"},
 		Note: "E_STALE_PLAN"}
 	replanned.History = append(replanned.History, tr)
-	if err := s.Update(ctx, replanned, rec.Version, ops.NewAuditEvent(replanned, tr)); err != nil {
+	if err := s.Update(ctx, replanned, rec.Version, audit.NewEvent(replanned, tr)); err != nil {
 		t.Fatal(err)
 	}
 	rec, err = r1.BreakGlass(ctx, "req-1", alice, "second")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/config/endpoint"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
@@ -343,8 +344,8 @@ func exerciseStore(t *testing.T, s *state.Store) {
 	}
 	next := stored.Clone()
 	next.Phase = ops.PhasePlanned
-	must("Update", s.Update(ctx, next, 1, ops.AuditEvent{RequestID: "script-1", To: ops.PhasePlanned}))
-	if err := s.Update(ctx, next, 1, ops.AuditEvent{RequestID: "script-1"}); err == nil {
+	must("Update", s.Update(ctx, next, 1, audit.Event{RequestID: "script-1", To: ops.PhasePlanned}))
+	if err := s.Update(ctx, next, 1, audit.Event{RequestID: "script-1"}); err == nil {
 		t.Fatalf("a second Update expecting version 1 was accepted")
 	}
 	got, err := s.Get(ctx, "script-1")

@@ -10,6 +10,7 @@ import (
 	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/grants"
 	"github.com/hyperops/hyperops/ops/state"
@@ -288,7 +289,7 @@ type failingApproval struct {
 	failNext atomic.Bool
 }
 
-func (s *failingApproval) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *failingApproval) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	if ev.From == ops.PhasePlanned && ev.To == ops.PhaseApproved && s.failNext.CompareAndSwap(true, false) {
 		return fmt.Errorf("READONLY You can't write against a read only replica: %w", ops.ErrStateUnavailable)
 	}

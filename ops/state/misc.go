@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 // Seen reports whether this is the first time a Slack delivery (kind: "envelope", "event", "action"…; id: its
@@ -98,7 +97,7 @@ func (s *Store) CacheSet(ctx context.Context, key string, val []byte, ttl time.D
 }
 
 // Audit returns up to count of the most recent audit events, newest first.
-func (s *Store) Audit(ctx context.Context, count int) ([]ops.AuditEvent, error) {
+func (s *Store) Audit(ctx context.Context, count int) ([]audit.Event, error) {
 	if count <= 0 {
 		return nil, nil
 	}
@@ -106,10 +105,10 @@ func (s *Store) Audit(ctx context.Context, count int) ([]ops.AuditEvent, error) 
 	if err != nil {
 		return nil, unavailable("read the audit stream", err)
 	}
-	out := make([]ops.AuditEvent, 0, len(msgs))
+	out := make([]audit.Event, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values["event"].(string)
-		var ev ops.AuditEvent
+		var ev audit.Event
 		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 			return nil, fmt.Errorf("state: decode audit event %s: %w", m.ID, err)
 		}

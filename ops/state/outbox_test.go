@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -106,7 +107,7 @@ func TestOutboxKeepsPendingEntriesPastTheAuditCap(t *testing.T) {
 		}
 		const updates = 300
 		for i := range updates {
-			if err := s.Update(ctx, rec, rec.Version, ops.AuditEvent{RequestID: "busy", Note: "tick"}); err != nil {
+			if err := s.Update(ctx, rec, rec.Version, audit.Event{RequestID: "busy", Note: "tick"}); err != nil {
 				t.Fatalf("update %d: %v", i, err)
 			}
 		}

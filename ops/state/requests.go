@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 )
 
@@ -76,14 +77,14 @@ end
 return 1
 `)
 
-func (s *Store) reqKey(id string) string             { return s.key("req", id) }
-func (s *Store) indexKey() string                    { return s.key("idx") }
-func (s *Store) phaseKey(p ops.Phase) string         { return s.key("phase", string(p)) }
-func (s *Store) phaseKeyPrefix() string              { return s.key("phase", "") }
-func (s *Store) auditKey() string                    { return s.key("audit") }
-func score(rec *ops.Record) int64                    { return rec.CreatedAt.UnixMilli() }
-func (s *Store) trimBefore() int64                   { return s.opts.Clock.Now().Add(-s.opts.RequestTTL).UnixMilli() }
-func marshalEvent(ev ops.AuditEvent) ([]byte, error) { return json.Marshal(ev) }
+func (s *Store) reqKey(id string) string          { return s.key("req", id) }
+func (s *Store) indexKey() string                 { return s.key("idx") }
+func (s *Store) phaseKey(p ops.Phase) string      { return s.key("phase", string(p)) }
+func (s *Store) phaseKeyPrefix() string           { return s.key("phase", "") }
+func (s *Store) auditKey() string                 { return s.key("audit") }
+func score(rec *ops.Record) int64                 { return rec.CreatedAt.UnixMilli() }
+func (s *Store) trimBefore() int64                { return s.opts.Clock.Now().Add(-s.opts.RequestTTL).UnixMilli() }
+func marshalEvent(ev audit.Event) ([]byte, error) { return json.Marshal(ev) }
 
 // Create stores rec unless its id is already recorded, atomically with the index and the audit event. When the id
 // exists it returns the stored record and created=false; the caller compares fingerprints.
@@ -97,7 +98,7 @@ func (s *Store) Create(ctx context.Context, rec *ops.Record) (*ops.Record, bool,
 		first = rec.History[0]
 		first.Note = "received"
 	}
-	ev, err := marshalEvent(ops.NewAuditEvent(rec, first))
+	ev, err := marshalEvent(audit.NewEvent(rec, first))
 	if err != nil {
 		return nil, false, fmt.Errorf("state: encode audit event: %w", err)
 	}
@@ -134,7 +135,7 @@ func (s *Store) Get(ctx context.Context, id string) (*ops.Record, error) {
 // Update stores rec when the stored version equals expect, sets rec.Version to expect+1, and appends ev to the
 // audit stream, all in one script. A different stored version is ops.ErrVersionConflict; a missing record is
 // ops.ErrNotFound.
-func (s *Store) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *Store) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	next := *rec
 	next.Version = expect + 1
 	data, err := json.Marshal(&next)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/state"
 )
@@ -36,7 +37,7 @@ func TestCreateGetUpdate(t *testing.T) {
 
 		next := rec.Clone()
 		next.Phase = ops.PhasePlanned
-		ev := ops.AuditEvent{RequestID: "req-1", From: ops.PhaseReceived, To: ops.PhasePlanned, At: epoch}
+		ev := audit.Event{RequestID: "req-1", From: ops.PhaseReceived, To: ops.PhasePlanned, At: epoch}
 		steps := []struct {
 			name    string
 			expect  int64
@@ -88,7 +89,7 @@ func TestList(t *testing.T) {
 			}
 			next := rec.Clone()
 			next.Phase = phases[i%3]
-			if err := s.Update(ctx, next, 1, ops.AuditEvent{RequestID: rec.ID(), To: next.Phase}); err != nil {
+			if err := s.Update(ctx, next, 1, audit.Event{RequestID: rec.ID(), To: next.Phase}); err != nil {
 				t.Fatal(err)
 			}
 		}

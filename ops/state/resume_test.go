@@ -10,6 +10,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/faultproxy"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/audit"
 	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
@@ -492,7 +493,7 @@ type outageStore struct {
 	fails int
 }
 
-func (s *outageStore) Update(ctx context.Context, rec *ops.Record, expect int64, ev ops.AuditEvent) error {
+func (s *outageStore) Update(ctx context.Context, rec *ops.Record, expect int64, ev audit.Event) error {
 	s.mu.Lock()
 	fail := s.fails > 0 && s.armed(rec)
 	if fail {

@@ -1,4 +1,4 @@
-package ops
+package readings
 
 import (
 	"context"
@@ -13,25 +13,25 @@ type readings struct {
 	byID map[string]any
 }
 
-// WithReadings returns a context under which ReadOnce keeps what it reads: the engine validates and plans a new
+// With returns a context under which Once keeps what it reads: the engine validates and plans a new
 // request under one, so the plan diffs against the state its guardrails were checked on, read once (a HyperPod scale
 // describes its cluster once before approval, not once for Validate and again for Plan). It is never used for an
 // execution: an execution, and the re-check before its write, must see the world as it is now.
-func WithReadings(ctx context.Context) context.Context {
+func With(ctx context.Context) context.Context {
 	return context.WithValue(ctx, readingsKey{}, &readings{byID: map[string]any{}})
 }
 
-// WithoutReadings returns a context under which ReadOnce reads again: the engine ends its readings with the plan.
-func WithoutReadings(ctx context.Context) context.Context {
+// Without returns a context under which Once reads again: the engine ends its readings with the plan.
+func Without(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(readingsKey{}).(*readings); !ok {
 		return ctx
 	}
 	return context.WithValue(ctx, readingsKey{}, (*readings)(nil))
 }
 
-// ReadOnce returns what read returns, or, under WithReadings, what an earlier call with the same key returned: key
+// Once returns what read returns, or, under With, what an earlier call with the same key returned: key
 // names what is read (the API call and its target). A failed read is not kept, so a later call tries again.
-func ReadOnce[T any](ctx context.Context, key string, read func() (T, error)) (T, error) {
+func Once[T any](ctx context.Context, key string, read func() (T, error)) (T, error) {
 	r, _ := ctx.Value(readingsKey{}).(*readings)
 	if r == nil {
 		return read()
