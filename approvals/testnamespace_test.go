@@ -62,7 +62,7 @@ func exampleWithScope(t *testing.T, line string) []byte {
 }
 
 // exampleEngine is the engine of config/example.yaml with ops-agent's scope set to scopeLine: the real policy,
-// target resolution and risk rules (ops.RiskPolicyFor), a store in memory, and stand-ins for the agent's operations.
+// target resolution and risk rules (approvals.RiskPolicyFor), a store in memory, and stand-ins for the agent's operations.
 func exampleEngine(t *testing.T, scopeLine string) (*engine.Engine, *opstest.Store, *config.Config) {
 	t.Helper()
 	t.Setenv("OPS_AGENT_MCP_TOKEN_SHA256", strings.Repeat("0f", 32))
@@ -75,7 +75,7 @@ func exampleEngine(t *testing.T, scopeLine string) (*engine.Engine, *opstest.Sto
 	clock := newFakeClock()
 	store := opstest.NewStore()
 	eng := engine.New(catalog, store, opstest.NewLocker(clock), New(cfg, newDirectory(), clock),
-		engine.Options{Replica: "r1", Clock: clock, Targets: engine.ConfigTargets(cfg), Risk: ops.RiskPolicyFor(cfg)})
+		engine.Options{Replica: "r1", Clock: clock, Targets: engine.ConfigTargets(cfg), Risk: RiskPolicyFor(cfg)})
 	return eng, store, cfg
 }
 

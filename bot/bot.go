@@ -203,7 +203,7 @@ func New(opts Options) (*Bot, error) {
 	log := opts.Log
 	eng := engine.New(opts.Catalog, store, store, policy, engine.Options{
 		Replica: opts.Replica, Clock: opts.Clock, Notifier: notes, Targets: engine.ConfigTargets(cfg),
-		Risk:  ops.RiskPolicyFor(cfg),
+		Risk:  approvals.RiskPolicyFor(cfg),
 		Queue: store.Queue(), Budgets: budgets(cfg), HoldTTL: cfg.Execution.HoldUnknown.Std(),
 		WriteTimeout: cfg.Execution.WriteTimeout.Std(), Ledger: store, Glass: store, Grants: store,
 		OnError: func(id string, err error) {

@@ -14,6 +14,7 @@ import (
 	hmcp "github.com/hyperops/hyperops/handlers/mcp"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/engine"
 	"github.com/hyperops/hyperops/ops/grants"
 )
 
@@ -369,7 +370,7 @@ func TestRevertFromThePlanMessageMenuSlashAndMCP(t *testing.T) {
 		prepare: func(h *harness) { h.extra = append(h.extra, dial) },
 		edit:    func(c *config.Config) { c.Agents[0].Operations = append(c.Agents[0].Operations, "set-dial") },
 	})
-	// reverted checks the revert rev of id (ops.RevertRequestID, read before it was asked).
+	// reverted checks the revert rev of id (engine.RevertRequestID, read before it was asked).
 	reverted := func(id, rev, name string) {
 		t.Helper()
 		h.waitPhase(rev, ops.PhaseSucceeded)
@@ -390,13 +391,13 @@ func TestRevertFromThePlanMessageMenuSlashAndMCP(t *testing.T) {
 	h.slash(userAlice, chOps, "dial set name=d1 count=3 request-id=dial-1")
 	h.waitPhase("dial-1", ops.PhaseSucceeded)
 	m := h.planOf(chOps, "dial-1", func(m fakeslack.Message) bool { return hasButton(m, handlers.ActionRevert) })
-	rev := ops.RevertRequestID(h.record("dial-1"))
+	rev := engine.RevertRequestID(h.record("dial-1"))
 	h.choose(userAlice, chOps, m, handlers.ActionRevert)
 	reverted("dial-1", rev, "d1")
 
 	// By slash command.
 	h.slash(userAlice, chOps, "dial set name=d2 count=2 request-id=dial-2")
-	rev = ops.RevertRequestID(h.waitPhase("dial-2", ops.PhaseSucceeded))
+	rev = engine.RevertRequestID(h.waitPhase("dial-2", ops.PhaseSucceeded))
 	h.slash(userAlice, chOps, "request revert id=dial-2")
 	reverted("dial-2", rev, "d2")
 

@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/report"
 )
 
@@ -181,7 +182,7 @@ func reportGroupLine(g report.Group) string {
 const reportMaxUnhealthyNodes = 5
 
 // reportHealthCounts says a group's health: ":large_green_circle: 3 healthy", then what is not, in red.
-func reportHealthCounts(c ops.HealthCounts) string {
+func reportHealthCounts(c fleet.HealthCounts) string {
 	parts := c.NotHealthy()
 	if len(parts) == 0 {
 		return fmt.Sprintf(":large_green_circle: %d healthy", c.Healthy)
@@ -191,7 +192,7 @@ func reportHealthCounts(c ops.HealthCounts) string {
 
 // reportUnhealthyLine names one node that is not healthy and why: "`hyperpod-i-0b` *faulty*: GPU 3 reported Xid 79
 // (UnschedulablePendingReplacement, Failure)".
-func reportUnhealthyLine(h ops.NodeHealth) string {
+func reportUnhealthyLine(h fleet.NodeHealth) string {
 	line := fmt.Sprintf("`%s` *%s*: %s", reportEscape(h.Node), reportEscape(h.State), reportEscape(reportClip(h.Reason, 200)))
 	var why []string
 	for _, s := range []string{h.Label, h.InstanceStatus} {

@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/report"
 )
 
@@ -34,16 +35,16 @@ func fullReport(t *testing.T) report.Report {
 		Name: "daily-capacity", Cluster: "ml-prod-eks", At: at,
 		Groups: []report.Group{
 			{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
-				Health: map[string]int{"Schedulable": 1}, States: ops.HealthCounts{Healthy: 1},
+				Health: map[string]int{"Schedulable": 1}, States: fleet.HealthCounts{Healthy: 1},
 				GPUs: report.GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5}, Hourly: 7.09, PriceKnown: true},
 			{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
 			{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
 				Health: map[string]int{"Schedulable": 1, "UnschedulablePendingReplacement": 1, "UnschedulablePendingReboot": 1},
-				States: ops.HealthCounts{Healthy: 1, Faulty: 1, Rebooting: 1},
-				Unhealthy: []ops.NodeHealth{
-					{Node: "hyperpod-i-0b2c", InstanceID: "i-0b2c", State: ops.HealthFaulty, Label: "UnschedulablePendingReplacement",
+				States: fleet.HealthCounts{Healthy: 1, Faulty: 1, Rebooting: 1},
+				Unhealthy: []fleet.NodeHealth{
+					{Node: "hyperpod-i-0b2c", InstanceID: "i-0b2c", State: fleet.HealthFaulty, Label: "UnschedulablePendingReplacement",
 						InstanceStatus: "Failure", Reason: "GPU 3 reported Xid 79 <fallen off the bus>"},
-					{Node: "hyperpod-i-0d4e", InstanceID: "i-0d4e", State: ops.HealthRebooting, Label: "UnschedulablePendingReboot",
+					{Node: "hyperpod-i-0d4e", InstanceID: "i-0d4e", State: fleet.HealthRebooting, Label: "UnschedulablePendingReboot",
 						InstanceStatus: "Pending", Reason: "failed a health check; HyperPod marked it for a reboot"},
 				},
 				GPUs: report.GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 339.204, PriceKnown: true},
@@ -75,7 +76,7 @@ func hugeReport(t *testing.T) report.Report {
 	r.Groups = nil
 	for i := range 300 {
 		r.Groups = append(r.Groups, report.Group{Name: fmt.Sprintf("group-%03d-%s", i, strings.Repeat("x", 40)), InstanceType: "ml.p5.48xlarge",
-			Current: 8, Target: 8, Status: "InService", Nodes: 8, Ready: 8, Health: map[string]int{"Schedulable": 8}, States: ops.HealthCounts{Healthy: 8},
+			Current: 8, Target: 8, Status: "InService", Nodes: 8, Ready: 8, Health: map[string]int{"Schedulable": 8}, States: fleet.HealthCounts{Healthy: 8},
 			GPUs: report.GPUs{Total: 64, Allocated: 60, Free: 4}, Hourly: 904.544, PriceKnown: true})
 	}
 	r.Workloads = nil

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -263,10 +262,4 @@ func (c *Catalog) Specs() []Spec {
 		out = append(out, c.ops[n].Spec())
 	}
 	return out
-}
-
-// MatchOperation reports whether an operation name matches a glob such as "get-*".
-func MatchOperation(pattern, name string) bool {
-	ok, err := path.Match(pattern, name)
-	return err == nil && ok
 }

@@ -1,10 +1,5 @@
 package ops
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-)
-
 // Undo is how to put back what a request replaced: the operation and parameters of the request that restores
 // it, made by the operation's Plan from the state it observed (an inference server's previous applied spec, a
 // group's previous count), or why it cannot be put back.
@@ -26,12 +21,4 @@ func (u *Undo) Revertible() bool { return u != nil && u.Operation != "" && u.Ref
 // a change then; the engine checks that again).
 func (r *Record) Revertible() bool {
 	return r.Phase == PhaseSucceeded && !r.Request.DryRun && r.Plan != nil && r.Plan.Undo.Revertible() && r.RevertedBy == ""
-}
-
-// RevertRequestID is the id of the request that reverts rec, so that two clicks on Revert, or a retried call,
-// ask for one revert: derived from rec's id and the revert asked before it, if any (one that was denied, expired
-// or failed may be asked again, under a new id).
-func RevertRequestID(rec *Record) string {
-	sum := sha256.Sum256([]byte(rec.ID() + "|revert|" + rec.RevertedBy))
-	return "req-" + hex.EncodeToString(sum[:8])
 }

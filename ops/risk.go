@@ -3,8 +3,6 @@ package ops
 import (
 	"fmt"
 	"strings"
-
-	"github.com/hyperops/hyperops/config"
 )
 
 // Level is a risk level; higher is riskier.
@@ -98,17 +96,6 @@ type RiskPolicy struct {
 	// Production reports whether a namespace of a cluster counts as production; the empty namespace asks about the
 	// cluster as a whole.
 	Production func(cluster, namespace string) bool
-}
-
-// RiskPolicyFor is the risk policy cfg configures: risk.hourlyCost's thresholds, and production where the clusters'
-// environment and namespaceEnvironments say, so a test namespace marked development on a production cluster is
-// assessed as development.
-func RiskPolicyFor(cfg *config.Config) RiskPolicy {
-	return RiskPolicy{MediumHourly: cfg.Risk.HourlyCost.Medium, HighHourly: cfg.Risk.HourlyCost.High,
-		Production: func(cluster, namespace string) bool {
-			cl, ok := cfg.Cluster(cluster)
-			return ok && cl.EnvironmentOf(namespace) == config.EnvProduction
-		}}
 }
 
 // Assess completes a plan's risk with the rules every operation shares: cost thresholds, unknown prices,

@@ -3,8 +3,6 @@ package ops
 import (
 	"strings"
 	"testing"
-
-	"github.com/hyperops/hyperops/config"
 )
 
 func TestRiskAssess(t *testing.T) {
@@ -55,59 +53,6 @@ func TestRiskAssess(t *testing.T) {
 			}
 			if tt.raise && !hasReason(p.Risk, "instance group gpu has 1 faulty node: one level up from") {
 				t.Errorf("the raise is not among the reasons: %+v", p.Risk.Reasons)
-			}
-		})
-	}
-}
-
-// TestRiskProductionIsPerNamespace: with RiskPolicyFor, production's step follows the namespace's environment
-// (example.yaml: ml-prod-eks is production, its ml-dev development), and the cluster's for a change to the cluster as
-// a whole, whatever namespace its target was filled in with; a production namespace on a cluster that is not
-// production is named as such.
-func TestRiskProductionIsPerNamespace(t *testing.T) {
-	example, err := config.Parse(config.Example, "example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	devCluster, err := config.Parse(config.Example, "example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	devCluster.Clusters[0].Environment = config.EnvDevelopment
-	devCluster.Clusters[0].NamespaceEnvironments = map[string]config.Environment{"ml-platform": config.EnvProduction}
-	job := Spec{Name: "submit-training-job", Mutates: true}
-	scale := Spec{Name: "scale-capacity", Mutates: true, ClusterWide: true}
-	read := Spec{Name: "list-training-jobs"}
-	tests := []struct {
-		name      string
-		cfg       *config.Config
-		spec      Spec
-		namespace string
-		want      Level
-		reason    string
-	}{
-		{"production namespace", example, job, "ml-platform", RiskMedium, "production cluster ml-prod-eks: one level up from low"},
-		{"test namespace marked development", example, job, "ml-dev", RiskLow, ""},
-		{"the cluster as a whole is production", example, scale, "ml-dev", RiskMedium, "production cluster ml-prod-eks: one level up from low"},
-		{"a read stays low", example, read, "ml-platform", RiskLow, ""},
-		{"production namespace of a development cluster", devCluster, job, "ml-platform", RiskMedium,
-			"production namespace ml-platform of cluster ml-prod-eks: one level up from low"},
-		{"its other namespaces", devCluster, job, "ml-research", RiskLow, ""},
-		{"the development cluster as a whole", devCluster, scale, "ml-platform", RiskLow, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := &Plan{}
-			req := Request{Target: Target{Cluster: "ml-prod-eks", Namespace: tt.namespace}, Initiator: Initiator{Kind: Human}}
-			RiskPolicyFor(tt.cfg).Assess(req, tt.spec, p)
-			if p.Risk.Level != tt.want {
-				t.Fatalf("level %s, want %s (reasons %+v)", p.Risk.Level, tt.want, p.Risk.Reasons)
-			}
-			if tt.reason != "" && !hasReason(p.Risk, tt.reason) {
-				t.Errorf("reasons %+v, want %q", p.Risk.Reasons, tt.reason)
-			}
-			if tt.reason == "" && len(p.Risk.Reasons) > 0 {
-				t.Errorf("reasons %+v, want none", p.Risk.Reasons)
 			}
 		})
 	}

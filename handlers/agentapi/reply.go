@@ -103,7 +103,7 @@ func NewBody(rec *ops.Record, requestID string, err error) Body {
 		}
 		if rec.Phase == ops.PhaseExpired {
 			// Expiry is an outcome of its own, not a refusal: the agent branches on E_EXPIRED and its next step.
-			if e := ops.ExpiredOutcome(rec); !hasError(body.Errors, e) {
+			if e := expiredOutcome(rec); !hasError(body.Errors, e) {
 				body.Errors = append(body.Errors, errorOf(e))
 			}
 		}

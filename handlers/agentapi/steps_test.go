@@ -84,7 +84,7 @@ func TestDecodeArgumentsAsADM(t *testing.T) {
 func TestExpiredBody(t *testing.T) {
 	rec := &ops.Record{Request: ops.Request{ID: "r1"}, Phase: ops.PhaseExpired,
 		Approval: ops.Approval{Required: 2, Approvers: "leads", ExpiresAt: time.Date(2025, 3, 8, 10, 0, 0, 0, time.UTC)}}
-	for _, err := range []error{nil, ops.ExpiredOutcome(rec)} {
+	for _, err := range []error{nil, expiredOutcome(rec)} {
 		b := NewBody(rec, "r1", err)
 		if b.Phase != ops.PhaseExpired || len(b.Errors) != 1 || b.Errors[0].Code != ops.CodeExpired {
 			t.Fatalf("body = %+v, want phase expired and E_EXPIRED once", b)

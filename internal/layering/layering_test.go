@@ -32,7 +32,7 @@ var names = map[string][]string{
 // ruled are the packages whose comment must say what they never import: the layers of the architecture (see
 // docs/architecture.md). Test kits, fakes and the binary wire everything together and are free.
 var ruled = []string{
-	"ops", "ops/grants", "ops/pricing", "ops/redact", "ops/audit", "ops/progress", "ops/readings", "ops/engine", "ops/kube", "ops/aws", "ops/state", "ops/report", "ops/report/collect",
+	"ops", "ops/grants", "ops/pricing", "ops/redact", "ops/audit", "ops/progress", "ops/readings", "ops/fleet", "ops/engine", "ops/kube", "ops/aws", "ops/state", "ops/report", "ops/report/collect",
 	"approvals", "handlers", "handlers/agentapi", "handlers/mcp", "bot", "bot/schedule", "config", "config/endpoint",
 }
 

@@ -12,6 +12,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/redact"
 )
 
@@ -61,20 +62,20 @@ type GroupCapacity struct {
 	Max     int `json:"max,omitempty"`
 	// Instances counts the HyperPod instances by status (ListClusterNodes); NotRunning lists those not Running,
 	// with HyperPod's message.
-	Instances  map[string]int       `json:"instances,omitempty"`
-	NotRunning []ops.InstanceHealth `json:"notRunning,omitempty"`
+	Instances  map[string]int         `json:"instances,omitempty"`
+	NotRunning []fleet.InstanceHealth `json:"notRunning,omitempty"`
 	// Hourly is Target × the on-demand price; 0 with PriceKnown false when the price is unknown.
-	Hourly     float64             `json:"hourly"`
-	PriceKnown bool                `json:"priceKnown"`
-	Kubernetes *ops.NodeGroupNodes `json:"kubernetes,omitempty"`
-	Issues     string              `json:"issues,omitempty"`
+	Hourly     float64           `json:"hourly"`
+	PriceKnown bool              `json:"priceKnown"`
+	Kubernetes *fleet.GroupNodes `json:"kubernetes,omitempty"`
+	Issues     string            `json:"issues,omitempty"`
 }
 
 // getCapacityOp is get-capacity (read-only).
 type getCapacityOp struct {
 	c      *Clients
 	pricer ops.Pricer
-	nodes  ops.NodeCounter
+	nodes  fleet.NodeCounter
 }
 
 func (o *getCapacityOp) Spec() ops.Spec {
@@ -105,7 +106,7 @@ func (o *getCapacityOp) Execute(ctx context.Context, req *ops.Request, _ *ops.Pl
 
 // Capacity reads a cluster's capacity from AWS, priced with pricer and merged with the Kubernetes view from
 // nodes (either may be nil). ops/report uses it for scheduled reports.
-func (c *Clients) Capacity(ctx context.Context, cluster string, pricer ops.Pricer, nodes ops.NodeCounter) (*Capacity, error) {
+func (c *Clients) Capacity(ctx context.Context, cluster string, pricer ops.Pricer, nodes fleet.NodeCounter) (*Capacity, error) {
 	t, err := c.cluster(cluster)
 	if err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (c *Clients) hyperPodCapacity(ctx context.Context, t *target) (*HyperPodCap
 	if err != nil {
 		return nil, err
 	}
-	instances, unhealthy := map[string]map[string]int{}, map[string][]ops.InstanceHealth{}
+	instances, unhealthy := map[string]map[string]int{}, map[string][]fleet.InstanceHealth{}
 	for _, n := range nodes {
 		if instances[n.Group] == nil {
 			instances[n.Group] = map[string]int{}
@@ -174,8 +175,8 @@ func (c *Clients) hyperPodCapacity(ctx context.Context, t *target) (*HyperPodCap
 
 // listClusterNodes reads every instance of the cluster's HyperPod cluster, a page of 100 at a time; the SDK's
 // retryer backs off and retries a ThrottlingException, as it does for every read.
-func (c *Clients) listClusterNodes(ctx context.Context, t *target) ([]ops.InstanceHealth, error) {
-	var out []ops.InstanceHealth
+func (c *Clients) listClusterNodes(ctx context.Context, t *target) ([]fleet.InstanceHealth, error) {
+	var out []fleet.InstanceHealth
 	p := sagemaker.NewListClusterNodesPaginator(t.sm, &sagemaker.ListClusterNodesInput{
 		ClusterName: awssdk.String(t.cl.HyperPod.ClusterName), MaxResults: awssdk.Int32(100)})
 	for p.HasMorePages() {
@@ -184,7 +185,7 @@ func (c *Clients) listClusterNodes(ctx context.Context, t *target) ([]ops.Instan
 			return nil, awsError(serviceSageMaker, "ListClusterNodes", err)
 		}
 		for _, n := range page.ClusterNodeSummaries {
-			in := ops.InstanceHealth{Group: awssdk.ToString(n.InstanceGroupName), InstanceID: awssdk.ToString(n.InstanceId), Status: "Unknown"}
+			in := fleet.InstanceHealth{Group: awssdk.ToString(n.InstanceGroupName), InstanceID: awssdk.ToString(n.InstanceId), Status: "Unknown"}
 			if n.InstanceStatus != nil {
 				in.Status, in.Message = string(n.InstanceStatus.Status), instanceMessage(awssdk.ToString(n.InstanceStatus.Message))
 			}
@@ -207,11 +208,11 @@ func instanceMessage(s string) string {
 	return s
 }
 
-var _ ops.InstanceHealthReader = (*Clients)(nil)
+var _ fleet.InstanceHealthReader = (*Clients)(nil)
 
-// HyperPodInstances implements ops.InstanceHealthReader: every instance of the cluster's HyperPod cluster with its
+// HyperPodInstances implements fleet.InstanceHealthReader: every instance of the cluster's HyperPod cluster with its
 // status and message; none for a cluster without HyperPod, or whose HyperPod cluster does not exist yet.
-func (c *Clients) HyperPodInstances(ctx context.Context, cluster string) ([]ops.InstanceHealth, error) {
+func (c *Clients) HyperPodInstances(ctx context.Context, cluster string) ([]fleet.InstanceHealth, error) {
 	t, err := c.cluster(cluster)
 	if err != nil {
 		return nil, err
@@ -267,7 +268,7 @@ func (c *Capacity) groups() []*GroupCapacity {
 
 // merge attaches the Kubernetes view to the groups of the same name and warns about nodes of groups AWS does not
 // list.
-func (c *Capacity) merge(kube []ops.NodeGroupNodes) {
+func (c *Capacity) merge(kube []fleet.GroupNodes) {
 	byName := map[string]*GroupCapacity{}
 	for _, g := range c.groups() {
 		byName[g.Name] = g

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/pricing"
 )
 
@@ -102,13 +103,13 @@ func TestHyperPodInstances(t *testing.T) {
 	if n := f.srv.Calls(fakeaws.OpSageMakerListClusterNodes); n != 4 {
 		t.Errorf("ListClusterNodes called %d times, want 4", n)
 	}
-	var failed []ops.InstanceHealth
+	var failed []fleet.InstanceHealth
 	for _, in := range got {
 		if in.Status != "Running" {
 			failed = append(failed, in)
 		}
 	}
-	if want := []ops.InstanceHealth{{Group: "gpu", InstanceID: faulty, Status: "Failure", Message: "GPU 3 reported Xid 79"}}; !reflect.DeepEqual(failed, want) {
+	if want := []fleet.InstanceHealth{{Group: "gpu", InstanceID: faulty, Status: "Failure", Message: "GPU 3 reported Xid 79"}}; !reflect.DeepEqual(failed, want) {
 		t.Errorf("not running: %+v, want %+v", failed, want)
 	}
 	if none, err := f.clients.HyperPodInstances(ctxT(t), testDevCluster); err != nil || none != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/engine"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/state"
@@ -259,14 +260,14 @@ type hookNodes struct {
 	cluster map[string]string                    // EKS cluster name → registered cluster
 	groups  map[string]map[string]map[string]int // cluster → group → node name → 1
 	types   map[string]string                    // group → instance type
-	pods    []ops.NodePod                        // what runs on the nodes (PodsOnNodes)
+	pods    []fleet.NodePod                      // what runs on the nodes (PodsOnNodes)
 }
 
-// PodsOnNodes makes hookNodes an ops.NodePodReader, as ops/kube's Clusters is: the pods set with runPod.
-func (h *hookNodes) PodsOnNodes(_ context.Context, _ string, nodes []string) ([]ops.NodePod, error) {
+// PodsOnNodes makes hookNodes an fleet.NodePodReader, as ops/kube's Clusters is: the pods set with runPod.
+func (h *hookNodes) PodsOnNodes(_ context.Context, _ string, nodes []string) ([]fleet.NodePod, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []ops.NodePod
+	var out []fleet.NodePod
 	for _, p := range h.pods {
 		if slices.Contains(nodes, p.Node) {
 			out = append(out, p)
@@ -275,7 +276,7 @@ func (h *hookNodes) PodsOnNodes(_ context.Context, _ string, nodes []string) ([]
 	return out, nil
 }
 
-func (h *hookNodes) runPod(p ops.NodePod) {
+func (h *hookNodes) runPod(p fleet.NodePod) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pods = append(h.pods, p)
@@ -306,12 +307,12 @@ func (h *hookNodes) record(_ context.Context, ch fakeaws.NodeChange) {
 	}
 }
 
-func (h *hookNodes) NodeGroups(_ context.Context, cluster string) ([]ops.NodeGroupNodes, error) {
+func (h *hookNodes) NodeGroups(_ context.Context, cluster string) ([]fleet.GroupNodes, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []ops.NodeGroupNodes
+	var out []fleet.GroupNodes
 	for name, nodes := range h.groups[cluster] {
-		out = append(out, ops.NodeGroupNodes{Group: name, InstanceType: h.types[name], Nodes: len(nodes), Ready: len(nodes),
+		out = append(out, fleet.GroupNodes{Group: name, InstanceType: h.types[name], Nodes: len(nodes), Ready: len(nodes),
 			Health: map[string]int{"Schedulable": len(nodes)}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/progress"
 )
 
@@ -36,8 +37,8 @@ const (
 // instances of one HyperPod instance group, then watched until every instance is back (or its replacement runs).
 type recoveryOp struct {
 	c *Clients
-	// nodes is the Kubernetes view; when it is an ops.NodePodReader the plan lists the pods it stops.
-	nodes   ops.NodeCounter
+	// nodes is the Kubernetes view; when it is an fleet.NodePodReader the plan lists the pods it stops.
+	nodes   fleet.NodeCounter
 	replace bool
 }
 
@@ -146,8 +147,8 @@ type recoveryState struct {
 	awsCluster   string
 	status       string
 	instanceType string
-	group        []ops.InstanceHealth
-	chosen       []ops.InstanceHealth
+	group        []fleet.InstanceHealth
+	chosen       []fleet.InstanceHealth
 }
 
 func (s *recoveryState) observed() string {
@@ -209,18 +210,18 @@ func (o *recoveryOp) observe(ctx context.Context, req *ops.Request) (*recoverySt
 }
 
 // choose picks the named instances of the group, refusing an id the group does not have.
-func (s *recoveryState) choose(all []ops.InstanceHealth, group string, ids []string) error {
+func (s *recoveryState) choose(all []fleet.InstanceHealth, group string, ids []string) error {
 	var known []string
 	for _, n := range s.group {
 		known = append(known, n.InstanceID)
 	}
 	for _, id := range ids {
-		i := slices.IndexFunc(s.group, func(n ops.InstanceHealth) bool { return n.InstanceID == id })
+		i := slices.IndexFunc(s.group, func(n fleet.InstanceHealth) bool { return n.InstanceID == id })
 		if i >= 0 {
 			s.chosen = append(s.chosen, s.group[i])
 			continue
 		}
-		if j := slices.IndexFunc(all, func(n ops.InstanceHealth) bool { return n.InstanceID == id }); j >= 0 {
+		if j := slices.IndexFunc(all, func(n fleet.InstanceHealth) bool { return n.InstanceID == id }); j >= 0 {
 			return ops.Errorf(ops.CodeInvalidArgument, "nodes", "give group="+all[j].Group+", or only instances of "+group,
 				"instance %s is in instance group %s, not %s", id, all[j].Group, group)
 		}
@@ -289,7 +290,7 @@ func (o *recoveryOp) Plan(ctx context.Context, req *ops.Request) (*ops.Plan, err
 // raises the risk when there are any; without a Kubernetes view that lists pods, it names the nodes and says so.
 func (o *recoveryOp) interrupted(ctx context.Context, cluster string, kube []string, p *ops.Plan) {
 	check := "check with kubectl get pods -A --field-selector spec.nodeName=<node>"
-	reader, ok := o.nodes.(ops.NodePodReader)
+	reader, ok := o.nodes.(fleet.NodePodReader)
 	if !ok {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("the pods on Kubernetes nodes %s stop (training jobs interrupted, inference replicas dropped); "+
 			"this plan cannot list them: %s", strings.Join(kube, ", "), check))
@@ -327,7 +328,7 @@ const maxNamedPods = 8
 
 func titleVerb(v string) string { return strings.ToUpper(v[:1]) + v[1:] }
 
-func instanceWords(n ops.InstanceHealth) string {
+func instanceWords(n fleet.InstanceHealth) string {
 	if n.Message == "" {
 		return n.Status
 	}
@@ -433,12 +434,12 @@ func (o *recoveryOp) send(ctx context.Context, t *target, a recoveryAction) (rec
 }
 
 // groupNodes reads the group's instances by id.
-func (o *recoveryOp) groupNodes(ctx context.Context, t *target, group string) (map[string]ops.InstanceHealth, error) {
+func (o *recoveryOp) groupNodes(ctx context.Context, t *target, group string) (map[string]fleet.InstanceHealth, error) {
 	all, err := o.c.listClusterNodes(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]ops.InstanceHealth{}
+	out := map[string]fleet.InstanceHealth{}
 	for _, n := range all {
 		if n.Group == group {
 			out[n.InstanceID] = n
@@ -449,7 +450,7 @@ func (o *recoveryOp) groupNodes(ctx context.Context, t *target, group string) (m
 
 // touched reports whether the node shows the call took effect: a reboot leaves it Pending (or brought a Failure
 // back to Running); a replacement leaves it ShuttingDown, or gone.
-func (o *recoveryOp) touched(a recoveryAction, now map[string]ops.InstanceHealth, id string) bool {
+func (o *recoveryOp) touched(a recoveryAction, now map[string]fleet.InstanceHealth, id string) bool {
 	n, ok := now[id]
 	if o.replace {
 		return !ok || n.Status == instanceShuttingDown
@@ -551,7 +552,7 @@ func (o *recoveryOp) Await(ctx context.Context, req *ops.Request, plan *ops.Plan
 
 // progress says where each node is and whether all are done. A rebooted node is back once it is Running after
 // having been seen down (or after having been Failure): a read just after the write may still show it Running.
-func (o *recoveryOp) progress(a recoveryAction, w recoveryWritten, now map[string]ops.InstanceHealth, down map[string]bool, res *RecoveryResult) (string, bool) {
+func (o *recoveryOp) progress(a recoveryAction, w recoveryWritten, now map[string]fleet.InstanceHealth, down map[string]bool, res *RecoveryResult) (string, bool) {
 	var parts []string
 	done := true
 	for _, id := range w.Accepted {

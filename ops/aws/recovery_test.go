@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/fakeaws"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 )
 
 func recoveryRequest(id, op string, params ops.Params) ops.Request {
@@ -257,8 +258,8 @@ func TestRecoverPlanNamesInterruptedPods(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	faulty := f.gpuIDs(t)[0]
 	must(t, f.srv.MarkNodeFaulty("ml-hp", faulty, "XID 79"))
-	f.nodes.runPod(ops.NodePod{Node: "hyperpod-" + faulty, Namespace: "ml-platform", Name: "llama-worker-0", Owner: "PyTorchJob llama", GPUs: 8})
-	f.nodes.runPod(ops.NodePod{Node: "hyperpod-" + f.gpuIDs(t)[1], Namespace: "ml-platform", Name: "llama-worker-1", Owner: "PyTorchJob llama"})
+	f.nodes.runPod(fleet.NodePod{Node: "hyperpod-" + faulty, Namespace: "ml-platform", Name: "llama-worker-0", Owner: "PyTorchJob llama", GPUs: 8})
+	f.nodes.runPod(fleet.NodePod{Node: "hyperpod-" + f.gpuIDs(t)[1], Namespace: "ml-platform", Name: "llama-worker-1", Owner: "PyTorchJob llama"})
 	req := recoveryRequest("pods", OpReplaceNodes, ops.Params{"faulty": true})
 	req.DryRun = true
 	rec, err := f.engine.Submit(ctxT(t), req)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/progress"
 )
@@ -31,7 +32,7 @@ const OpScaleCapacity = "scale-capacity"
 type scaleOp struct {
 	c      *Clients
 	pricer ops.Pricer
-	nodes  ops.NodeCounter
+	nodes  fleet.NodeCounter
 }
 
 var scaleParams = []ops.ParamSpec{
@@ -600,7 +601,7 @@ func updateErrors(errs []ekstypes.ErrorDetail) string {
 }
 
 // kubeGroup is the Kubernetes view of one group, or nil when there is none.
-func (o *scaleOp) kubeGroup(ctx context.Context, cluster, group string) *ops.NodeGroupNodes {
+func (o *scaleOp) kubeGroup(ctx context.Context, cluster, group string) *fleet.GroupNodes {
 	if o.nodes == nil {
 		return nil
 	}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,7 +42,7 @@ func (e *Engine) Revert(ctx context.Context, id string, ask ops.Request) (*ops.R
 	req.Operation, req.Target, req.Params, req.Reverts = u.Operation, orig.Request.Target, maps.Clone(u.Params), orig.ID()
 	req.Profile, req.DryRun = orig.Request.Profile, false
 	if req.ID == "" {
-		req.ID = ops.RevertRequestID(orig)
+		req.ID = RevertRequestID(orig)
 	}
 	rec, err := e.Submit(ctx, req)
 	if rec != nil && rec.Version > 0 && rec.Request.Reverts == orig.ID() {
@@ -247,4 +249,12 @@ func lastTransition(rec *ops.Record, to ops.Phase) (ops.Transition, bool) {
 		}
 	}
 	return ops.Transition{}, false
+}
+
+// RevertRequestID is the id of the request that reverts rec, so that two clicks on Revert, or a retried call,
+// ask for one revert: derived from rec's id and the revert asked before it, if any (one that was denied, expired
+// or failed may be asked again, under a new id).
+func RevertRequestID(rec *ops.Record) string {
+	sum := sha256.Sum256([]byte(rec.ID() + "|revert|" + rec.RevertedBy))
+	return "req-" + hex.EncodeToString(sum[:8])
 }

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 // The values of HyperPod's node-health-status label, as "Resilience-related Kubernetes labels by SageMaker
@@ -57,8 +56,8 @@ func healthLabel(n *corev1.Node) string {
 
 // ClassifyNode sums up a node's health from its label and, where HyperPod was read, its instance status and message
 // (both empty when not). A node with neither (an EKS node) is healthy: readiness is counted on its own.
-func ClassifyNode(label, status, message string) ops.NodeHealth {
-	h := ops.NodeHealth{State: ops.HealthHealthy, Label: label, InstanceStatus: status, Reason: message}
+func ClassifyNode(label, status, message string) fleet.NodeHealth {
+	h := fleet.NodeHealth{State: fleet.HealthHealthy, Label: label, InstanceStatus: status, Reason: message}
 	if label == HealthSchedulable {
 		h.Label = "" // the normal case says nothing
 	}
@@ -68,17 +67,17 @@ func ClassifyNode(label, status, message string) ops.NodeHealth {
 	recovering := status == InstancePending || status == InstanceShuttingDown || status == InstanceSystemUpdating
 	switch {
 	case label == HealthPendingReplacement && recovering:
-		h.State = ops.HealthReplacing
+		h.State = fleet.HealthReplacing
 	case label == HealthPendingReboot && recovering:
-		h.State = ops.HealthRebooting
+		h.State = fleet.HealthRebooting
 	case label == HealthPendingReplacement || label == HealthPendingReboot || status == InstanceFailure:
-		h.State = ops.HealthFaulty
+		h.State = fleet.HealthFaulty
 	case label == HealthUnschedulable || status == InstanceDeepHealthCheck || status == InstanceSystemUpdating:
-		h.State = ops.HealthChecking
+		h.State = fleet.HealthChecking
 	case label != "" && label != HealthSchedulable:
-		h.State = ops.HealthFaulty // a value HyperPod added after this was written: not Schedulable, so not healthy
+		h.State = fleet.HealthFaulty // a value HyperPod added after this was written: not Schedulable, so not healthy
 	}
-	if h.Reason == "" && h.State != ops.HealthHealthy {
+	if h.Reason == "" && h.State != fleet.HealthHealthy {
 		h.Reason = meaning(label, status)
 	}
 	return h
@@ -139,7 +138,7 @@ func (r *registry) scheduleHealth(ctx context.Context, t target, needGPUs bool, 
 		}
 		var named []string
 		for _, h := range grp.Unhealthy {
-			if h.State == ops.HealthChecking {
+			if h.State == fleet.HealthChecking {
 				continue
 			}
 			if len(named) == maxNamedNodes {

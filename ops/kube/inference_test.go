@@ -18,6 +18,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/progress"
 )
 
@@ -370,7 +371,7 @@ func TestDeployInferenceOnFaultyNodes(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
 	}
 	faulty := append([]runtime.Object{gpuNodeObj("hyperpod-i-0ccc", "gpu-workers", "ml.g5.12xlarge", 4, HealthPendingReplacement)}, healthy...)
-	xid := &instanceReader{instances: []ops.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
+	xid := &instanceReader{instances: []fleet.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
 	for _, tt := range []struct {
 		name    string
 		objs    []runtime.Object

@@ -3,9 +3,8 @@ package kube
 import (
 	"sort"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 // Ungrouped names the nodes that carry neither a HyperPod instance group nor an EKS node group label.
@@ -16,11 +15,11 @@ const Ungrouped = "(ungrouped)"
 // name, its readiness or its GPUs.
 type NodeGrouping struct {
 	gpu       corev1.ResourceName
-	groups    map[string]*ops.NodeGroupNodes
-	ofNode    map[string]*ops.NodeGroupNodes
+	groups    map[string]*fleet.GroupNodes
+	ofNode    map[string]*fleet.GroupNodes
 	labels    map[string]string // node → its health label
 	order     []string          // node names as added
-	instances map[string]ops.InstanceHealth
+	instances map[string]fleet.InstanceHealth
 }
 
 // NewNodeGrouping counts gpu as the GPU resource (ResourceGPU when empty).
@@ -28,8 +27,8 @@ func NewNodeGrouping(gpu corev1.ResourceName) *NodeGrouping {
 	if gpu == "" {
 		gpu = ResourceGPU
 	}
-	return &NodeGrouping{gpu: gpu, groups: map[string]*ops.NodeGroupNodes{}, ofNode: map[string]*ops.NodeGroupNodes{},
-		labels: map[string]string{}, instances: map[string]ops.InstanceHealth{}}
+	return &NodeGrouping{gpu: gpu, groups: map[string]*fleet.GroupNodes{}, ofNode: map[string]*fleet.GroupNodes{},
+		labels: map[string]string{}, instances: map[string]fleet.InstanceHealth{}}
 }
 
 // GPU is the resource counted as GPUs.
@@ -40,7 +39,7 @@ func (g *NodeGrouping) AddNode(n *corev1.Node) {
 	name := NodeGroupOf(n)
 	grp, ok := g.groups[name]
 	if !ok {
-		grp = &ops.NodeGroupNodes{Group: name, InstanceType: n.Labels[LabelInstanceType]}
+		grp = &fleet.GroupNodes{Group: name, InstanceType: n.Labels[LabelInstanceType]}
 		g.groups[name] = grp
 	}
 	g.ofNode[n.Name] = grp
@@ -77,16 +76,16 @@ func (g *NodeGrouping) AddPod(p *corev1.Pod) (placed bool) {
 // AddInstances adds what HyperPod says of its instances (ListClusterNodes), matched to nodes by instance ID: a
 // HyperPod node is named hyperpod-<instance id>. Instances without a node are left out: the counts are the
 // cluster's nodes.
-func (g *NodeGrouping) AddInstances(instances []ops.InstanceHealth) {
+func (g *NodeGrouping) AddInstances(instances []fleet.InstanceHealth) {
 	for _, in := range instances {
 		g.instances[in.InstanceID] = in
 	}
 }
 
 // Groups returns the groups by name, each with its nodes' health.
-func (g *NodeGrouping) Groups() []ops.NodeGroupNodes {
-	out := make([]ops.NodeGroupNodes, 0, len(g.groups))
-	health := map[*ops.NodeGroupNodes]*ops.NodeGroupNodes{}
+func (g *NodeGrouping) Groups() []fleet.GroupNodes {
+	out := make([]fleet.GroupNodes, 0, len(g.groups))
+	health := map[*fleet.GroupNodes]*fleet.GroupNodes{}
 	for _, grp := range g.groups {
 		c := *grp
 		c.Unhealthy = nil
@@ -98,7 +97,7 @@ func (g *NodeGrouping) Groups() []ops.NodeGroupNodes {
 		in, known := g.instances[id]
 		h := ClassifyNode(g.labels[name], in.Status, in.Message)
 		grp.States.Add(h.State)
-		if h.State == ops.HealthHealthy {
+		if h.State == fleet.HealthHealthy {
 			continue
 		}
 		h.Node = name

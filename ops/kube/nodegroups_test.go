@@ -4,11 +4,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 func gpus(n int64) corev1.ResourceList {
@@ -85,12 +84,12 @@ func TestNodeGrouping(t *testing.T) {
 	if want := []bool{true, true, false, false, false}; !reflect.DeepEqual(placed, want) {
 		t.Errorf("placed = %v, want %v", placed, want)
 	}
-	want := []ops.NodeGroupNodes{
-		{Group: Ungrouped, Nodes: 1, Ready: 1, States: ops.HealthCounts{Healthy: 1}},
-		{Group: "cpu-ng", Nodes: 1, Ready: 1, States: ops.HealthCounts{Healthy: 1}},
+	want := []fleet.GroupNodes{
+		{Group: Ungrouped, Nodes: 1, Ready: 1, States: fleet.HealthCounts{Healthy: 1}},
+		{Group: "cpu-ng", Nodes: 1, Ready: 1, States: fleet.HealthCounts{Healthy: 1}},
 		{Group: "gpu", InstanceType: "ml.p5.48xlarge", Nodes: 2, Ready: 1, Health: map[string]int{"Schedulable": 1, "Unschedulable": 1},
-			GPUAllocatable: 16, GPURequested: 5, States: ops.HealthCounts{Healthy: 1, Checking: 1},
-			Unhealthy: []ops.NodeHealth{{Node: "hp-2", State: ops.HealthChecking, Label: "Unschedulable", Reason: "deep health check in progress"}}},
+			GPUAllocatable: 16, GPURequested: 5, States: fleet.HealthCounts{Healthy: 1, Checking: 1},
+			Unhealthy: []fleet.NodeHealth{{Node: "hp-2", State: fleet.HealthChecking, Label: "Unschedulable", Reason: "deep health check in progress"}}},
 	}
 	if got := g.Groups(); !reflect.DeepEqual(got, want) {
 		t.Errorf("groups:\n got %+v\nwant %+v", got, want)
@@ -102,27 +101,27 @@ func TestNodeGrouping(t *testing.T) {
 func TestNodeHealth(t *testing.T) {
 	tests := []struct {
 		name, label, status, message string
-		want                         ops.NodeHealth
+		want                         fleet.NodeHealth
 	}{
-		{"schedulable and running", HealthSchedulable, InstanceRunning, "", ops.NodeHealth{State: ops.HealthHealthy}},
-		{"an EKS node has neither", "", "", "", ops.NodeHealth{State: ops.HealthHealthy}},
+		{"schedulable and running", HealthSchedulable, InstanceRunning, "", fleet.NodeHealth{State: fleet.HealthHealthy}},
+		{"an EKS node has neither", "", "", "", fleet.NodeHealth{State: fleet.HealthHealthy}},
 		{"failed, HyperPod says why", HealthPendingReplacement, InstanceFailure, "GPU 3 Xid 79",
-			ops.NodeHealth{State: ops.HealthFaulty, Label: HealthPendingReplacement, InstanceStatus: InstanceFailure, Reason: "GPU 3 Xid 79"}},
+			fleet.NodeHealth{State: fleet.HealthFaulty, Label: HealthPendingReplacement, InstanceStatus: InstanceFailure, Reason: "GPU 3 Xid 79"}},
 		{"label only, no AWS view", HealthPendingReboot, "", "",
-			ops.NodeHealth{State: ops.HealthFaulty, Label: HealthPendingReboot, Reason: "failed a health check; HyperPod marked it for a reboot"}},
+			fleet.NodeHealth{State: fleet.HealthFaulty, Label: HealthPendingReboot, Reason: "failed a health check; HyperPod marked it for a reboot"}},
 		{"Failure while the label still says Schedulable", HealthSchedulable, InstanceFailure, "",
-			ops.NodeHealth{State: ops.HealthFaulty, InstanceStatus: InstanceFailure, Reason: "HyperPod reports the instance as Failure"}},
+			fleet.NodeHealth{State: fleet.HealthFaulty, InstanceStatus: InstanceFailure, Reason: "HyperPod reports the instance as Failure"}},
 		{"replacement under way", HealthPendingReplacement, InstanceShuttingDown, "",
-			ops.NodeHealth{State: ops.HealthReplacing, Label: HealthPendingReplacement, InstanceStatus: InstanceShuttingDown,
+			fleet.NodeHealth{State: fleet.HealthReplacing, Label: HealthPendingReplacement, InstanceStatus: InstanceShuttingDown,
 				Reason: "failed a health check; HyperPod marked it for replacement"}},
 		{"reboot under way", HealthPendingReboot, InstancePending, "rebooting",
-			ops.NodeHealth{State: ops.HealthRebooting, Label: HealthPendingReboot, InstanceStatus: InstancePending, Reason: "rebooting"}},
+			fleet.NodeHealth{State: fleet.HealthRebooting, Label: HealthPendingReboot, InstanceStatus: InstancePending, Reason: "rebooting"}},
 		{"deep health check", HealthUnschedulable, InstanceDeepHealthCheck, "",
-			ops.NodeHealth{State: ops.HealthChecking, Label: HealthUnschedulable, InstanceStatus: InstanceDeepHealthCheck, Reason: "deep health check in progress"}},
+			fleet.NodeHealth{State: fleet.HealthChecking, Label: HealthUnschedulable, InstanceStatus: InstanceDeepHealthCheck, Reason: "deep health check in progress"}},
 		{"system update", HealthSchedulable, InstanceSystemUpdating, "",
-			ops.NodeHealth{State: ops.HealthChecking, InstanceStatus: InstanceSystemUpdating, Reason: "system update in progress"}},
+			fleet.NodeHealth{State: fleet.HealthChecking, InstanceStatus: InstanceSystemUpdating, Reason: "system update in progress"}},
 		{"a label value from the future is not healthy", "UnschedulablePendingSomething", "", "",
-			ops.NodeHealth{State: ops.HealthFaulty, Label: "UnschedulablePendingSomething", Reason: "health label UnschedulablePendingSomething"}},
+			fleet.NodeHealth{State: fleet.HealthFaulty, Label: "UnschedulablePendingSomething", Reason: "health label UnschedulablePendingSomething"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,17 +145,17 @@ func TestNodeGroupingWithInstances(t *testing.T) {
 	g.AddNode(node("hyperpod-i-0a", HealthSchedulable))
 	g.AddNode(node("hyperpod-i-0b", HealthPendingReplacement))
 	g.AddNode(tainted)
-	g.AddInstances([]ops.InstanceHealth{
+	g.AddInstances([]fleet.InstanceHealth{
 		{Group: "gpu", InstanceID: "i-0a", Status: InstanceRunning},
 		{Group: "gpu", InstanceID: "i-0b", Status: InstanceFailure, Message: "NVLink error"},
 		{Group: "gpu", InstanceID: "i-0z", Status: InstancePending},
 	})
 	got := g.Groups()
-	want := ops.NodeGroupNodes{Group: "gpu", Nodes: 3, Health: map[string]int{HealthSchedulable: 1, HealthPendingReplacement: 1, HealthPendingReboot: 1},
-		States: ops.HealthCounts{Healthy: 1, Faulty: 2},
-		Unhealthy: []ops.NodeHealth{
-			{Node: "hyperpod-i-0b", InstanceID: "i-0b", State: ops.HealthFaulty, Label: HealthPendingReplacement, InstanceStatus: InstanceFailure, Reason: "NVLink error"},
-			{Node: "hyperpod-i-0c", State: ops.HealthFaulty, Label: HealthPendingReboot, Reason: "failed a health check; HyperPod marked it for a reboot"},
+	want := fleet.GroupNodes{Group: "gpu", Nodes: 3, Health: map[string]int{HealthSchedulable: 1, HealthPendingReplacement: 1, HealthPendingReboot: 1},
+		States: fleet.HealthCounts{Healthy: 1, Faulty: 2},
+		Unhealthy: []fleet.NodeHealth{
+			{Node: "hyperpod-i-0b", InstanceID: "i-0b", State: fleet.HealthFaulty, Label: HealthPendingReplacement, InstanceStatus: InstanceFailure, Reason: "NVLink error"},
+			{Node: "hyperpod-i-0c", State: fleet.HealthFaulty, Label: HealthPendingReboot, Reason: "failed a health check; HyperPod marked it for a reboot"},
 		}}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("groups:\n got %+v\nwant %+v", got, want)

@@ -5,17 +5,16 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
-var _ ops.NodePodReader = (*Clusters)(nil)
+var _ fleet.NodePodReader = (*Clusters)(nil)
 
-// PodsOnNodes implements ops.NodePodReader: the pods bound to the nodes that have not finished, DaemonSet pods
+// PodsOnNodes implements fleet.NodePodReader: the pods bound to the nodes that have not finished, DaemonSet pods
 // left out (they come back with the node), sorted by node, namespace and name.
-func (cs *Clusters) PodsOnNodes(ctx context.Context, cluster string, nodes []string) ([]ops.NodePod, error) {
+func (cs *Clusters) PodsOnNodes(ctx context.Context, cluster string, nodes []string) ([]fleet.NodePod, error) {
 	c, err := cs.Get(cluster)
 	if err != nil {
 		return nil, err
@@ -27,8 +26,8 @@ func (cs *Clusters) PodsOnNodes(ctx context.Context, cluster string, nodes []str
 	return podsOnNodes(pods.Items, nodes), nil
 }
 
-func podsOnNodes(pods []corev1.Pod, nodes []string) []ops.NodePod {
-	var out []ops.NodePod
+func podsOnNodes(pods []corev1.Pod, nodes []string) []fleet.NodePod {
+	var out []fleet.NodePod
 	for i := range pods {
 		p := &pods[i]
 		if !slices.Contains(nodes, p.Spec.NodeName) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -41,7 +40,7 @@ func podsOnNodes(pods []corev1.Pod, nodes []string) []ops.NodePod {
 			}
 			owner = ref.Kind + " " + ref.Name
 		}
-		out = append(out, ops.NodePod{Node: p.Spec.NodeName, Namespace: p.Namespace, Name: p.Name, Owner: owner, GPUs: PodRequest(p, ResourceGPU)})
+		out = append(out, fleet.NodePod{Node: p.Spec.NodeName, Namespace: p.Namespace, Name: p.Name, Owner: owner, GPUs: PodRequest(p, ResourceGPU)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]

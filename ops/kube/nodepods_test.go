@@ -3,12 +3,11 @@ package kube
 import (
 	"testing"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 func podOn(node, name, ownerKind, ownerName string, phase corev1.PodPhase, gpus int64) *corev1.Pod {
@@ -39,7 +38,7 @@ func TestPodsOnNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.NodePod{
+	want := []fleet.NodePod{
 		{Node: "gpu-1", Namespace: testNS, Name: "chat-7d9-abcde", Owner: "ReplicaSet chat-7d9"},
 		{Node: "gpu-1", Namespace: testNS, Name: "llama-worker-0", Owner: "PyTorchJob llama", GPUs: 4},
 	}

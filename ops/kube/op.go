@@ -17,6 +17,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/progress"
 )
 
@@ -613,7 +614,7 @@ type registry struct {
 	// defaultLogRetryFor.
 	logRetryFor time.Duration
 	// instances reads HyperPod's instance statuses; nil leaves node health to the node labels.
-	instances ops.InstanceHealthReader
+	instances fleet.InstanceHealthReader
 	// reservations reads the training plans instance groups run on; nil checks no work against them.
 	reservations ops.ReservationReader
 }

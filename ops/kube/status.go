@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 )
 
 // Node labels that name a node's group.
@@ -21,11 +22,11 @@ const (
 	LabelNodeHealth    = "sagemaker.amazonaws.com/node-health-status"
 )
 
-var _ ops.NodeCounter = (*Clusters)(nil)
+var _ fleet.NodeCounter = (*Clusters)(nil)
 
-// NodeGroups implements ops.NodeCounter: nodes by HyperPod instance group (else EKS node group), their instance
+// NodeGroups implements fleet.NodeCounter: nodes by HyperPod instance group (else EKS node group), their instance
 // type, readiness, HyperPod health label counts, and GPUs allocatable vs requested by running and pending pods.
-func (cs *Clusters) NodeGroups(ctx context.Context, cluster string) ([]ops.NodeGroupNodes, error) {
+func (cs *Clusters) NodeGroups(ctx context.Context, cluster string) ([]fleet.GroupNodes, error) {
 	c, err := cs.Get(cluster)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (cs *Clusters) NodeGroups(ctx context.Context, cluster string) ([]ops.NodeG
 	return nodeGroups(nodes, pods.Items, nil), nil
 }
 
-func nodeGroups(nodes []corev1.Node, pods []corev1.Pod, instances []ops.InstanceHealth) []ops.NodeGroupNodes {
+func nodeGroups(nodes []corev1.Node, pods []corev1.Pod, instances []fleet.InstanceHealth) []fleet.GroupNodes {
 	g := NewNodeGrouping(ResourceGPU)
 	g.AddInstances(instances)
 	for i := range nodes {
@@ -55,9 +56,9 @@ func nodeGroups(nodes []corev1.Node, pods []corev1.Pod, instances []ops.Instance
 
 // ClusterStatus is get-cluster-status's machine-readable answer.
 type ClusterStatus struct {
-	Cluster       string               `json:"cluster"`
-	Groups        []ops.NodeGroupNodes `json:"groups"`
-	PendingForGPU []string             `json:"pendingForGPU,omitempty"`
+	Cluster       string             `json:"cluster"`
+	Groups        []fleet.GroupNodes `json:"groups"`
+	PendingForGPU []string           `json:"pendingForGPU,omitempty"`
 	// Warnings say what could not be read (HyperPod's instance statuses); the node labels still count.
 	Warnings []string `json:"warnings,omitempty"`
 	// Workloads counts managed Jobs and Deployments per namespace.
@@ -110,7 +111,7 @@ const instancesReadTimeout = 10 * time.Second
 
 // hyperPodInstances reads HyperPod's instance statuses where the cluster has a HyperPod cluster and a reader is
 // wired; what cannot be read is a warning, and the node labels alone say the health.
-func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) ([]ops.InstanceHealth, string) {
+func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) ([]fleet.InstanceHealth, string) {
 	if r.instances == nil || cfg.HyperPod.ClusterName == "" {
 		return nil, ""
 	}
@@ -124,13 +125,13 @@ func (r *registry) hyperPodInstances(ctx context.Context, cfg *config.Cluster) (
 }
 
 // healthLine says a group's health in a few words: "3 healthy, 1 faulty".
-func healthLine(c ops.HealthCounts) string {
+func healthLine(c fleet.HealthCounts) string {
 	parts := append([]string{fmt.Sprintf("%d healthy", c.Healthy)}, c.NotHealthy()...)
 	return strings.Join(parts, ", ")
 }
 
 // UnhealthyLine says one unhealthy node and why: "hyperpod-i-0ab… faulty: GPU 3 fell off the bus (UnschedulablePendingReplacement, Failure)".
-func UnhealthyLine(h ops.NodeHealth) string {
+func UnhealthyLine(h fleet.NodeHealth) string {
 	var why []string
 	for _, s := range []string{h.Label, h.InstanceStatus} {
 		if s != "" {

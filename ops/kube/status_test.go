@@ -14,6 +14,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 )
 
 func gpuPod(name, node string, gpus int64, phase corev1.PodPhase) *corev1.Pod {
@@ -48,12 +49,12 @@ func TestNodeGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.NodeGroupNodes{
+	want := []fleet.GroupNodes{
 		{Group: "gpu-workers", InstanceType: "ml.g5.12xlarge", Nodes: 3, Ready: 2,
 			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReboot": 1}, GPUAllocatable: 12, GPURequested: 6,
-			States: ops.HealthCounts{Healthy: 2, Faulty: 1}, Unhealthy: []ops.NodeHealth{{Node: "gpu-3", State: ops.HealthFaulty,
+			States: fleet.HealthCounts{Healthy: 2, Faulty: 1}, Unhealthy: []fleet.NodeHealth{{Node: "gpu-3", State: fleet.HealthFaulty,
 				Label: HealthPendingReboot, Reason: "failed a health check; HyperPod marked it for a reboot"}}},
-		{Group: "system", InstanceType: "m5.xlarge", Nodes: 1, Ready: 1, States: ops.HealthCounts{Healthy: 1}},
+		{Group: "system", InstanceType: "m5.xlarge", Nodes: 1, Ready: 1, States: fleet.HealthCounts{Healthy: 1}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -83,12 +84,12 @@ func TestGetClusterStatus(t *testing.T) {
 
 // instanceReader plays ops/aws's HyperPod instance listing.
 type instanceReader struct {
-	instances []ops.InstanceHealth
+	instances []fleet.InstanceHealth
 	err       error
 	calls     int
 }
 
-func (r *instanceReader) HyperPodInstances(_ context.Context, cluster string) ([]ops.InstanceHealth, error) {
+func (r *instanceReader) HyperPodInstances(_ context.Context, cluster string) ([]fleet.InstanceHealth, error) {
 	r.calls++
 	return r.instances, r.err
 }
@@ -101,7 +102,7 @@ func TestClusterStatusNodeHealth(t *testing.T) {
 		gpuNodeObj("hyperpod-i-0bbb", "gpu-workers", "ml.g5.12xlarge", 4, HealthPendingReplacement),
 		gpuNodeObj("hyperpod-i-0ccc", "gpu-workers", "ml.g5.12xlarge", 4, HealthSchedulable),
 	}
-	xid := []ops.InstanceHealth{
+	xid := []fleet.InstanceHealth{
 		{Group: "gpu-workers", InstanceID: "i-0aaa", Status: InstanceRunning},
 		{Group: "gpu-workers", InstanceID: "i-0bbb", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"},
 		{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceDeepHealthCheck},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 )
 
 func trainParams(over map[string]any) map[string]any {
@@ -384,7 +385,7 @@ func TestSubmitTrainingJobOnFaultyNodes(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
 	}
 	faulty := append([]runtime.Object{gpuNodeObj("hyperpod-i-0ccc", "gpu-workers", "ml.g5.12xlarge", 4, HealthPendingReplacement)}, healthy...)
-	xid := &instanceReader{instances: []ops.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
+	xid := &instanceReader{instances: []fleet.InstanceHealth{{Group: "gpu-workers", InstanceID: "i-0ccc", Status: InstanceFailure, Message: "GPU 3 reported Xid 79"}}}
 	tests := []struct {
 		name    string
 		objs    []runtime.Object

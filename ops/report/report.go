@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/fleet"
 )
 
 // Report is the platform-neutral capacity report of one cluster at one moment. handlers renders it as Block Kit;
@@ -81,9 +82,9 @@ type Group struct {
 	Health map[string]int `json:"health,omitempty"`
 	// States counts the nodes healthy, faulty, rebooting, replacing and checking; Unhealthy lists the nodes that are
 	// not healthy, with the reason (kube.ClassifyNode).
-	States    ops.HealthCounts `json:"states"`
-	Unhealthy []ops.NodeHealth `json:"unhealthy,omitempty"`
-	GPUs      GPUs             `json:"gpus"`
+	States    fleet.HealthCounts `json:"states"`
+	Unhealthy []fleet.NodeHealth `json:"unhealthy,omitempty"`
+	GPUs      GPUs               `json:"gpus"`
 	// Hourly is the estimated on-demand $/h of the group's Current instances; PriceKnown is false when the
 	// instance type has no price.
 	Hourly     float64 `json:"hourly"`

@@ -165,7 +165,7 @@ func (r revertRig) reverts(t *testing.T, id string) []string {
 }
 
 // Two people press Revert on the same request at once, one on each replica (the Slack handler asks with no request
-// id of its own: ops.RevertRequestID): one revert request is made, and both are answered with it.
+// id of its own: engine.RevertRequestID): one revert request is made, and both are answered with it.
 func TestRevertPressedTwiceAtOnceAsksOnce(t *testing.T) {
 	r := revertEngines(t)
 	orig := r.succeeded(t, "dial-1", alice)

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"github.com/hyperops/hyperops/ops/fleet"
 	"github.com/hyperops/hyperops/ops/pricing"
 	"github.com/hyperops/hyperops/ops/report"
 
@@ -46,12 +47,12 @@ func TestBuildFigures(t *testing.T) {
 	}
 	wantGroups := []report.Group{
 		{Name: "infer-g5", InstanceType: "ml.g5.12xlarge", Current: 1, Target: 1, Status: "InService", Nodes: 1, Ready: 1,
-			Health: map[string]int{"Schedulable": 1}, States: ops.HealthCounts{Healthy: 1}, GPUs: report.GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
+			Health: map[string]int{"Schedulable": 1}, States: fleet.HealthCounts{Healthy: 1}, GPUs: report.GPUs{Total: 4, Allocated: 2, Free: 2, Utilisation: 0.5},
 			Hourly: 7.09, PriceKnown: true},
 		{Name: "spare", InstanceType: "ml.x9.huge", Current: 1, Target: 1, Status: "InService"},
 		{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 3, Target: 4, Status: "Updating", Nodes: 3, Ready: 2,
-			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1}, States: ops.HealthCounts{Healthy: 2, Faulty: 1},
-			Unhealthy: []ops.NodeHealth{{Node: "p5-3", State: ops.HealthFaulty, Label: "UnschedulablePendingReplacement",
+			Health: map[string]int{"Schedulable": 2, "UnschedulablePendingReplacement": 1}, States: fleet.HealthCounts{Healthy: 2, Faulty: 1},
+			Unhealthy: []fleet.NodeHealth{{Node: "p5-3", State: fleet.HealthFaulty, Label: "UnschedulablePendingReplacement",
 				Reason: "failed a health check; HyperPod marked it for replacement"}},
 			GPUs: report.GPUs{Total: 24, Allocated: 12, Free: 12, Utilisation: 0.5}, Hourly: 3 * 113.068, PriceKnown: true},
 	}
@@ -322,7 +323,7 @@ func TestBuildNodeHealth(t *testing.T) {
 		hpNode("hyperpod-i-0d", "train-p5", "ml.p5.48xlarge", 8, false, "UnschedulablePendingReplacement"),
 	}
 	groups := []GroupStatus{{Name: "train-p5", InstanceType: "ml.p5.48xlarge", Current: 4, Target: 4, Status: "InService",
-		Instances: []ops.InstanceHealth{
+		Instances: []fleet.InstanceHealth{
 			{Group: "train-p5", InstanceID: "i-0b", Status: "Failure", Message: "GPU 3 reported Xid 79"},
 			{Group: "train-p5", InstanceID: "i-0c", Status: "Pending"},
 			{Group: "train-p5", InstanceID: "i-0d", Status: "ShuttingDown"},
@@ -330,11 +331,11 @@ func TestBuildNodeHealth(t *testing.T) {
 	tests := []struct {
 		name   string
 		source GroupSource
-		want   ops.HealthCounts
+		want   fleet.HealthCounts
 		reason string
 	}{
-		{"AWS says why", fakeGroups{groups: groups}, ops.HealthCounts{Healthy: 1, Faulty: 1, Rebooting: 1, Replacing: 1}, "GPU 3 reported Xid 79"},
-		{"AWS unavailable: the labels", fakeGroups{err: errors.New("ThrottlingException")}, ops.HealthCounts{Healthy: 1, Faulty: 3},
+		{"AWS says why", fakeGroups{groups: groups}, fleet.HealthCounts{Healthy: 1, Faulty: 1, Rebooting: 1, Replacing: 1}, "GPU 3 reported Xid 79"},
+		{"AWS unavailable: the labels", fakeGroups{err: errors.New("ThrottlingException")}, fleet.HealthCounts{Healthy: 1, Faulty: 3},
 			"failed a health check; HyperPod marked it for replacement"},
 	}
 	for _, tt := range tests {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/hyperops/hyperops/ops/fleet"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/hyperops/hyperops/ops"
 )
 
 // KubeClients returns the Kubernetes client of a registered cluster. ops/kube's clusters adapt to it with
@@ -24,7 +23,7 @@ type GroupStatus struct {
 	Status string
 	// Instances are the group's HyperPod instances that are not Running (ListClusterNodes), with HyperPod's
 	// message: they say why a node is faulty, rebooting or being replaced.
-	Instances []ops.InstanceHealth
+	Instances []fleet.InstanceHealth
 }
 
 // GroupSource gives the AWS view of a cluster's instance groups. ops/aws implements it.

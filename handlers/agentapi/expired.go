@@ -1,13 +1,15 @@
-package ops
+package agentapi
 
 import (
 	"fmt"
+
+	"github.com/hyperops/hyperops/ops"
 )
 
-// ExpiredOutcome is how an expired request is told to an agent that asked for it: E_EXPIRED, what happened (how
+// expiredOutcome is how an expired request is told to an agent that asked for it: E_EXPIRED, what happened (how
 // many approvals came of how many, by when; nothing was changed) and the next step: send it again with a new
 // request id, or ask a lead. Nobody refused it, so it is never told as a denial.
-func ExpiredOutcome(rec *Record) *Error {
+func expiredOutcome(rec *ops.Record) *ops.Error {
 	a := rec.Approval
 	by := "its approval window closed"
 	if !a.ExpiresAt.IsZero() {
@@ -19,6 +21,6 @@ func ExpiredOutcome(rec *Record) *Error {
 	if a.Approvers != "" {
 		lead = "a lead of " + a.Approvers
 	}
-	return &Error{Code: CodeExpired, Message: msg,
-		Next: Again + " (this requestId stays expired), or ask " + lead + " in Slack to approve the new one in time"}
+	return &ops.Error{Code: ops.CodeExpired, Message: msg,
+		Next: ops.Again + " (this requestId stays expired), or ask " + lead + " in Slack to approve the new one in time"}
 }

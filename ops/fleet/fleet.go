@@ -1,13 +1,13 @@
-package ops
+package fleet
 
 import (
 	"context"
 	"fmt"
 )
 
-// NodeGroupNodes is the Kubernetes view of one instance group (HyperPod) or node group (EKS): what the API server
+// GroupNodes is the Kubernetes view of one instance group (HyperPod) or node group (EKS): what the API server
 // shows, independent of what AWS reports.
-type NodeGroupNodes struct {
+type GroupNodes struct {
 	Group        string `json:"group"`
 	InstanceType string `json:"instanceType"`
 	Nodes        int    `json:"nodes"`
@@ -106,7 +106,7 @@ type InstanceHealthReader interface {
 // NodeCounter gives the Kubernetes view of a cluster's node groups. ops/kube implements it; ops/aws and ops/report
 // use it to merge what AWS says with what the cluster sees.
 type NodeCounter interface {
-	NodeGroups(ctx context.Context, cluster string) ([]NodeGroupNodes, error)
+	NodeGroups(ctx context.Context, cluster string) ([]GroupNodes, error)
 }
 
 // NodePod is a pod on a node that a recovery takes down: what would be interrupted.
