@@ -79,31 +79,46 @@ type glassFixture struct {
 
 func newGlassFixture(t *testing.T) *glassFixture {
 	t.Helper()
-	cfg, err := config.Parse([]byte(glassConfig), "glass.yaml")
+	return glassFixtureFor(t, glassConfig, append(testSpecs(), scaleInferenceSpec),
+		func(o *engine.Options, store *opstest.RedisStore) { o.Glass = store },
+		map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1"}, "C0APPROVALS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"},
+			"C0AUDIT": {"U0BOT"}},
+		func(s config.Slack) Config {
+			return Config{Command: "/hp", Channels: s.Channels, ApprovalsChannel: s.ApprovalsChannel, AuditChannel: s.AuditChannel}
+		})
+}
+
+// scaleInferenceSpec is a high-risk scale-inference with a name and a replica count, for the approval tests.
+var scaleInferenceSpec = ops.Spec{Name: "scale-inference", Topic: "inference", Verb: "scale", Summary: "scale", Mutates: true,
+	Baseline: ops.RiskHigh, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "name"},
+		{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "replicas"}}}
+
+// glassFixtureFor builds a fixture over the configuration in yaml: the approvals policy with glassDirectory at t0,
+// the specs in a catalog, an engine over real Redis whose options link sets up, alice, bob and the two leads in a
+// fake Slack with the channels' members, and two replicas of the handlers, configured by handler from the
+// configuration's Slack section, that share their message references.
+func glassFixtureFor(t *testing.T, yaml string, specs []ops.Spec, link func(*engine.Options, *opstest.RedisStore),
+	channels map[string][]string, handler func(config.Slack) Config) *glassFixture {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "glass.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := clockwork.NewFakeClockAt(t0)
 	policy := approvals.New(cfg, glassDirectory{}, clock)
 	cat := ops.NewCatalog()
-	for _, s := range append(testSpecs(), ops.Spec{Name: "scale-inference", Topic: "inference", Verb: "scale", Summary: "scale", Mutates: true,
-		Baseline: ops.RiskHigh, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "name"},
-			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "replicas"}}}) {
+	for _, s := range specs {
 		cat.Register(fakeOp{s})
 	}
 	store := opstest.NewRedisStore(t)
-	eng := engine.New(cat, store, store, policy, engine.Options{Replica: "r1", Clock: clock, Glass: store})
-	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
-		Users: []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0BOB", Name: "bob"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0LEAD2", Name: "lead2"}},
-		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1"}, "C0APPROVALS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"},
-			"C0AUDIT": {"U0BOT"}}})
-	t.Cleanup(srv.Close)
-	p := &viewPoster{findingPoster: findingPoster{slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}}}
+	opts := engine.Options{Replica: "r1", Clock: clock}
+	link(&opts, store)
+	eng := engine.New(cat, store, store, policy, opts)
+	srv, sp := slackWith(t, []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0BOB", Name: "bob"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0LEAD2", Name: "lead2"}},
+		channels)
+	p := &viewPoster{findingPoster: findingPoster{sp}}
 	refs := &memRefs{}
-	replica := func() *Handler {
-		return New(Config{Command: "/hp", Channels: cfg.Slack.Channels, ApprovalsChannel: cfg.Slack.ApprovalsChannel,
-			AuditChannel: cfg.Slack.AuditChannel}, eng, policy, cat, p, refs, nil)
-	}
+	replica := func() *Handler { return New(handler(cfg.Slack), eng, policy, cat, p, refs, nil) }
 	return &glassFixture{srv: srv, a: replica(), b: replica(), engine: eng, poster: p, told: map[string]int{}}
 }
 

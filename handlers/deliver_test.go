@@ -17,9 +17,15 @@ import (
 
 func fakeSlack(t *testing.T) (*fakeslack.Server, slackPoster) {
 	t.Helper()
-	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
-		Users:    []fakeslack.User{{ID: "U0ALICE", Name: "alice"}},
-		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE"}, "C0AUDIT": {"U0BOT"}}})
+	return slackWith(t, []fakeslack.User{{ID: "U0ALICE", Name: "alice"}},
+		map[string][]string{"C0OPS": {"U0BOT", "U0ALICE"}, "C0AUDIT": {"U0BOT"}})
+}
+
+// slackWith is a fake Slack without rate limits, with the users and the channels' members, closed when the test
+// ends, and a poster that talks to it with the bot's token.
+func slackWith(t *testing.T, users []fakeslack.User, channels map[string][]string) (*fakeslack.Server, slackPoster) {
+	t.Helper()
+	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true}, Users: users, Channels: channels})
 	t.Cleanup(srv.Close)
 	return srv, slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}
 }

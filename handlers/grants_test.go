@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/slack-go/slack"
 
-	"github.com/hyperops/hyperops/approvals"
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
@@ -107,28 +105,11 @@ approvals:
 // next request of alice is approved by it and the use is told in the grant's thread; /hp grants lists it; revoking
 // it is told in the thread, and the next request waits for votes.
 func TestGrantThroughTheHandlers(t *testing.T) {
-	cfg, err := config.Parse([]byte(grantHandlerConfig), "grant.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := clockwork.NewFakeClockAt(t0)
-	policy := approvals.New(cfg, glassDirectory{}, clock)
-	cat := ops.NewCatalog()
-	cat.Register(fakeOp{ops.Spec{Name: "scale-inference", Topic: "inference", Verb: "scale", Summary: "scale", Mutates: true,
-		Baseline: ops.RiskHigh, Params: []ops.ParamSpec{{Name: "name", Kind: ops.KindString, Required: true, Help: "name"},
-			{Name: "replicas", Kind: ops.KindInt, Required: true, Help: "replicas"}}}})
-	store := opstest.NewRedisStore(t)
-	eng := engine.New(cat, store, store, policy, engine.Options{Replica: "r1", Clock: clock, Grants: store})
-	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
-		Users:    []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0BOB", Name: "bob"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0LEAD2", Name: "lead2"}},
-		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"}}})
-	t.Cleanup(srv.Close)
-	p := &viewPoster{findingPoster: findingPoster{slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}}}
-	refs := &memRefs{}
-	replica := func() *Handler {
-		return New(Config{Command: "/hp", Channels: cfg.Slack.Channels}, eng, policy, cat, p, refs, nil)
-	}
-	f := &glassFixture{srv: srv, a: replica(), b: replica(), engine: eng, poster: p, told: map[string]int{}}
+	f := glassFixtureFor(t, grantHandlerConfig, []ops.Spec{scaleInferenceSpec},
+		func(o *engine.Options, store *opstest.RedisStore) { o.Grants = store },
+		map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0BOB", "U0LEAD1", "U0LEAD2"}},
+		func(s config.Slack) Config { return Config{Command: "/hp", Channels: s.Channels} })
+	srv, p, eng, cat := f.srv, f.poster, f.engine, f.a.catalog
 	ctx := context.Background()
 	submit := func(id string) *ops.Record {
 		t.Helper()

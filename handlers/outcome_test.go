@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slack-go/slack"
-
 	"github.com/hyperops/hyperops/handlers/agentapi"
 	"github.com/hyperops/hyperops/internal/fakeslack"
 	"github.com/hyperops/hyperops/ops"
@@ -16,12 +14,8 @@ import (
 // outcomeSlack is a fake Slack with the requester, two leads and an agent's direct message with the bot.
 func outcomeSlack(t *testing.T) (*fakeslack.Server, slackPoster) {
 	t.Helper()
-	srv := fakeslack.New(fakeslack.Options{RateLimits: &fakeslack.RateLimits{Disabled: true},
-		Users: []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0AGENT", Name: "ops-agent"}},
-		Channels: map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0LEAD1"}, "C0APPROVALS": {"U0BOT", "U0LEAD1"},
-			"D0AGENT": {"U0AGENT"}}})
-	t.Cleanup(srv.Close)
-	return srv, slackPoster{api: slack.New("xoxb-fake-bot-token", slack.OptionAPIURL(srv.APIURL()))}
+	return slackWith(t, []fakeslack.User{{ID: "U0ALICE", Name: "alice"}, {ID: "U0LEAD1", Name: "lead1"}, {ID: "U0AGENT", Name: "ops-agent"}},
+		map[string][]string{"C0OPS": {"U0BOT", "U0ALICE", "U0LEAD1"}, "C0APPROVALS": {"U0BOT", "U0LEAD1"}, "D0AGENT": {"U0AGENT"}})
 }
 
 // twoReplicas are two handlers that tell through one fake Slack and share their message references, as two replicas
