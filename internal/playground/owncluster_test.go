@@ -10,6 +10,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/internal/fakeslack"
+	"github.com/hyperops/hyperops/internal/planetest"
 )
 
 // TestOwnCluster runs the playground against "your" cluster through -kubeconfig (here a separate local control
@@ -18,24 +19,8 @@ import (
 func TestOwnCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plane, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := plane.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	pg, err := Start(ctx, Options{Kubeconfig: plane.Kubeconfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pg.Close(); err != nil {
-			t.Errorf("close the playground: %v", err)
-		}
-	})
+	plane := planetest.Start(t, ctx, controlplane.Options{})
+	pg := startPlaygroundWith(t, Options{Kubeconfig: plane.Kubeconfig()})
 	if pg.Plane != nil || !strings.Contains(pg.Mode(), plane.Kubeconfig()) {
 		t.Fatalf("mode %q, plane %v: want the given kubeconfig and no control plane of the playground's", pg.Mode(), pg.Plane)
 	}

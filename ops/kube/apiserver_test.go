@@ -19,6 +19,7 @@ import (
 	"github.com/hyperops/hyperops/config"
 	"github.com/hyperops/hyperops/internal/controlplane"
 	"github.com/hyperops/hyperops/internal/faultproxy"
+	"github.com/hyperops/hyperops/internal/planetest"
 	"github.com/hyperops/hyperops/ops"
 	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/pricing"
@@ -28,31 +29,9 @@ import (
 // nodes): what the fake clientset cannot show — server-side dry runs that persist nothing, server-side apply
 // through the real field manager, and re-runs that leave the generation alone.
 func TestAgainstAPIServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{WithCRDs: true})
-	if err != nil {
-		t.Fatalf("start the control plane (make e2e-tools builds it): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
-	for _, n := range []string{"hp-gpu-0", "hp-gpu-1"} {
-		if _, err := cp.AddNode(ctx, controlplane.NodeSpec{Name: n, InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cp.WaitNodeReady(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cp := startTestPlane(t, controlplane.Options{WithCRDs: true},
+		controlplane.NodeSpec{Name: "hp-gpu-0", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4},
+		controlplane.NodeSpec{Name: "hp-gpu-1", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4})
 	cs, err := NewClustersFromClients(testConfig(), map[string]Clients{testCluster: {Kube: cp.Client(), Dynamic: cp.Dynamic(), REST: cp.RESTConfig()}})
 	if err != nil {
 		t.Fatal(err)
@@ -317,4 +296,26 @@ func testHungAPIServer(ctx context.Context, t *testing.T, cp *controlplane.Contr
 		}
 	}
 	proxy.ClearRules()
+}
+
+// hyperPodNode is a ready GPU node labelled as a HyperPod node, for the tests against a real API server.
+var hyperPodNode = controlplane.NodeSpec{Name: "hp-gpu-0", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4,
+	Labels: map[string]string{"sagemaker.amazonaws.com/compute-type": "hyperpod"}}
+
+// startTestPlane starts a control plane with opts for a test against a real API server, adds the nodes and waits
+// for them to be ready, and creates testNS with the "trainer" service account; it returns the plane and a context
+// that ends after 4 minutes or with the test.
+func startTestPlane(t *testing.T, opts controlplane.Options, nodes ...controlplane.NodeSpec) (context.Context, *controlplane.ControlPlane) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	t.Cleanup(cancel)
+	cp := planetest.Start(t, ctx, opts)
+	planetest.AddReadyNodes(t, ctx, cp, nodes...)
+	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cp
 }

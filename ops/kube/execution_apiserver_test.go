@@ -28,30 +28,7 @@ import (
 // kube-apiserver, with every API call counted on the wire: one auto-approved submit makes one server-side dry run
 // per object and at most one LIST of nodes, and a lock holder that lost its lock writes nothing.
 func TestExecutionAgainstAPIServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		t.Fatalf("start the control plane (make e2e-tools builds it): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
-	if _, err := cp.AddNode(ctx, controlplane.NodeSpec{Name: "hp-gpu-0", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4,
-		Labels: map[string]string{"sagemaker.amazonaws.com/compute-type": "hyperpod"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.WaitNodeReady(ctx, "hp-gpu-0"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cp := startTestPlane(t, controlplane.Options{}, hyperPodNode)
 	calls := &apiCalls{}
 	rc := cp.RESTConfig()
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, calls: calls} }

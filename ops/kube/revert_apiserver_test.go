@@ -1,13 +1,11 @@
 package kube
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,38 +19,7 @@ import (
 // TestRevertAgainstAPIServer reverts through the engine, with the records in real Redis, on a real API server: an
 // inference rollout goes back to exactly the spec it replaced, and a deleted volume's revert is refused.
 func TestRevertAgainstAPIServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		t.Fatalf("start the control plane (make e2e-tools builds it): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
-	if _, err := cp.AddNode(ctx, controlplane.NodeSpec{Name: "hp-gpu-0", InstanceGroup: "gpu-workers", InstanceType: "ml.g5.12xlarge", GPUs: 4,
-		Labels: map[string]string{"sagemaker.amazonaws.com/compute-type": "hyperpod"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.WaitNodeReady(ctx, "hp-gpu-0"); err != nil {
-		t.Fatal(err)
-	}
-	for _, create := range []func() error{
-		func() error {
-			_, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := cp.Client().CoreV1().ServiceAccounts(testNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, cp := startTestPlane(t, controlplane.Options{}, hyperPodNode)
 	clients, err := clientsFor(cp.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
