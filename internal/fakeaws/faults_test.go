@@ -60,12 +60,8 @@ func seedAll(t *testing.T, srv *Server) {
 }
 
 func TestThrottlingIsRetriedBySDK(t *testing.T) {
-	for _, fc := range faultCalls() {
-		t.Run(fc.op, func(t *testing.T) {
-			f := newFixture(t, 0)
-			seedAll(t, f.srv)
-			f.srv.Fail(fc.op, 2, "ThrottlingException", http.StatusBadRequest, "Rate exceeded")
-			md, err := fc.call(ctxT(t), f.c)
+	eachFaultCall(t, 2, "ThrottlingException", http.StatusBadRequest, "Rate exceeded",
+		func(t *testing.T, f *fixture, fc faultCall, md middleware.Metadata, err error) {
 			if err != nil {
 				t.Fatalf("call after two throttles: %v", err)
 			}
@@ -76,16 +72,26 @@ func TestThrottlingIsRetriedBySDK(t *testing.T) {
 				t.Errorf("request id = %q", id)
 			}
 		})
-	}
 }
 
-func TestAccessDeniedIsNotRetried(t *testing.T) {
+// eachFaultCall runs a subtest per fault call: on a seeded fixture whose operation fails its next times calls with
+// code, status and message, it makes the call once and hands check what the call answered.
+func eachFaultCall(t *testing.T, times int, code string, status int, message string,
+	check func(t *testing.T, f *fixture, fc faultCall, md middleware.Metadata, err error)) {
 	for _, fc := range faultCalls() {
 		t.Run(fc.op, func(t *testing.T) {
 			f := newFixture(t, 0)
 			seedAll(t, f.srv)
-			f.srv.Fail(fc.op, 1, "AccessDeniedException", http.StatusForbidden, "User is not authorized to perform this action")
-			_, err := fc.call(ctxT(t), f.c)
+			f.srv.Fail(fc.op, times, code, status, message)
+			md, err := fc.call(ctxT(t), f.c)
+			check(t, f, fc, md, err)
+		})
+	}
+}
+
+func TestAccessDeniedIsNotRetried(t *testing.T) {
+	eachFaultCall(t, 1, "AccessDeniedException", http.StatusForbidden, "User is not authorized to perform this action",
+		func(t *testing.T, f *fixture, fc faultCall, _ middleware.Metadata, err error) {
 			if apiCode(err) != "AccessDeniedException" {
 				t.Fatalf("err = %v, want AccessDeniedException", err)
 			}
@@ -101,7 +107,6 @@ func TestAccessDeniedIsNotRetried(t *testing.T) {
 				t.Errorf("next call: %v", err)
 			}
 		})
-	}
 }
 
 func TestInjectedErrorsAreTyped(t *testing.T) {
