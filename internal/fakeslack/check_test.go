@@ -13,9 +13,7 @@ import (
 // A response_url (and a slash command's ack, which Slack handles the same way) takes the message limits
 // chat.postMessage does: the text at most 40,000 characters.
 func TestResponseURLRefusesTooLongText(t *testing.T) {
-	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	c := connectSocketClient(ctx, t, srv)
+	ctx, srv, c := connectedServer(t)
 	if _, err := srv.SlashCommand(ctx, SlashCommand{Text: "help", User: "U0ALICE", Channel: "C0OPS"}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,7 @@ func homeView(n int) slack.HomeTabViewRequest {
 // TestViewsPublishIsStrict: views.publish takes a home view of at most 100 valid blocks for an existing user, and
 // refuses a stale hash; the latest Home per user is kept and can be clicked as a view.
 func TestViewsPublishIsStrict(t *testing.T) {
-	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	c := connectSocketClient(ctx, t, srv)
+	ctx, srv, c := connectedServer(t)
 	api := webClient(srv, botToken)
 	publish := func(user string, v slack.HomeTabViewRequest, hash *string) (*slack.ViewResponse, error) {
 		return api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: v, Hash: hash})

@@ -108,6 +108,14 @@ func startSocketClient(t *testing.T, srv *Server) *socketClient {
 	return c
 }
 
+// connectedServer is a server with the test options and one socket client connected to it, with the test's context.
+func connectedServer(t *testing.T) (context.Context, *Server, *socketClient) {
+	t.Helper()
+	ctx := testContext(t)
+	srv := newServer(t, testOptions())
+	return ctx, srv, connectSocketClient(ctx, t, srv)
+}
+
 // connectSocketClient starts a Socket Mode client and returns once it is the server's one open connection, so that
 // what the test does next is delivered to it.
 func connectSocketClient(ctx context.Context, t *testing.T, srv *Server) *socketClient {

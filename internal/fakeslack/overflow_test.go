@@ -9,9 +9,7 @@ import (
 )
 
 func TestChooseOverflow(t *testing.T) {
-	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	c := connectSocketClient(ctx, t, srv)
+	ctx, srv, c := connectedServer(t)
 	api := webClient(srv, botToken)
 	menu := slack.NewOverflowBlockElement("more",
 		slack.NewOptionBlockObject("takeover", slack.NewTextBlockObject(slack.PlainTextType, "Take over", false, false), nil),

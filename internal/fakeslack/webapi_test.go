@@ -380,9 +380,7 @@ func TestViewsOpenTriggerRules(t *testing.T) {
 }
 
 func TestClickButtonAndResponseURL(t *testing.T) {
-	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	c := connectSocketClient(ctx, t, srv)
+	ctx, srv, c := connectedServer(t)
 	api := webClient(srv, botToken)
 	approve := slack.NewButtonBlockElement("approve", "req-1", slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false))
 	_, ts, err := api.PostMessageContext(ctx, "C0OPS", slack.MsgOptionText("plan", false), slack.MsgOptionBlocks(slack.NewActionBlock("decide", approve)))
@@ -416,9 +414,7 @@ func TestClickButtonAndResponseURL(t *testing.T) {
 }
 
 func TestDMEventsIncludeBotsOwnMessages(t *testing.T) {
-	ctx := testContext(t)
-	srv := newServer(t, testOptions())
-	c := connectSocketClient(ctx, t, srv)
+	ctx, srv, c := connectedServer(t)
 
 	_, d, err := srv.PostMessage(ctx, Post{Channel: "D0AGENT", User: "U0ALICE", Text: `{"operation":"get-request"}`})
 	if err != nil {
