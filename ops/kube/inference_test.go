@@ -23,11 +23,7 @@ import (
 )
 
 func deployParams(over map[string]any) map[string]any {
-	p := map[string]any{"name": "ranker", "image": allowedImg, "replicas": "2", "gpus": "1", "port": "9000"}
-	for k, v := range over {
-		p[k] = v
-	}
-	return p
+	return paramsWith(map[string]any{"name": "ranker", "image": allowedImg, "replicas": "2", "gpus": "1", "port": "9000"}, over)
 }
 
 func TestDeployInferenceGuardrails(t *testing.T) {

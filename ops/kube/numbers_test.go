@@ -11,11 +11,7 @@ import (
 // E_INVALID_ARGUMENT naming the field, before anything is planned.
 func TestNumbersThatWouldOverflowAreRefused(t *testing.T) {
 	inferParams := func(over map[string]any) map[string]any {
-		p := map[string]any{"name": "ranker", "image": allowedImg}
-		for k, v := range over {
-			p[k] = v
-		}
-		return p
+		return paramsWith(map[string]any{"name": "ranker", "image": allowedImg}, over)
 	}
 	tests := []struct {
 		name   string

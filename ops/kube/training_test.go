@@ -20,15 +20,19 @@ import (
 )
 
 func trainParams(over map[string]any) map[string]any {
-	p := map[string]any{"name": "fraud-v17", "image": allowedImg, "replicas": "2", "gpus": "4", "max-hours": "12"}
+	return paramsWith(map[string]any{"name": "fraud-v17", "image": allowedImg, "replicas": "2", "gpus": "4", "max-hours": "12"}, over)
+}
+
+// paramsWith is params with the values in over set, and the ones over gives as nil taken out.
+func paramsWith(params, over map[string]any) map[string]any {
 	for k, v := range over {
 		if v == nil {
-			delete(p, k)
+			delete(params, k)
 			continue
 		}
-		p[k] = v
+		params[k] = v
 	}
-	return p
+	return params
 }
 
 func TestSubmitTrainingJobGuardrails(t *testing.T) {
