@@ -65,7 +65,7 @@ func fullReport(t *testing.T) report.Report {
 			}},
 		},
 		Spend:    report.Spend{Hourly: 346.294, Daily: 8311.056, Unknown: []string{"ml.x9.huge"}, Source: "built-in table: AWS public on-demand list prices"},
-		Change:   &report.Change{Since: at.Add(-72 * time.Hour), Nodes: 1, GPUsTotal: 8, GPUsAllocated: 6, Utilisation: 0.0357, PendingPods: -3, Hourly: 113.068, Training: 1},
+		Change:   &report.Change{Since: at.Add(-72 * time.Hour), Figures: report.Figures{Nodes: 1, GPUsTotal: 8, GPUsAllocated: 6, Utilisation: 0.0357, PendingPods: -3, Hourly: 113.068, Training: 1}},
 		Warnings: []string{"AWS instance groups unavailable, node counts are the cluster's: ThrottlingException: Rate exceeded <retry later>"},
 	}
 }

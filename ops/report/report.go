@@ -169,18 +169,38 @@ type Spend struct {
 	Teams []ops.BudgetUse `json:"teams,omitempty"`
 }
 
-// Change is the difference from the previous report of the same series.
+// Change is the difference from the previous report of the same series; its Utilisation is in fraction points
+// (0.05 = 5 points).
 type Change struct {
-	Since         time.Time `json:"since"`
-	Nodes         int       `json:"nodes"`
-	GPUsTotal     int64     `json:"gpusTotal"`
-	GPUsAllocated int64     `json:"gpusAllocated"`
-	// Utilisation is in fraction points (0.05 = 5 points).
-	Utilisation float64 `json:"utilisation"`
-	PendingPods int     `json:"pendingPods"`
-	Hourly      float64 `json:"hourly"`
-	Training    int     `json:"training"`
-	Inference   int     `json:"inference"`
+	Since time.Time `json:"since"`
+	Figures
+}
+
+// Figures are a report's headline numbers, as a sample keeps them for the next report, or their differences in a
+// Change.
+type Figures struct {
+	Nodes         int     `json:"nodes"`
+	GPUsTotal     int64   `json:"gpusTotal"`
+	GPUsAllocated int64   `json:"gpusAllocated"`
+	Utilisation   float64 `json:"utilisation"`
+	PendingPods   int     `json:"pendingPods"`
+	Hourly        float64 `json:"hourly"`
+	Training      int     `json:"training"`
+	Inference     int     `json:"inference"`
+}
+
+// Minus is each of the figures less the one of prev.
+func (f Figures) Minus(prev Figures) Figures {
+	return Figures{
+		Nodes:         f.Nodes - prev.Nodes,
+		GPUsTotal:     f.GPUsTotal - prev.GPUsTotal,
+		GPUsAllocated: f.GPUsAllocated - prev.GPUsAllocated,
+		Utilisation:   f.Utilisation - prev.Utilisation,
+		PendingPods:   f.PendingPods - prev.PendingPods,
+		Hourly:        f.Hourly - prev.Hourly,
+		Training:      f.Training - prev.Training,
+		Inference:     f.Inference - prev.Inference,
+	}
 }
 
 // Point is one report's figures in the series, for the chart's line.

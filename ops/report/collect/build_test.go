@@ -183,7 +183,7 @@ func TestBuildChangeAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &report.Change{Since: t0, Nodes: 1, GPUsTotal: 8, GPUsAllocated: 8, Utilisation: 22.0/36 - 0.5, PendingPods: -1, Hourly: 113.068}
+	want := &report.Change{Since: t0, Figures: report.Figures{Nodes: 1, GPUsTotal: 8, GPUsAllocated: 8, Utilisation: 22.0/36 - 0.5, PendingPods: -1, Hourly: 113.068}}
 	if c := second.Change; c == nil || !c.Since.Equal(want.Since) || c.Nodes != want.Nodes || c.GPUsTotal != want.GPUsTotal ||
 		c.GPUsAllocated != want.GPUsAllocated || math.Abs(c.Utilisation-want.Utilisation) > 1e-9 || c.PendingPods != want.PendingPods ||
 		math.Abs(c.Hourly-want.Hourly) > 1e-9 {

@@ -12,16 +12,7 @@ import (
 )
 
 // snapshot is what a sample keeps of a report: enough for the next report's change and the chart's line.
-type snapshot struct {
-	Nodes         int     `json:"nodes"`
-	GPUsTotal     int64   `json:"gpusTotal"`
-	GPUsAllocated int64   `json:"gpusAllocated"`
-	Utilisation   float64 `json:"utilisation"`
-	PendingPods   int     `json:"pendingPods"`
-	Hourly        float64 `json:"hourly"`
-	Training      int     `json:"training"`
-	Inference     int     `json:"inference"`
-}
+type snapshot = report.Figures
 
 func snapshotOf(r *report.Report) snapshot {
 	return snapshot{
@@ -68,16 +59,7 @@ func (b *Builder) track(ctx context.Context, s Spec, r *report.Report) {
 	}
 }
 
+// changeFrom is the change from the sample prev, taken at, to now.
 func changeFrom(prev, now *snapshot, at time.Time) *report.Change {
-	return &report.Change{
-		Since:         at,
-		Nodes:         now.Nodes - prev.Nodes,
-		GPUsTotal:     now.GPUsTotal - prev.GPUsTotal,
-		GPUsAllocated: now.GPUsAllocated - prev.GPUsAllocated,
-		Utilisation:   now.Utilisation - prev.Utilisation,
-		PendingPods:   now.PendingPods - prev.PendingPods,
-		Hourly:        now.Hourly - prev.Hourly,
-		Training:      now.Training - prev.Training,
-		Inference:     now.Inference - prev.Inference,
-	}
+	return &report.Change{Since: at, Figures: now.Minus(*prev)}
 }
