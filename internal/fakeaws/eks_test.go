@@ -116,7 +116,7 @@ func TestScaleNodegroup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 0)
 			seedEKS(t, f.srv)
-			seeded := len(f.hooks.all())
+			seeded := len(f.hooks.All())
 
 			up, err := f.c.eks.UpdateNodegroupConfig(ctxT(t), scaleInput(nil, nil, aws.Int32(tt.desired)))
 			if err != nil {
@@ -154,7 +154,7 @@ func TestScaleNodegroup(t *testing.T) {
 				t.Errorf("after: %s desired %d", out.Nodegroup.Status, aws.ToInt32(out.Nodegroup.ScalingConfig.DesiredSize))
 			}
 			added, removed := 0, 0
-			for _, ch := range f.hooks.all()[seeded:] {
+			for _, ch := range f.hooks.All()[seeded:] {
 				if ch.Service != ServiceEKS || ch.Cluster != "ml-eks" || ch.InstanceGroup != "gpu-ng" ||
 					ch.Labels["eks.amazonaws.com/nodegroup"] != "gpu-ng" || ch.Labels["workload"] != "training" {
 					t.Errorf("change %+v", ch)

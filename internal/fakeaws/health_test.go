@@ -15,7 +15,7 @@ func TestMarkNodeFaulty(t *testing.T) {
 	seedHyperPod(t, f.srv)
 	nodes := listNodes(t, f, "gpu")
 	faulty, healthy := aws.ToString(nodes[0].InstanceId), aws.ToString(nodes[1].InstanceId)
-	before := len(f.hooks.all())
+	before := len(f.hooks.All())
 
 	const reason = "GPU 3 reported Xid 79 (fallen off the bus)"
 	if err := f.srv.MarkNodeFaulty("ml-hp", faulty, reason); err != nil {
@@ -39,7 +39,7 @@ func TestMarkNodeFaulty(t *testing.T) {
 		aws.ToString(n.InstanceStatus.Message) != reason || n.InstanceType != "ml.p5.48xlarge" || n.LaunchTime == nil {
 		t.Errorf("DescribeClusterNode = %+v / %+v", n, *n.InstanceStatus)
 	}
-	changes := f.hooks.all()[before:]
+	changes := f.hooks.All()[before:]
 	if len(changes) != 1 || changes[0].InstanceGroup != "gpu" || changes[0].Health[NodeName(hyperPodNodePrefix+faulty)] != HealthPendingReplacement ||
 		len(changes[0].Added)+len(changes[0].Removed) != 0 {
 		t.Errorf("hook told %+v, want one health change of %s to %s", changes, faulty, HealthPendingReplacement)
@@ -59,7 +59,7 @@ func TestMarkNodeFaulty(t *testing.T) {
 			t.Errorf("after healing, %s is %s %q", aws.ToString(n.InstanceId), n.InstanceStatus.Status, aws.ToString(n.InstanceStatus.Message))
 		}
 	}
-	if last := f.hooks.all(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+faulty)] != HealthSchedulable {
+	if last := f.hooks.All(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+faulty)] != HealthSchedulable {
 		t.Errorf("healing told %+v", last[len(last)-1])
 	}
 }

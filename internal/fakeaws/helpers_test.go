@@ -3,7 +3,6 @@ package fakeaws
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/smithy-go"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -52,21 +52,10 @@ func newClients(srv *Server, region string) clients {
 
 // hookRecorder collects NodeChanges delivered to OnNodesChanged.
 type hookRecorder struct {
-	mu      sync.Mutex
-	changes []NodeChange
+	opstest.Log[NodeChange]
 }
 
-func (h *hookRecorder) record(_ context.Context, ch NodeChange) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changes = append(h.changes, ch)
-}
-
-func (h *hookRecorder) all() []NodeChange {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]NodeChange(nil), h.changes...)
-}
+func (h *hookRecorder) record(_ context.Context, ch NodeChange) { h.Add(ch) }
 
 // fixture is a fake on a fake clock with SDK clients and a hook recorder.
 type fixture struct {

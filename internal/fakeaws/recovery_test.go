@@ -48,13 +48,13 @@ func TestBatchRebootClusterNodes(t *testing.T) {
 	if len(again.Failed) != 1 || again.Failed[0].ErrorCode != smtypes.BatchRebootClusterNodesErrorCodeInstanceIdInUse {
 		t.Errorf("a second reboot answered %+v", again.Failed)
 	}
-	if last := f.hooks.all(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+id)] != HealthPendingReboot {
+	if last := f.hooks.All(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+id)] != HealthPendingReboot {
 		t.Errorf("hook told %+v, want the node pending a reboot", last[len(last)-1])
 	}
 
 	f.advance(t, DefaultRecoveryDuration)
 	waitFor(t, func() bool { st, _ := nodeStatus(t, f, id); return st == smtypes.ClusterInstanceStatusRunning })
-	if last := f.hooks.all(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+id)] != HealthSchedulable {
+	if last := f.hooks.All(); last[len(last)-1].Health[NodeName(hyperPodNodePrefix+id)] != HealthSchedulable {
 		t.Errorf("hook told %+v, want the node Schedulable again", last[len(last)-1])
 	}
 	if n := f.srv.Applied(OpSageMakerBatchRebootClusterNodes); n != 1 {
@@ -81,7 +81,7 @@ func TestBatchReplaceClusterNodes(t *testing.T) {
 	if len(nodes) != 2 {
 		t.Fatalf("gpu has %d instances after the replacement, want 2", len(nodes))
 	}
-	last := f.hooks.all()[len(f.hooks.all())-1]
+	last := f.hooks.All()[len(f.hooks.All())-1]
 	if len(last.Removed) != 1 || last.Removed[0] != NodeName(hyperPodNodePrefix+id) || len(last.Added) != 1 {
 		t.Errorf("hook told %+v, want the old node removed and a new one added", last)
 	}

@@ -114,7 +114,7 @@ func TestDescribeHyperPodCluster(t *testing.T) {
 	}
 	// The seeded instances were reported to the hook, named like HyperPod nodes.
 	var hooked []string
-	for _, ch := range f.hooks.all() {
+	for _, ch := range f.hooks.All() {
 		for _, n := range ch.Added {
 			hooked = append(hooked, n.InstanceID())
 		}
@@ -166,7 +166,7 @@ func TestScaleHyperPodGroup(t *testing.T) {
 				InstanceGroup{Name: "gpu", Type: "ml.p5.48xlarge", Count: int(tt.from), LifecycleS3URI: testS3URI, ExecutionRole: testRole},
 				InstanceGroup{Name: "cpu", Type: "ml.m5.2xlarge", Count: 1, LifecycleS3URI: testS3URI, ExecutionRole: testRole})
 			before := listNodes(t, f, "gpu")
-			seeded := len(f.hooks.all())
+			seeded := len(f.hooks.All())
 
 			_, err := f.c.sm.UpdateCluster(ctxT(t), &sagemaker.UpdateClusterInput{
 				ClusterName:    aws.String("ml-hp"),
@@ -195,7 +195,7 @@ func TestScaleHyperPodGroup(t *testing.T) {
 			}
 
 			after := listNodes(t, f, "gpu")
-			changes := f.hooks.all()[seeded:]
+			changes := f.hooks.All()[seeded:]
 			var added, removed []string
 			for _, ch := range changes {
 				if ch.Cluster != "ml-hp" || ch.InstanceGroup != "gpu" || ch.InstanceType != "ml.p5.48xlarge" ||
@@ -476,7 +476,7 @@ func TestFailNextUpdate(t *testing.T) {
 func TestDeleteCluster(t *testing.T) {
 	f := newFixture(t, 0)
 	seedHyperPod(t, f.srv)
-	seeded := len(f.hooks.all())
+	seeded := len(f.hooks.All())
 	if _, err := f.c.sm.DeleteCluster(ctxT(t), &sagemaker.DeleteClusterInput{ClusterName: aws.String("ml-hp")}); err != nil {
 		t.Fatalf("DeleteCluster: %v", err)
 	}
@@ -489,7 +489,7 @@ func TestDeleteCluster(t *testing.T) {
 		return !ok
 	})
 	removed := 0
-	for _, ch := range f.hooks.all()[seeded:] {
+	for _, ch := range f.hooks.All()[seeded:] {
 		removed += len(ch.Removed)
 	}
 	if removed != 3 {

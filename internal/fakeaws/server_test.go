@@ -20,7 +20,7 @@ func TestCloseStopsTransitions(t *testing.T) {
 	hooks := &hookRecorder{}
 	srv := New(Options{Clock: clock, TransitionDelay: time.Minute, OnNodesChanged: hooks.record})
 	seedAll(t, srv)
-	seeded := len(hooks.all())
+	seeded := len(hooks.All())
 	c := newClients(srv, "us-west-2")
 	_, err := c.sm.UpdateCluster(ctxT(t), &sagemaker.UpdateClusterInput{ClusterName: aws.String("ml-hp"),
 		InstanceGroups: []smtypes.ClusterInstanceGroupSpecification{groupSpec("gpu", "ml.p5.48xlarge", 3)}})
@@ -30,7 +30,7 @@ func TestCloseStopsTransitions(t *testing.T) {
 	srv.Close()
 	srv.Close() // idempotent
 	clock.Advance(time.Hour)
-	if got := len(hooks.all()); got != seeded {
+	if got := len(hooks.All()); got != seeded {
 		t.Errorf("hook called %d times after Close", got-seeded)
 	}
 }

@@ -81,7 +81,7 @@ func TestBootstrapCreatesHyperPodOnEKS(t *testing.T) {
 		t.Errorf("manifest %s", p.Manifest)
 	}
 	if !f.progress.has("CreateCluster accepted: dev-hp") || !f.progress.has("InService: 3/3 instances running") {
-		t.Errorf("progress %q", f.progress.all())
+		t.Errorf("progress %q", f.progress.All())
 	}
 	var res BootstrapResult
 	must(t, json.Unmarshal(rec.Result.Data, &res))

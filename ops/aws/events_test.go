@@ -188,21 +188,10 @@ func TestScaleEventsNotRepeatedAfterHandover(t *testing.T) {
 
 // warnings collects what the clients warn of (the bot logs it).
 type warnings struct {
-	mu   sync.Mutex
-	msgs []string
+	opstest.Log[string]
 }
 
-func (w *warnings) add(cluster, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, cluster+": "+msg)
-}
-
-func (w *warnings) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.msgs)
-}
+func (w *warnings) add(cluster, msg string) { w.Add(cluster + ": " + msg) }
 
 // A ListClusterEvents that AWS throttles, that hangs, that AWS refuses (no permission) or cannot answer (a cluster
 // not provisioned continuously) never fails the scale: it ends succeeded, told once. Throttled and timed-out reads
@@ -256,7 +245,7 @@ func TestScaleWithoutClusterEvents(t *testing.T) {
 					t.Errorf("node changes told %q although events were only throttled", nodes)
 				}
 			}
-			warned := w.all()
+			warned := w.All()
 			if tc.warned == "" && len(warned) > 0 || tc.warned != "" && (len(warned) != 1 || !strings.Contains(warned[0], tc.warned)) {
 				t.Errorf("warnings %q, want %s", warned, map[bool]string{true: "none", false: "one naming " + tc.warned}[tc.warned == ""])
 			}
@@ -373,9 +362,9 @@ func TestRecoveryWithoutClusterEvents(t *testing.T) {
 		t.Errorf("told events %q that could not be read", evs)
 	}
 	if !f.progress.has(faulty+" Pending (Rebooting)") || !f.progress.has(faulty+" Running") {
-		t.Errorf("progress %q does not follow the node", f.progress.all())
+		t.Errorf("progress %q does not follow the node", f.progress.All())
 	}
-	if warned := w.all(); len(warned) != 1 || !strings.Contains(warned[0], "NodeProvisioningMode") {
+	if warned := w.All(); len(warned) != 1 || !strings.Contains(warned[0], "NodeProvisioningMode") {
 		t.Errorf("warnings %q, want one saying why the events cannot be read", warned)
 	}
 }

@@ -221,27 +221,16 @@ func asOpsError(t *testing.T, err error) *ops.Error {
 
 // progressLog is an engine.Notifier that keeps the progress steps executions report.
 type progressLog struct {
-	mu    sync.Mutex
-	steps []string
+	opstest.Log[string]
 }
 
 func (p *progressLog) Changed(context.Context, *ops.Record, ops.Transition) {}
 
-func (p *progressLog) Progress(_ context.Context, _ *ops.Record, msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.steps = append(p.steps, msg)
-}
-
-func (p *progressLog) all() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.steps)
-}
+func (p *progressLog) Progress(_ context.Context, _ *ops.Record, msg string) { p.Add(msg) }
 
 // has reports whether some step contains every fragment.
 func (p *progressLog) has(fragments ...string) bool {
-	for _, s := range p.all() {
+	for _, s := range p.All() {
 		ok := true
 		for _, f := range fragments {
 			ok = ok && strings.Contains(s, f)

@@ -86,7 +86,7 @@ func TestRecoverFaultyNode(t *testing.T) {
 			}
 			for _, s := range tc.steps {
 				if !f.progress.has(s) {
-					t.Errorf("no progress step %q in %q", s, f.progress.all())
+					t.Errorf("no progress step %q in %q", s, f.progress.All())
 				}
 			}
 			var res RecoveryResult
@@ -240,7 +240,7 @@ func TestRecoverReportsRefusedNodes(t *testing.T) {
 		t.Fatalf("Submit: %v, phase %v", err, rec.Phase)
 	}
 	if !f.progress.has("refused", busy, "InstanceIdInUse") || !hasWarning(rec.Plan, busy+" is Pending already") {
-		t.Errorf("progress %q, warnings %q: want the busy node refused by itself", f.progress.all(), rec.Plan.Warnings)
+		t.Errorf("progress %q, warnings %q: want the busy node refused by itself", f.progress.All(), rec.Plan.Warnings)
 	}
 	var res RecoveryResult
 	must(t, json.Unmarshal(rec.Result.Data, &res))

@@ -54,7 +54,7 @@ func TestScaleHyperPodGroup(t *testing.T) {
 			}
 			for _, s := range tc.steps {
 				if !f.progress.has(s) {
-					t.Errorf("no progress step %q in %q", s, f.progress.all())
+					t.Errorf("no progress step %q in %q", s, f.progress.All())
 				}
 			}
 			var res ScaleResult
@@ -385,7 +385,7 @@ func TestScaleEKSNodegroup(t *testing.T) {
 			}
 			if !f.progress.has("UpdateNodegroupConfig accepted: cpu desiredSize 2 → "+itoa(tc.to)) ||
 				!f.progress.has("update Successful", "node group ACTIVE", itoa(tc.to)+"/"+itoa(tc.to)+" nodes Ready") {
-				t.Errorf("progress %q", f.progress.all())
+				t.Errorf("progress %q", f.progress.All())
 			}
 		})
 	}
