@@ -144,6 +144,13 @@ func (b *browser) screenshot(name string) string {
 	return path
 }
 
+// openAs opens the playground's page and switches it to the person key.
+func (b *browser) openAs(pg *Playground, key string) {
+	b.t.Helper()
+	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
+	b.become(key)
+}
+
 // become switches the "you are" selector as a person would, once it offers key: the page fills its options from
 // its first read of the playground, which may come after the selector is shown.
 func (b *browser) become(key string) {
@@ -191,9 +198,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	pg := startPlayground(t)
 	b := startBrowser(t, pg)
 	const long = 90 * time.Second
-
-	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
-	b.become("engineer")
+	b.openAs(pg, "engineer")
 	b.waitFor("the side panel with the GPU group", inText("#world", GPUGroup, "2 / 2", "Nodes", "GPUs 0/16"), long)
 	b.waitFor("the guided start and the throw-away note", inText("body", "1. Dry-run a training job", "2. Submit it", "3. Scale an instance group", "Throw-away"), 5*time.Second)
 	b.screenshot("open")
@@ -261,8 +266,7 @@ func TestBrowserConfirmModal(t *testing.T) {
 	pg := startPlayground(t)
 	b := startBrowser(t, pg)
 	const long = 90 * time.Second
-	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
-	b.become("engineer")
+	b.openAs(pg, "engineer")
 	say := func(text string) {
 		b.run("send "+text, 10*time.Second, chromedp.SetValue(chromedp.ID("composer-text"), text), chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
 	}
@@ -309,8 +313,7 @@ func TestBrowserHome(t *testing.T) {
 	pg := startPlaygroundWith(t, Options{JobRunTime: runTime})
 	b := startBrowser(t, pg)
 	const long = 90 * time.Second
-	b.run("open the page", 30*time.Second, chromedp.Navigate(pg.URL()), chromedp.WaitVisible(chromedp.ID("persona")))
-	b.become("engineer")
+	b.openAs(pg, "engineer")
 	b.run("use step 2", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-step="1"]`)))
 	b.run("send", 10*time.Second, chromedp.SendKeys(chromedp.ID("composer-text"), kb.Enter))
 	b.waitFor("the plan waiting for a lead", inText("#messages", "Waiting for approval", "llama-finetune"), long)
