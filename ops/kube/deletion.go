@@ -50,18 +50,10 @@ func observedLine(d doomed) string {
 func (r *registry) deleteOperation(spec ops.Spec, check func(t target, req *ops.Request) error,
 	build func(ctx context.Context, t target, req *ops.Request) (*deletion, error)) ops.Operation {
 	prepare := func(ctx context.Context, req *ops.Request) (target, *deletion, error) {
-		t, err := r.cs.resolve(req, true)
+		t, err := r.checkedAs(req, check)
 		if err != nil {
 			return t, nil, err
 		}
-		if err := check(t, req); err != nil {
-			return t, nil, err
-		}
-		c, err := t.c.as(req)
-		if err != nil {
-			return t, nil, err
-		}
-		t.c = c
 		d, err := build(ctx, t, req)
 		return t, d, err
 	}
@@ -69,11 +61,8 @@ func (r *registry) deleteOperation(spec ops.Spec, check func(t target, req *ops.
 		operation: operation{
 			spec: spec,
 			validate: func(_ context.Context, req *ops.Request) error {
-				t, err := r.cs.resolve(req, true)
-				if err != nil {
-					return err
-				}
-				return check(t, req)
+				_, err := r.checked(req, check)
+				return err
 			},
 			plan: func(ctx context.Context, req *ops.Request) (*ops.Plan, error) {
 				t, d, err := prepare(ctx, req)

@@ -484,28 +484,41 @@ var (
 func (o *applyOp) Spec() ops.Spec { return o.spec }
 
 func (o *applyOp) Validate(_ context.Context, req *ops.Request) error {
-	t, err := o.r.cs.resolve(req, true)
-	if err != nil {
-		return err
-	}
-	return o.check(t, req)
+	_, err := o.r.checked(req, o.check)
+	return err
 }
 
 // clients resolves the target, runs the guardrail check and returns the clients the request's calls go through.
 func (o *applyOp) clients(req *ops.Request) (target, *Cluster, error) {
-	t, err := o.r.cs.resolve(req, true)
+	t, err := o.r.checkedAs(req, o.check)
 	if err != nil {
 		return t, nil, err
 	}
-	if err := o.check(t, req); err != nil {
-		return t, nil, err
+	return t, t.c, nil
+}
+
+// checked resolves the request's target and runs the guardrail check on it.
+func (r *registry) checked(req *ops.Request, check func(t target, req *ops.Request) error) (target, error) {
+	t, err := r.cs.resolve(req, true)
+	if err != nil {
+		return t, err
+	}
+	return t, check(t, req)
+}
+
+// checkedAs is checked with the target's clients switched to act as the request's requester; on an error the
+// target keeps the clients it had.
+func (r *registry) checkedAs(req *ops.Request, check func(t target, req *ops.Request) error) (target, error) {
+	t, err := r.checked(req, check)
+	if err != nil {
+		return t, err
 	}
 	c, err := t.c.as(req)
 	if err != nil {
-		return t, nil, err
+		return t, err
 	}
 	t.c = c
-	return t, c, nil
+	return t, nil
 }
 
 func (o *applyOp) withDesired(ctx context.Context, req *ops.Request) (target, *Cluster, *desired, error) {

@@ -242,21 +242,12 @@ func (r *registry) readOperation(spec ops.Spec, check func(t target, req *ops.Re
 	return &operation{
 		spec: spec,
 		validate: func(_ context.Context, req *ops.Request) error {
-			t, err := r.cs.resolve(req, true)
-			if err != nil {
-				return err
-			}
-			return check(t, req)
+			_, err := r.checked(req, check)
+			return err
 		},
 		execute: func(ctx context.Context, req *ops.Request, _ *ops.Plan) (*ops.Result, error) {
-			t, err := r.cs.resolve(req, true)
+			t, err := r.checkedAs(req, check)
 			if err != nil {
-				return nil, err
-			}
-			if err := check(t, req); err != nil {
-				return nil, err
-			}
-			if t.c, err = t.c.as(req); err != nil {
 				return nil, err
 			}
 			return run(ctx, t, req)
