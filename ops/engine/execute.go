@@ -668,14 +668,32 @@ func retryUnavailable(ctx context.Context, patience time.Duration, try func() er
 // execution never goes on without its locks; a shorter outage (a failover) is waited out.
 func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	renewed := e.opts.Clock.Now()
+	stop := e.everyThirdTTL(ctx, func() bool {
+		if err := e.renewLocks(ctx, locks, renewed); err != nil {
+			cancel(err)
+			return false
+		}
+		renewed = e.opts.Clock.Now()
+		return true
+	})
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			stop()
+			cancel(nil)
+		})
+	}
+}
+
+// everyThirdTTL calls tick every third of the lock TTL until ctx ends, tick returns false or the returned stop is
+// called; stop returns once the loop has ended.
+func (e *Engine) everyThirdTTL(ctx context.Context, tick func() bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		t := e.opts.Clock.NewTicker(e.opts.LockTTL / 3)
 		defer t.Stop()
-		renewed := e.opts.Clock.Now()
 		for {
 			select {
 			case <-done:
@@ -683,22 +701,13 @@ func (e *Engine) keepLocks(ctx context.Context, locks []*Lock) (context.Context,
 			case <-ctx.Done():
 				return
 			case <-t.Chan():
-				if err := e.renewLocks(ctx, locks, renewed); err != nil {
-					cancel(err)
+				if !tick() {
 					return
 				}
-				renewed = e.opts.Clock.Now()
 			}
 		}
-	}()
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			close(done)
-			wg.Wait()
-			cancel(nil)
-		})
-	}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // renewLocks extends every lock by the TTL. While the state store does not answer it asks again, for as long as

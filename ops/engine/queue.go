@@ -206,25 +206,12 @@ func (e *Engine) Observing() int { return int(e.observing.Load()) }
 
 // touching keeps a delivery claimed while it executes.
 func (e *Engine) touching(ctx context.Context, d *Delivery) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := e.opts.Clock.NewTicker(e.opts.LockTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.Chan():
-				if err := e.opts.Queue.Touch(ctx, e.opts.Replica, d); err != nil {
-					e.report(d.RequestID, fmt.Errorf("keep the queue entry claimed: %w", err))
-				}
-			}
+	return e.everyThirdTTL(ctx, func() bool {
+		if err := e.opts.Queue.Touch(ctx, e.opts.Replica, d); err != nil {
+			e.report(d.RequestID, fmt.Errorf("keep the queue entry claimed: %w", err))
 		}
+		return true
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // executeSafely runs one execution; a panic fails that request (E_INTERNAL, stack reported), never the process.
