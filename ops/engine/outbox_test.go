@@ -163,17 +163,7 @@ func (s *sink) settles(id string) int {
 // runTellers runs an engine's tellers until the test ends.
 func runTellers(t *testing.T, e *engine.Engine, ob engine.Outbox, tl engine.Teller, opts engine.TellerOptions) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { e.RunTellers(ctx, ob, tl, opts); close(stopped) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-stopped:
-		case <-time.After(10 * time.Second):
-			t.Error("the tellers did not stop")
-		}
-	})
+	runUntilEnd(t, "the tellers", func(ctx context.Context) { e.RunTellers(ctx, ob, tl, opts) })
 }
 
 // twoReplicas are two engines sharing one store and one locker, as two replicas share Redis.

@@ -69,15 +69,22 @@ func (q *memQueue) deliveries(id string) int {
 // runExecutors runs the engine's executors until the test ends.
 func runExecutors(t *testing.T, e *engine.Engine, opts engine.ExecutorOptions) {
 	t.Helper()
+	runUntilEnd(t, "the executors", func(ctx context.Context) { _ = e.RunExecutors(ctx, opts) })
+}
+
+// runUntilEnd runs run in the background until the test ends; then it cancels run's context and fails the test if
+// run has not returned within 10 s (what names it in the failure).
+func runUntilEnd(t *testing.T, what string, run func(ctx context.Context)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- e.RunExecutors(ctx, opts) }()
+	stopped := make(chan struct{})
+	go func() { run(ctx); close(stopped) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-stopped:
 		case <-time.After(10 * time.Second):
-			t.Error("the executors did not stop")
+			t.Error(what + " did not stop")
 		}
 	})
 }
