@@ -26,14 +26,21 @@ type RedisStore struct {
 func NewRedisStore(t testing.TB) *RedisStore {
 	t.Helper()
 	url, prefix := redistest.Shared(t)
+	rdb := Dial(t, url)
+	return &RedisStore{Store: state.New(rdb, state.Options{KeyPrefix: prefix}), Client: rdb, Prefix: prefix}
+}
+
+// Dial connects to url and closes the client when the test ends (before the server it talks to stops).
+func Dial(t testing.TB, url string) redis.UniversalClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rdb, err := state.Dial(ctx, url)
+	c, err := state.Dial(ctx, url)
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return &RedisStore{Store: state.New(rdb, state.Options{KeyPrefix: prefix}), Client: rdb, Prefix: prefix}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // LockKey is where ops/state keeps scope's lock ({prefix}:lock:<scope>).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperops/hyperops/internal/leftover"
 	"github.com/hyperops/hyperops/ops"
+	"github.com/hyperops/hyperops/ops/opstest"
 	"github.com/hyperops/hyperops/ops/state"
 	"github.com/hyperops/hyperops/ops/state/redistest"
 )
@@ -23,17 +24,7 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // dial connects to url and closes the client when the test ends (before the server it talks to stops).
-func dial(t *testing.T, url string) redis.UniversalClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := state.Dial(ctx, url)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+var dial = opstest.Dial
 
 // backend is a Redis the store runs against: a real redis-server, and the embedded server `run` uses by default.
 type backend struct {
