@@ -26,6 +26,21 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // dial connects to url and closes the client when the test ends (before the server it talks to stops).
 var dial = opstest.Dial
 
+// waitFor receives from ch until it gets want; if ctx ends first, the test fails with failure.
+func waitFor[T comparable](t *testing.T, ctx context.Context, ch <-chan T, want T, failure string) {
+	t.Helper()
+	for {
+		select {
+		case got := <-ch:
+			if got == want {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal(failure)
+		}
+	}
+}
+
 // backend is a Redis the store runs against: a real redis-server, and the embedded server `run` uses by default.
 type backend struct {
 	name  string

@@ -193,14 +193,5 @@ func TestChangeDuringTellingIsTold(t *testing.T) {
 	}
 	close(g.release)
 	last := len(cancelled.History) - 1
-	for {
-		select {
-		case i := <-g.told:
-			if i == last {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("entry %d (the cancel) was never told", last)
-		}
-	}
+	waitFor(t, ctx, g.told, last, fmt.Sprintf("entry %d (the cancel) was never told", last))
 }

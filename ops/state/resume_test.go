@@ -131,16 +131,7 @@ func (o *stepOp) count(step, replica string) int {
 // waitEntered waits until step@replica begins.
 func (o *stepOp) waitEntered(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
-	for {
-		select {
-		case got := <-o.entered:
-			if got == want {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("%s never began", want)
-		}
-	}
+	waitFor(t, ctx, o.entered, want, want+" never began")
 }
 
 // replicas are engines over one real redis-server, each with its own connection; with queue they take work from
