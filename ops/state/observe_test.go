@@ -40,6 +40,16 @@ func newLongOp(n int, wait time.Duration) *longOp {
 		verb: "scale", observed: "as before"}, n: n, wait: wait, hold: map[string]bool{}, writes: map[string]int{}, awaits: map[string]int{}, all: make(chan struct{})}
 }
 
+// allObserved says whether n awaits have been in flight together.
+func (o *longOp) allObserved() bool {
+	select {
+	case <-o.all:
+		return true
+	default:
+		return false
+	}
+}
+
 func (o *longOp) Execute(ctx context.Context, req *ops.Request, plan *ops.Plan, x ops.Execution) (*ops.Result, error) {
 	return ops.ExecuteSteps(ctx, o, req, plan, x)
 }
@@ -152,14 +162,7 @@ func TestWaitingHoldsNoSlot(t *testing.T) {
 	defer stop()
 	began := time.Now()
 	submitLong(t, ctx, e, n, gap)
-	opstest.Eventually(t, 30*time.Second, "all ten changes to be observed at once", func() bool {
-		select {
-		case <-op.all:
-			return true
-		default:
-			return false
-		}
-	})
+	opstest.Eventually(t, 30*time.Second, "all ten changes to be observed at once", op.allObserved)
 	if got := e.Observing(); got < 1 {
 		t.Errorf("Observing() = %d while ten changes wait, want them counted", got)
 	}
@@ -203,14 +206,7 @@ func TestObservationsResumeAfterCrashOrStop(t *testing.T) {
 
 			stopA := runLongExecutors(a)
 			submitLong(t, ctx, a, n, 0)
-			opstest.Eventually(t, 30*time.Second, "a to observe all ten changes at once", func() bool {
-				select {
-				case <-op.all:
-					return true
-				default:
-					return false
-				}
-			})
+			opstest.Eventually(t, 30*time.Second, "a to observe all ten changes at once", op.allObserved)
 			if how == "crash" {
 				proxy.Cut() // a can no longer renew its leases nor touch its entries: as if it died
 				defer stopA()
