@@ -745,10 +745,7 @@ func (m *model) wait(t *rapid.T, r *replica) []string {
 func (m *model) dropLocks(t *rapid.T) {
 	ctx, cancel := ctxModel()
 	defer cancel()
-	keys, err := m.rdb.Keys(ctx, "{"+modelPrefix+"}:lock:*").Result()
-	if err != nil {
-		t.Fatalf("list locks: %v", err)
-	}
+	keys := m.keys(t, ctx, "locks", "lock", "*")
 	if len(keys) > 0 {
 		if err := m.rdb.Del(ctx, keys...).Err(); err != nil {
 			t.Fatalf("drop locks: %v", err)
@@ -999,12 +996,19 @@ func (m *model) key(parts ...string) string {
 	return "{" + modelPrefix + "}:" + strings.Join(parts, ":")
 }
 
+// keys lists the keys matching the pattern m.key(parts...), failing the test (naming what it lists) if Redis does not
+// answer.
+func (m *model) keys(t *rapid.T, ctx context.Context, what string, parts ...string) []string {
+	keys, err := m.rdb.Keys(ctx, m.key(parts...)).Result()
+	if err != nil {
+		t.Fatalf("list %s: %v", what, err)
+	}
+	return keys
+}
+
 // readRecords reads every record in one round trip.
 func (m *model) readRecords(t *rapid.T, ctx context.Context) map[string]*ops.Record {
-	keys, err := m.rdb.Keys(ctx, m.key("req", "*")).Result()
-	if err != nil {
-		t.Fatalf("list records: %v", err)
-	}
+	keys := m.keys(t, ctx, "records", "req", "*")
 	pipe := m.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
@@ -1412,14 +1416,8 @@ func charges(rec *ops.Record) map[string]float64 {
 
 // readHolds reads every hold and every window's use, in two round trips.
 func (m *model) readHolds(t *rapid.T, ctx context.Context) (map[string]*modelHold, map[string]float64) {
-	holdKeys, err := m.rdb.Keys(ctx, m.key("budget-req", "*")).Result()
-	if err != nil {
-		t.Fatalf("list holds: %v", err)
-	}
-	windowKeys, err := m.rdb.Keys(ctx, m.key("budget", "*")).Result()
-	if err != nil {
-		t.Fatalf("list windows: %v", err)
-	}
+	holdKeys := m.keys(t, ctx, "holds", "budget-req", "*")
+	windowKeys := m.keys(t, ctx, "windows", "budget", "*")
 	pipe := m.rdb.Pipeline()
 	raws := make([]*redis.StringCmd, len(holdKeys))
 	for i, k := range holdKeys {
