@@ -629,18 +629,14 @@ func TestPlanningPastTheCallersTimeout(t *testing.T) {
 		t.Errorf("stored error %+v; want the field, the cause and the step naming the request id", ue)
 	}
 	tl := &countingTeller{told: map[int]int{}}
-	tctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.RunTellers(tctx, s.Outbox(), tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
-	}()
+	stop := inBackground(ctx, func(ctx context.Context) {
+		e.RunTellers(ctx, s.Outbox(), tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
+	})
 	opstest.Eventually(t, 30*time.Second, "the rejection told", func() bool {
 		n, err := s.Outbox().Told(ctx, "req-hung")
 		return err == nil && n == len(stored.History)
 	})
 	stop()
-	<-done
 	if last := len(stored.History) - 1; stored.History[last].To != ops.PhaseRejected || tl.told[last] != 1 {
 		t.Errorf("history %+v told %v: want the rejection told once", stored.History, tl.told)
 	}

@@ -41,6 +41,18 @@ func waitFor[T comparable](t *testing.T, ctx context.Context, ch <-chan T, want 
 	}
 }
 
+// inBackground runs run under a context of its own, derived from ctx; the returned stop cancels that context and
+// returns once run has.
+func inBackground(ctx context.Context, run func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
 // backend is a Redis the store runs against: a real redis-server, and the embedded server `run` uses by default.
 type backend struct {
 	name  string

@@ -125,13 +125,9 @@ func longReplica(t *testing.T, url, name string, op *longOp) (*engine.Engine, *s
 }
 
 func runLongExecutors(e *engine.Engine) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return inBackground(context.Background(), func(ctx context.Context) {
 		_ = e.RunExecutors(ctx, engine.ExecutorOptions{Workers: 2, PerCluster: 1, Poll: 50 * time.Millisecond})
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 func longRequest(i int) ops.Request {

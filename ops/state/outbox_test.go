@@ -60,13 +60,9 @@ func TestFailingTellsDoNotHoldTellerSlots(t *testing.T) {
 	}
 	ft := &failingTeller{tries: map[string]int{}, tried: make(chan struct{}, 1), told: make(chan string, 64)}
 	s := c.store(t)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.RunTellers(runCtx, s.Outbox(), ft, engine.TellerOptions{Concurrency: slots})
-	}()
-	defer func() { stop(); <-done }()
+	defer inBackground(ctx, func(ctx context.Context) {
+		e.RunTellers(ctx, s.Outbox(), ft, engine.TellerOptions{Concurrency: slots})
+	})()
 	// Every stuck request has failed at least once, so each would hold a slot if failing held one.
 	for {
 		ft.mu.Lock()
@@ -161,13 +157,9 @@ func TestChangeDuringTellingIsTold(t *testing.T) {
 	g := &gateTeller{holding: make(chan struct{}), release: make(chan struct{}), told: make(chan int, 64)}
 	s := c.store(t)
 	rdb := dial(t, c.srv.URL())
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.RunTellers(runCtx, s.Outbox(), g, engine.TellerOptions{Concurrency: 2, Wait: 10 * time.Millisecond})
-	}()
-	defer func() { stop(); <-done }()
+	defer inBackground(ctx, func(ctx context.Context) {
+		e.RunTellers(ctx, s.Outbox(), g, engine.TellerOptions{Concurrency: 2, Wait: 10 * time.Millisecond})
+	})()
 	<-g.holding
 	pendingBefore, err := rdb.XPending(ctx, "{accept}:outbox", "tellers").Result()
 	if err != nil {

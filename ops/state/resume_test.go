@@ -159,13 +159,9 @@ func (r *replicas) engine(t *testing.T, name string, queue bool) *engine.Engine 
 
 // runExecutors runs e's executors until the returned stop is called; stop waits for them to return.
 func runExecutors(e *engine.Engine) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return inBackground(context.Background(), func(ctx context.Context) {
 		_ = e.RunExecutors(ctx, engine.ExecutorOptions{Workers: 2, Poll: 50 * time.Millisecond})
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 func stepRequest(id string) ops.Request {

@@ -58,12 +58,9 @@ func TestTellerRetryDoesNotRetellWhatItTold(t *testing.T) {
 	}
 	ob := &flakyOutbox{Outbox: s.Outbox()}
 	tl := &countingTeller{told: map[int]int{}}
-	tctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.RunTellers(tctx, ob, tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
-	}()
+	stop := inBackground(ctx, func(ctx context.Context) {
+		e.RunTellers(ctx, ob, tl, engine.TellerOptions{Wait: 100 * time.Millisecond})
+	})
 	for {
 		n, err := s.Outbox().Told(ctx, "tell-once")
 		if err == nil && n == len(rec.History) {
@@ -76,7 +73,6 @@ func TestTellerRetryDoesNotRetellWhatItTold(t *testing.T) {
 		}
 	}
 	stop()
-	<-done
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	for i := range rec.History {
