@@ -410,12 +410,7 @@ func TestDeadReplicaIsInterruptedNotReExecuted(t *testing.T) {
 	survivor := cl.engine(t, "survivor", quorumPolicy{0}, lockTTL)
 	ctx := ctxT(t)
 
-	dyingCtx, die := context.WithCancel(ctx)
-	finished := make(chan error, 1)
-	go func() {
-		_, err := dying.Submit(dyingCtx, scaleRequest("long-1", 4))
-		finished <- err
-	}()
+	die, finished := submitDying(ctx, dying, scaleRequest("long-1", 4))
 	select {
 	case <-cl.op.started:
 	case <-time.After(10 * time.Second):

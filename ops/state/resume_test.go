@@ -164,6 +164,18 @@ func runExecutors(e *engine.Engine) (stop func()) {
 	})
 }
 
+// submitDying submits req on e, a replica about to die, in the background: die cancels the submission's context,
+// and finished gets the error Submit returned.
+func submitDying(ctx context.Context, e *engine.Engine, req ops.Request) (die func(), finished <-chan error) {
+	ctx, die = context.WithCancel(ctx)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := e.Submit(ctx, req)
+		errs <- err
+	}()
+	return die, errs
+}
+
 func stepRequest(id string) ops.Request {
 	return ops.Request{ID: id, Operation: "test-step", Target: ops.Target{Cluster: "c1"}, Params: ops.Params{"group": "g1"},
 		Initiator: requester}
@@ -205,12 +217,7 @@ func TestResumeRecordedWriteAwaitsOnly(t *testing.T) {
 	dying, survivor := r.engine(t, "dying", false), r.engine(t, "survivor", true)
 	ctx := ctxT(t)
 
-	dyingCtx, die := context.WithCancel(ctx)
-	finished := make(chan error, 1)
-	go func() {
-		_, err := dying.Submit(dyingCtx, stepRequest("resume-1"))
-		finished <- err
-	}()
+	die, finished := submitDying(ctx, dying, stepRequest("resume-1"))
 	r.op.waitEntered(t, ctx, "await@dying")
 	rec, err := survivor.Get(ctx, "resume-1")
 	if err != nil || rec.Phase != ops.PhaseExecuting || rec.Execution.WriteAccepted.IsZero() || len(rec.Execution.Written) == 0 {
@@ -260,12 +267,7 @@ func TestResumeUnknownWriteInterrupts(t *testing.T) {
 	dying, survivor := r.engine(t, "dying", false), r.engine(t, "survivor", true)
 	ctx := ctxT(t)
 
-	dyingCtx, die := context.WithCancel(ctx)
-	finished := make(chan error, 1)
-	go func() {
-		_, err := dying.Submit(dyingCtx, stepRequest("unknown-1"))
-		finished <- err
-	}()
+	die, finished := submitDying(ctx, dying, stepRequest("unknown-1"))
 	r.op.waitEntered(t, ctx, "write@dying")
 	rec, err := survivor.Get(ctx, "unknown-1")
 	if err != nil || rec.Phase != ops.PhaseExecuting || rec.Execution.WriteStarted.IsZero() || !rec.Execution.WriteAccepted.IsZero() {
