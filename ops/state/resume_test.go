@@ -176,6 +176,25 @@ func submitDying(ctx context.Context, e *engine.Engine, req ops.Request) (die fu
 	return die, errs
 }
 
+// dyingInStep starts the replicas dying and survivor on one redis-server and has dying submit stepRequest(id); it
+// returns once dying's step ("write" or "await") began, where dying hangs, ignoring its context, until hung is
+// closed. die cancels dying's submission; finished gets the error its Submit returned.
+func dyingInStep(t *testing.T, ctx context.Context, step, id string) (r *replicas, survivor *engine.Engine, hung chan struct{}, die func(), finished <-chan error) {
+	t.Helper()
+	r = &replicas{srv: redistest.Start(t), op: newStepOp()}
+	hung = make(chan struct{})
+	hangs := r.op.hangAwait
+	if step == "write" {
+		hangs = r.op.hangWrite
+	}
+	hangs["dying"] = hung
+	dying := r.engine(t, "dying", false)
+	survivor = r.engine(t, "survivor", true)
+	die, finished = submitDying(ctx, dying, stepRequest(id))
+	r.op.waitEntered(t, ctx, step+"@dying")
+	return r, survivor, hung, die, finished
+}
+
 func stepRequest(id string) ops.Request {
 	return ops.Request{ID: id, Operation: "test-step", Target: ops.Target{Cluster: "c1"}, Params: ops.Params{"group": "g1"},
 		Initiator: requester}
@@ -211,14 +230,8 @@ func waitPhase(t *testing.T, ctx context.Context, e *engine.Engine, id string, p
 
 // A replica died after its write was recorded accepted: another replica resumes the request by observing only.
 func TestResumeRecordedWriteAwaitsOnly(t *testing.T) {
-	r := &replicas{srv: redistest.Start(t), op: newStepOp()}
-	hung := make(chan struct{})
-	r.op.hangAwait["dying"] = hung
-	dying, survivor := r.engine(t, "dying", false), r.engine(t, "survivor", true)
 	ctx := ctxT(t)
-
-	die, finished := submitDying(ctx, dying, stepRequest("resume-1"))
-	r.op.waitEntered(t, ctx, "await@dying")
+	r, survivor, hung, die, finished := dyingInStep(t, ctx, "await", "resume-1")
 	rec, err := survivor.Get(ctx, "resume-1")
 	if err != nil || rec.Phase != ops.PhaseExecuting || rec.Execution.WriteAccepted.IsZero() || len(rec.Execution.Written) == 0 {
 		t.Fatalf("before the replica dies: %+v, %v; want executing with the write recorded accepted", rec, err)
@@ -261,14 +274,8 @@ func TestResumeRecordedWriteAwaitsOnly(t *testing.T) {
 // A replica died after sending its write but before recording the answer: the request ends interrupted with what
 // the Observer found, people may take it over and stop it, and the write is never sent again.
 func TestResumeUnknownWriteInterrupts(t *testing.T) {
-	r := &replicas{srv: redistest.Start(t), op: newStepOp()}
-	hung := make(chan struct{})
-	r.op.hangWrite["dying"] = hung
-	dying, survivor := r.engine(t, "dying", false), r.engine(t, "survivor", true)
 	ctx := ctxT(t)
-
-	die, finished := submitDying(ctx, dying, stepRequest("unknown-1"))
-	r.op.waitEntered(t, ctx, "write@dying")
+	r, survivor, hung, die, finished := dyingInStep(t, ctx, "write", "unknown-1")
 	rec, err := survivor.Get(ctx, "unknown-1")
 	if err != nil || rec.Phase != ops.PhaseExecuting || rec.Execution.WriteStarted.IsZero() || !rec.Execution.WriteAccepted.IsZero() {
 		t.Fatalf("before the replica dies: %+v, %v; want executing with the write started, not accepted", rec, err)
