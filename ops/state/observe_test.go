@@ -69,7 +69,9 @@ func (o *longOp) Await(ctx context.Context, _ *ops.Request, _ *ops.Plan, _ []byt
 	o.awaits[x.Replica]++
 	o.inflight++
 	o.most = max(o.most, o.inflight)
-	if o.inflight == o.n {
+	// Once: after a replica dies, its awaits end while another's resume the same requests, and the count reaches
+	// n again.
+	if o.inflight == o.n && !o.allObserved() {
 		close(o.all)
 	}
 	hold := o.hold[x.Replica]
